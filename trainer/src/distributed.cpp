@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: MIT
+#include "distributed.h"
+
+#include "torch_compat.h"
+
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include <cstdlib>
+
+namespace rankscope::trainer {
+namespace {
+
+bool isLoopback(const std::string& host) {
+    return host == "localhost" || host.rfind("127.", 0) == 0 || host == "::1";
+}
+
+c10::intrusive_ptr<c10d::Store> connectStore(const CommunicatorOptions& o) {
+    c10d::TCPStoreOptions storeOptions;
+    storeOptions.port = static_cast<std::uint16_t>(o.port);
+    storeOptions.isServer = o.rank == 0;
+    storeOptions.numWorkers = static_cast<std::size_t>(o.worldSize);
+    storeOptions.waitWorkers = true;
+    storeOptions.timeout = o.timeout;
+    compat::configureStoreOptions(storeOptions);
+    auto store = c10::make_intrusive<c10d::TCPStore>(o.host, storeOptions);
+    // Namespaced as Python's init_process_group does, so that other users of the store cannot collide.
+    return c10::make_intrusive<c10d::PrefixStore>("rankscope", store);
+}
+
+std::string glooInterface() {
+    const char* ifname = std::getenv("GLOO_SOCKET_IFNAME");
+    return ifname != nullptr ? std::string(ifname) : std::string();
+}
+
+} // namespace
+
+Communicator::Communicator(const CommunicatorOptions& options, CollectiveCounter& counter)
+    : m_options(options), m_counter(counter) {
+    const std::string where = "rendezvous at " + options.host + ":" + std::to_string(options.port) + " (rank " +
+                              std::to_string(options.rank) + " of " + std::to_string(options.worldSize) + ")";
+    try {
+        m_store = connectStore(options);
+    } catch (const std::exception& e) {
+        throw RendezvousError(where + ": the TCPStore did not come up: " + compat::firstLine(e.what()));
+    }
+    try {
+        if (options.backend == "gloo") {
+            const std::string ifname = glooInterface();
+            m_processGroup = compat::makeGlooGroup(m_store, options.rank, options.worldSize, options.timeout, ifname,
+                                                   isLoopback(options.host) ? options.host : std::string());
+        } else {
+            m_processGroup =
+                compat::makeNcclGroup(m_store, options.rank, options.worldSize, options.timeout, options.cudaDevice);
+        }
+    } catch (const std::exception& e) {
+        throw RendezvousError(where + ": the " + options.backend +
+                              " process group did not come up: " + compat::firstLine(e.what()));
+    }
+}
+
+template <typename Launch>
+void Communicator::run(const char* what, Launch&& launch) {
+    const int64_t number = m_counter.begin();
+    try {
+        auto work = launch();
+        work->wait(m_options.timeout);
+    } catch (const std::exception& e) {
+        throw CollectiveError(std::string(what) + " (collective #" + std::to_string(number) + ") failed on rank " +
+                              std::to_string(m_options.rank) + ": " + compat::firstLine(e.what()));
+    }
+    m_counter.end(number);
+}
+
+void Communicator::allReduce(at::Tensor& tensor, c10d::ReduceOp op, const char* what) {
+    std::vector<at::Tensor> tensors{tensor};
+    c10d::AllreduceOptions opts;
+    opts.reduceOp = op;
+    run(what, [&] { return m_processGroup->allreduce(tensors, opts); });
+}
+
+void Communicator::broadcast(at::Tensor& tensor, int root, const char* what) {
+    std::vector<at::Tensor> tensors{tensor};
+    c10d::BroadcastOptions opts;
+    opts.rootRank = root;
+    run(what, [&] { return m_processGroup->broadcast(tensors, opts); });
+}
+
+void Communicator::barrier(const char* what) {
+    run(what, [&] { return m_processGroup->barrier(); });
+}
+
+} // namespace rankscope::trainer
