@@ -4,7 +4,7 @@
 #include <QRegularExpression>
 #include <stdexcept>
 
-namespace RankScope::Remote {
+namespace rankscope::remote {
 
 QString shellQuote(const QString& word) {
     // Single quotes keep everything literal except a single quote itself, which is closed,
@@ -49,4 +49,4 @@ QString ShellCommand::toString() const {
     return words.join(QLatin1Char(' '));
 }
 
-} // namespace RankScope::Remote
+} // namespace rankscope::remote

@@ -6,7 +6,7 @@
 #include <QString>
 #include <QStringList>
 
-namespace RankScope::Remote {
+namespace rankscope::remote {
 
 // Quotes one word for a POSIX shell so that it reaches the program literally: spaces, quotes, '$',
 // ';', backticks, globs and newlines included. Remote commands always go through the login shell
@@ -35,4 +35,4 @@ private:
     QString m_workingDirectory;
 };
 
-} // namespace RankScope::Remote
+} // namespace rankscope::remote

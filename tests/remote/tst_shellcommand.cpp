@@ -6,7 +6,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
-using RankScope::Remote::ShellCommand;
+using rankscope::remote::ShellCommand;
 
 class TestShellCommand final : public QObject {
     Q_OBJECT

@@ -64,7 +64,10 @@ void DataParallel::syncModuleStates() {
 }
 
 void DataParallel::prepareForward() {
-    m_reducer->rebuild_buckets();
+    // After the first backward, buckets are rebuilt in gradient-arrival order; rank 0's order is
+    // broadcast, so this is a collective like any other.
+    if (m_reducer->should_rebuild_buckets())
+        m_comm.runCounted("rebuild of gradient buckets", [this] { m_reducer->rebuild_buckets(); });
     m_reducer->prepare_for_forward();
     if (m_options.broadcastBuffers)
         broadcastTensors(m_module->buffers(), "broadcast of buffers from rank 0");

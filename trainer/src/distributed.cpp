@@ -59,6 +59,11 @@ Communicator::Communicator(const CommunicatorOptions& options, CollectiveCounter
     }
 }
 
+void Communicator::fail(const char* what, int64_t number, const std::exception& e) const {
+    throw CollectiveError(std::string(what) + " (collective #" + std::to_string(number) + ") failed on rank " +
+                          std::to_string(m_options.rank) + ": " + compat::firstLine(e.what()));
+}
+
 template <typename Launch>
 void Communicator::run(const char* what, Launch&& launch) {
     const int64_t number = m_counter.begin();
@@ -66,8 +71,17 @@ void Communicator::run(const char* what, Launch&& launch) {
         auto work = launch();
         work->wait(m_options.timeout);
     } catch (const std::exception& e) {
-        throw CollectiveError(std::string(what) + " (collective #" + std::to_string(number) + ") failed on rank " +
-                              std::to_string(m_options.rank) + ": " + compat::firstLine(e.what()));
+        fail(what, number, e);
+    }
+    m_counter.end(number);
+}
+
+void Communicator::runCounted(const char* what, const std::function<void()>& body) {
+    const int64_t number = m_counter.begin();
+    try {
+        body();
+    } catch (const std::exception& e) {
+        fail(what, number, e);
     }
     m_counter.end(number);
 }

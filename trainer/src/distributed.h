@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <stdexcept>
 #include <string>
 
@@ -61,9 +62,14 @@ public:
     void broadcast(at::Tensor& tensor, int root, const char* what);
     void barrier(const char* what);
 
+    // Runs `body`, which blocks in collectives c10d starts by itself (the Reducer's bucket rebuild),
+    // as one counted collective whose failure becomes a CollectiveError naming `what`.
+    void runCounted(const char* what, const std::function<void()>& body);
+
 private:
     template <typename Launch>
     void run(const char* what, Launch&& launch);
+    [[noreturn]] void fail(const char* what, int64_t number, const std::exception& e) const;
 
     CommunicatorOptions m_options;
     c10::intrusive_ptr<c10d::Store> m_store;

@@ -8,13 +8,16 @@ Heartbeat::Heartbeat(EventWriter& events, const Progress& progress, const Collec
     : m_events(events), m_progress(progress), m_interval(interval), m_collectives(collectives),
       m_thread([this] { loop(); }) {}
 
-Heartbeat::~Heartbeat() {
+Heartbeat::~Heartbeat() { stop(); }
+
+void Heartbeat::stop() {
     {
         std::lock_guard<std::mutex> lock(m_mutex);
         m_stop = true;
     }
     m_wake.notify_all();
-    m_thread.join();
+    if (m_thread.joinable())
+        m_thread.join();
 }
 
 void Heartbeat::beat() {
@@ -26,13 +29,15 @@ void Heartbeat::beat() {
     m_events.emit(schema::type::kHeartbeat, fields);
 }
 
+// The first beat goes out at once, so that a rank is seen alive before rendezvous, data loading or a
+// hang in either.
 void Heartbeat::loop() {
     std::unique_lock<std::mutex> lock(m_mutex);
-    while (!m_wake.wait_for(lock, m_interval, [this] { return m_stop; })) {
+    do {
         lock.unlock();
         beat();
         lock.lock();
-    }
+    } while (!m_wake.wait_for(lock, m_interval, [this] { return m_stop; }));
 }
 
 } // namespace rankscope::trainer

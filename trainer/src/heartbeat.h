@@ -38,6 +38,8 @@ public:
     Heartbeat& operator=(const Heartbeat&) = delete;
 
     void beat();
+    // Stops the thread and waits for it; idempotent. Called before the end event, which must be last.
+    void stop();
 
 private:
     void loop();

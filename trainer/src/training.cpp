@@ -8,6 +8,7 @@
 #include "models.h"
 #include "precision.h"
 #include "sampler.h"
+#include "torch_compat.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
@@ -33,8 +34,19 @@ public:
     using std::runtime_error::runtime_error;
 };
 
+// Milliseconds, rounded to the microsecond: finer digits are noise and only lengthen every event.
 double msBetween(Clock::time_point a, Clock::time_point b) {
-    return std::chrono::duration<double, std::milli>(b - a).count();
+    return std::round(std::chrono::duration<double, std::milli>(b - a).count() * 1000.0) / 1000.0;
+}
+
+// The Reducer's all-reduce runs inside autograd, so its failures surface from backward() as plain
+// c10::Errors; these are the words Gloo, NCCL and the socket layer use for a broken or timed-out peer.
+bool looksLikeCommunicationFailure(const std::string& what) {
+    for (const char* word : {"gloo", "Gloo", "NCCL", "nccl", "Connection", "connection", "Timed out", "timed out",
+                             "peer", "Socket", "socket"})
+        if (what.find(word) != std::string::npos)
+            return true;
+    return false;
 }
 
 std::string hostName() {
@@ -150,9 +162,6 @@ void Trainer::setUp() {
     m_model.module->to(m_device);
     if (m_o.channelsLast)
         toChannelsLast(*m_model.module);
-    DataParallelOptions ddpOptions;
-    ddpOptions.bucketMb = m_o.bucketMb;
-    m_ddp = std::make_unique<DataParallel>(m_model.module, *m_comm, ddpOptions);
     m_optimizer = makeOptimizer(m_o, m_model.module->parameters());
     m_precision = std::make_unique<MixedPrecision>(m_o.amp);
 
@@ -291,7 +300,15 @@ void Trainer::trainStep(const std::vector<int64_t>& batchIndices) {
     m_ddp->prepareBackward();
     // The Reducer's bucketed all-reduce runs inside backward(); it counts as one collective per step.
     const int64_t collective = m_comm->counter().begin();
-    m_precision->backward(loss);
+    try {
+        m_precision->backward(loss);
+    } catch (const std::exception& e) {
+        const std::string what = compat::firstLine(e.what());
+        if (m_o.worldSize > 1 && looksLikeCommunicationFailure(what))
+            throw CollectiveError("gradient all-reduce in backward (collective #" + std::to_string(collective) +
+                                  ") failed on rank " + std::to_string(m_o.rank) + ": " + what);
+        throw;
+    }
     m_comm->counter().end(collective);
     const auto tBackward = Clock::now();
 
@@ -307,8 +324,9 @@ void Trainer::trainStep(const std::vector<int64_t>& batchIndices) {
     const int64_t lastGradNs = m_ddp->lastGradientNs();
     const double backwardEndNs = static_cast<double>(
         std::chrono::duration_cast<std::chrono::nanoseconds>(tBackward.time_since_epoch()).count());
-    const double commWaitMs = std::clamp((backwardEndNs - static_cast<double>(lastGradNs)) / 1e6, 0.0,
-                                         msBetween(tForward, tBackward));
+    const double commWaitMs =
+        std::round(std::clamp((backwardEndNs - static_cast<double>(lastGradNs)) / 1e6, 0.0,
+                              msBetween(tForward, tBackward)) * 1000.0) / 1000.0;
     const double images = static_cast<double>(batchIndices.size());
     m_busyImages += images;
     m_busySeconds += stepMs / 1000.0;
@@ -322,7 +340,7 @@ void Trainer::trainStep(const std::vector<int64_t>& batchIndices) {
         .add(schema::step::kStepMs, stepMs)
         .add(schema::step::kDataMs, msBetween(t0, tData))
         .add(schema::step::kForwardMs, msBetween(tData, tForward))
-        .add(schema::step::kBackwardMs, msBetween(tForward, tBackward) - commWaitMs)
+        .add(schema::step::kBackwardMs, std::round((msBetween(tForward, tBackward) - commWaitMs) * 1000.0) / 1000.0)
         .add(schema::step::kCommWaitMs, commWaitMs)
         .add(schema::step::kOptimizerMs, msBetween(tBackward, tEnd));
     m_events.emit(schema::type::kStep, fields);
@@ -466,6 +484,7 @@ void Trainer::exportParameters() {
 }
 
 int Trainer::fail(std::string_view kind, const std::string& message, int exitCode) {
+    m_heartbeat.stop();
     log("error: " + message);
     JsonObject error;
     error.add(schema::error::kKind, kind).add(schema::error::kMessage, message).add(schema::error::kFatal, true);
@@ -483,7 +502,12 @@ int Trainer::fail(std::string_view kind, const std::string& message, int exitCod
 int Trainer::run() {
     try {
         setUp();
+        // A checkpoint replaces the parameters' storage, so it is loaded before the Reducer takes
+        // hold of them: a Reducer built over the old tensors stops averaging the new ones.
         resume();
+        DataParallelOptions ddpOptions;
+        ddpOptions.bucketMb = m_o.bucketMb;
+        m_ddp = std::make_unique<DataParallel>(m_model.module, *m_comm, ddpOptions);
         emitStart();
         while (m_state.epoch < m_o.epochs && !stepLimitReached()) {
             trainEpoch();
@@ -516,6 +540,7 @@ int Trainer::run() {
         return fail(schema::error_kind::kInternal, what.substr(0, what.find('\n')), kExitTrainingError);
     }
     m_progress.setPhase(phase::kDone);
+    m_heartbeat.stop();
     const double wall = std::chrono::duration<double>(Clock::now() - m_started).count();
     JsonObject end;
     end.add(schema::end::kStatus, schema::status::kOk)

@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: MIT
+// Fault injection and failure reporting, on real processes: what the debugger will diagnose.
+#include "trainer_process.h"
+
+#include <gtest/gtest.h>
+
+#include <regex>
+
+using namespace rankscope;
+
+namespace {
+
+std::vector<test::RankResult> runTwo(std::vector<std::string> extra, std::chrono::seconds timeout = std::chrono::seconds(120)) {
+    const int port = test::freePort();
+    return test::runRanks(
+        2,
+        [&](int rank) {
+            auto args = test::distributedArgs(rank, 2, port);
+            for (const auto& a : {"--model", "mlp", "--batch-size", "8", "--synthetic-samples", "256", "--no-eval",
+                                  "--events", "stdout", "--heartbeat-s", "0.2"})
+                args.push_back(a);
+            args.insert(args.end(), extra.begin(), extra.end());
+            return args;
+        },
+        timeout);
+}
+
+bool hasEvent(const test::RankResult& r, const std::string& fragment) {
+    for (const auto& e : test::eventLines(r.out))
+        if (e.find(fragment) != std::string::npos)
+            return true;
+    return false;
+}
+
+TEST(Faults, InjectedFailureExitsWithErrorEventAndPeerReportsCollectiveFailure) {
+    auto r = runTwo({"--fail-at-step", "3", "--fail-rank", "1"});
+    EXPECT_EQ(r[1].exitCode, 1) << r[1].err;
+    EXPECT_TRUE(hasEvent(r[1], "\"kind\":\"injected\"")) << r[1].out;
+    EXPECT_TRUE(hasEvent(r[1], "\"status\":\"error\""));
+    EXPECT_NE(r[1].err.find("injected failure at step 3"), std::string::npos) << r[1].err;
+    // Rank 0 loses its peer inside a collective and says so, instead of hanging.
+    EXPECT_EQ(r[0].exitCode, 1) << r[0].err;
+    EXPECT_TRUE(hasEvent(r[0], "\"kind\":\"collective\"")) << r[0].out;
+}
+
+TEST(Faults, HungRankKeepsBeatingAtTheSameStepWhilePeerTimesOut) {
+    auto r = runTwo({"--hang-at-step", "2", "--hang-rank", "1", "--timeout-s", "4"}, std::chrono::seconds(12));
+    EXPECT_EQ(r[1].exitCode, -1) << "the hung rank never exits by itself";
+    EXPECT_EQ(r[0].exitCode, 1) << r[0].err;
+    EXPECT_TRUE(hasEvent(r[0], "\"kind\":\"collective\"")) << r[0].out;
+    // While hung, rank 1 reports step 1 (the last finished) in the forward phase, beat after beat.
+    const std::regex stuck("\"type\":\"heartbeat\".*\"phase\":\"forward\",\"step\":1,");
+    int beats = 0;
+    for (const auto& e : test::eventLines(r[1].out))
+        beats += std::regex_search(e, stuck) ? 1 : 0;
+    EXPECT_GE(beats, 5) << r[1].out;
+}
+
+TEST(Faults, SlowRankIsSlower) {
+    auto r = runTwo({"--slow-rank", "1", "--slow-ms", "150", "--max-steps", "6"});
+    ASSERT_EQ(r[0].exitCode, 0) << r[0].err;
+    ASSERT_EQ(r[1].exitCode, 0) << r[1].err;
+    // The slow rank's forward phase holds the sleep; the fast rank waits for it in the all-reduce.
+    const std::regex forward("\"forward_ms\":([0-9.]+)");
+    double slowForward = 0;
+    for (const auto& e : test::eventLines(r[1].out)) {
+        std::smatch m;
+        if (std::regex_search(e, m, forward))
+            slowForward = std::max(slowForward, std::stod(m[1]));
+    }
+    EXPECT_GE(slowForward, 150.0);
+}
+
+TEST(Faults, RendezvousFailureNamesTheAddress) {
+    const int port = test::freePort();
+    // Rank 1 alone: nobody hosts the store.
+    auto r = test::runRanks(1, [&](int) {
+        auto args = test::distributedArgs(1, 2, port);
+        args.insert(args.end(), {"--timeout-s", "2", "--events", "stdout", "--model", "mlp"});
+        return args;
+    });
+    EXPECT_EQ(r[0].exitCode, 4) << r[0].err;
+    EXPECT_NE(r[0].err.find("127.0.0.1:" + std::to_string(port)), std::string::npos) << r[0].err;
+    EXPECT_TRUE(hasEvent(r[0], "\"kind\":\"rendezvous\""));
+}
+
+} // namespace

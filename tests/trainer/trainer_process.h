@@ -1,0 +1,37 @@
+// SPDX-License-Identifier: MIT
+// Runs the real rankscope-trainer binary, one process per rank on 127.0.0.1, as the tests' ranks.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace rankscope::test {
+
+struct RankResult {
+    int exitCode = -1; // -1: killed after the timeout
+    std::string out;   // stdout (event lines when --events stdout)
+    std::string err;   // stderr (human-readable progress and errors)
+};
+
+// A port that was free a moment ago, for a rendezvous on 127.0.0.1.
+int freePort();
+
+// A fresh temporary directory, removed by the caller (or left for inspection when a test fails).
+std::string makeTempDir(const std::string& tag);
+
+// Starts `worldSize` trainers with argsForRank(rank) and waits for all; a rank still running after
+// `timeout` is killed (exit code -1), so a test never hangs.
+std::vector<RankResult> runRanks(int worldSize, const std::function<std::vector<std::string>(int)>& argsForRank,
+                                 std::chrono::seconds timeout = std::chrono::seconds(300));
+
+// Common flags for a distributed run of `worldSize` ranks on a fresh port.
+std::vector<std::string> distributedArgs(int rank, int worldSize, int port);
+
+// The event lines of a run's output, without the prefix, in order.
+std::vector<std::string> eventLines(const std::string& output);
+
+std::string trainerBinary();
+
+} // namespace rankscope::test
