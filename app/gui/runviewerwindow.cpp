@@ -66,6 +66,7 @@ RunViewerWindow::RunViewerWindow(QWidget* parent) : QMainWindow(parent) {
     splitter->addWidget(m_ranks);
     splitter->setStretchFactor(0, 3);
     splitter->setStretchFactor(1, 1);
+    splitter->setSizes({520, 160}); // the table's size hint would otherwise squeeze the chart
     setCentralWidget(splitter);
     statusBar()->showMessage(tr("Open the event files of a run (File > Open)"));
     resize(1000, 700);

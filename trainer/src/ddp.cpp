@@ -25,6 +25,7 @@ DataParallel::DataParallel(std::shared_ptr<torch::nn::Module> module, Communicat
     }
     compat::ReducerOptions reducerOptions;
     reducerOptions.bucketBytesCap = static_cast<int64_t>(m_options.bucketMb * 1024 * 1024);
+    reducerOptions.gradientAsBucketView = m_options.gradientAsBucketView;
     m_reducer = compat::makeReducer(params, m_comm.processGroup(), reducerOptions);
 }
 

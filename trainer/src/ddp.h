@@ -17,6 +17,9 @@ namespace rankscope::trainer {
 struct DataParallelOptions {
     double bucketMb = 25.0;
     bool broadcastBuffers = true; // keep BatchNorm running statistics equal to rank 0's, as Python DDP
+    // Gradients are views into the all-reduce buckets: no copy into the bucket before the all-reduce and
+    // none back after it (Python DDP's gradient_as_bucket_view=True).
+    bool gradientAsBucketView = true;
 };
 
 // Python's DistributedDataParallel for a C++ module, on c10d's own Reducer: gradients are averaged in

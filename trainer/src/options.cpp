@@ -237,8 +237,6 @@ void resolveDevice(FlagReader& flags, bool cudaAvailable, TrainerOptions& o) {
         throw UsageError("--backend nccl: needs --device cuda (use gloo on CPU)");
     if (o.amp != "off" && o.device != "cuda")
         throw UsageError("--amp " + o.amp + ": mixed precision needs --device cuda");
-    if (o.channelsLast && o.device != "cuda")
-        throw UsageError("--channels-last: only with --device cuda");
 }
 
 } // namespace
@@ -347,9 +345,9 @@ Checkpoints (rank 0 writes, atomically, every epoch and at the end):
   --keep-checkpoints K      keep the newest K (default 3)
   --resume auto|PATH        auto: newest valid checkpoint in --checkpoint-dir, if any
 
-GPU:
+Precision and layout:
   --amp off|bf16|fp16       autocast mixed precision (fp16 with dynamic loss scaling)
-  --channels-last           NHWC memory format
+  --channels-last           NHWC memory format (also accepted on CPU, where oneDNN uses it natively)
 
 Output:
   --events stdout|none|PATH   event lines ("@rankscope {json}"); {rank} in PATH is replaced

@@ -76,8 +76,7 @@ void MixedPrecision::step(torch::optim::Optimizer& optimizer) {
     if (foundInf.item<float>() != 0.0f) {
         m_scale /= 2;
         m_goodSteps = 0;
-        optimizer.zero_grad();
-        return;
+        return; // the next step zeroes the gradients
     }
     optimizer.step();
     if (++m_goodSteps == 2000) {
@@ -88,8 +87,10 @@ void MixedPrecision::step(torch::optim::Optimizer& optimizer) {
 
 void toChannelsLast(torch::nn::Module& module) {
     torch::NoGradGuard noGrad;
+    // A 1x1 kernel has the same bytes in both layouts; converting it would only give its gradient
+    // strides that differ from the Reducer's bucket view, which then copies instead of viewing.
     for (auto& p : module.parameters())
-        if (p.dim() == 4)
+        if (p.dim() == 4 && p.size(2) * p.size(3) > 1)
             p.set_data(p.data().contiguous(torch::MemoryFormat::ChannelsLast));
     for (auto& b : module.buffers())
         if (b.dim() == 4)

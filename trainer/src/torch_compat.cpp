@@ -83,7 +83,7 @@ std::unique_ptr<R> constructReducer(const Params& params, const BucketIndices& i
     const Sparse sparse(params.size(), false);
     const Names names;
     const bool findUnused = false; // every parameter of these models takes part in every step
-    const bool gradientAsBucketView = false;
+    const bool gradientAsBucketView = o.gradientAsBucketView;
     const int64_t cap = o.bucketBytesCap;
     const int64_t firstCap = o.firstBucketBytesCap;
     if constexpr (std::is_constructible_v<R, Params, BucketIndices, SizeLimits, Group, Sparse, int64_t, bool, bool,

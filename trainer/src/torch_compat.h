@@ -35,6 +35,7 @@ c10::intrusive_ptr<c10d::ProcessGroup> makeNcclGroup(const c10::intrusive_ptr<c1
 struct ReducerOptions {
     int64_t bucketBytesCap = 25 * 1024 * 1024;
     int64_t firstBucketBytesCap = 1024 * 1024;
+    bool gradientAsBucketView = true;
 };
 
 // Buckets by size as Python DDP does (compute_bucket_assignment_by_size in reverse parameter order),

@@ -72,6 +72,16 @@ void setCpuRngState(const torch::Tensor& state) {
     generator.set_state(state);
 }
 
+// Zeroes gradients in place. LibTorch 1.13's Optimizer::zero_grad() detaches them first, which views
+// into the Reducer's buckets refuse; zeroing in place also keeps them views, so nothing is reallocated.
+void zeroGradients(torch::optim::Optimizer& optimizer) {
+    torch::NoGradGuard noGrad;
+    for (auto& group : optimizer.param_groups())
+        for (auto& p : group.params())
+            if (p.mutable_grad().defined())
+                p.mutable_grad().zero_();
+}
+
 std::unique_ptr<torch::optim::Optimizer> makeOptimizer(const TrainerOptions& o, std::vector<torch::Tensor> params) {
     if (o.optimizer == "sgd")
         return std::make_unique<torch::optim::SGD>(std::move(params),
@@ -296,7 +306,7 @@ void Trainer::trainStep(const std::vector<int64_t>& batchIndices) {
     const auto tForward = Clock::now();
 
     m_progress.setPhase(phase::kBackward);
-    m_optimizer->zero_grad();
+    zeroGradients(*m_optimizer);
     m_ddp->prepareBackward();
     // The Reducer's bucketed all-reduce runs inside backward(); it counts as one collective per step.
     const int64_t collective = m_comm->counter().begin();
