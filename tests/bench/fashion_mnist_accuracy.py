@@ -41,7 +41,9 @@ def main():
                "--init-method", f"tcp://127.0.0.1:{port}", "--threads", "1", "--dataset", "fashion-mnist",
                "--model", args.model, "--epochs", str(args.epochs), "--batch-size", str(args.batch), "--lr", args.lr,
                "--log-every", "0", "--events", "stdout"]
-        procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        # Only rank 0's events are read here; rank 1's go to /dev/null so that no pipe fills up and blocks it.
+        procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE if rank == 0 else subprocess.DEVNULL,
+                                      stderr=subprocess.PIPE, text=True))
     evals = []
     for line in procs[0].stdout:
         if line.startswith(EVENT_PREFIX):
@@ -51,9 +53,9 @@ def main():
                 print(f"epoch {event['epoch']}: accuracy {event['val_accuracy']:.4f} after {evals[-1][0]:.0f} s",
                       file=sys.stderr, flush=True)
     for proc in procs:
-        proc.wait()
+        _, err = proc.communicate()
         if proc.returncode != 0:
-            sys.exit(f"rankscope-trainer failed: {proc.stderr.read()}")
+            sys.exit(f"rankscope-trainer failed: {err}")
 
     print(f"\nFashion-MNIST, --model {args.model}, 2 CPU ranks (Gloo), batch {args.batch}/rank, lr {args.lr} "
           f"(x2 scaled), 1 thread/rank, pinned\n")

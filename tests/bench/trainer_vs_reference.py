@@ -20,6 +20,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -46,20 +47,22 @@ def run_trainer(args, world, env_extra):
     port = free_port()
     env = dict(os.environ, **env_extra)
     procs = []
-    for rank in range(world):
-        cmd = ["taskset", "-c", str(rank), str(args.trainer), "--rank", str(rank), "--world-size", str(world),
-               "--init-method", f"tcp://127.0.0.1:{port}", "--threads", "1", "--model", "resnet18",
-               "--batch-size", str(args.batch), "--max-steps", str(args.steps + args.warmup),
-               "--synthetic-samples", str(args.batch * world * (args.steps + args.warmup)), "--no-eval",
-               "--replica-check-every", "0", "--log-every", "0", "--events", "stdout"]
-        procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env))
-    step_ms = []
-    for p in procs:
-        out, err = p.communicate(timeout=3600)
-        if p.returncode != 0:
-            sys.exit(f"rankscope-trainer failed ({p.returncode}):\n{err}")
-        steps = [json.loads(line[len(EVENT_PREFIX):]) for line in out.splitlines() if line.startswith(EVENT_PREFIX)]
-        step_ms.append([e["step_ms"] for e in steps if e["type"] == "step" and e["step"] > args.warmup])
+    with tempfile.TemporaryDirectory() as tmp:
+        for rank in range(world):
+            cmd = ["taskset", "-c", str(rank), str(args.trainer), "--rank", str(rank), "--world-size", str(world),
+                   "--init-method", f"tcp://127.0.0.1:{port}", "--threads", "1", "--model", "resnet18",
+                   "--batch-size", str(args.batch), "--max-steps", str(args.steps + args.warmup),
+                   "--synthetic-samples", str(args.batch * world * (args.steps + args.warmup)), "--no-eval",
+                   "--replica-check-every", "0", "--log-every", "0", "--events", f"{tmp}/rank{{rank}}.events"]
+            procs.append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env))
+        step_ms = []
+        for rank, p in enumerate(procs):
+            _, err = p.communicate(timeout=3600)
+            if p.returncode != 0:
+                sys.exit(f"rankscope-trainer failed ({p.returncode}):\n{err}")
+            lines = Path(f"{tmp}/rank{rank}.events").read_text().splitlines()
+            steps = [json.loads(line[len(EVENT_PREFIX):]) for line in lines if line.startswith(EVENT_PREFIX)]
+            step_ms.append([e["step_ms"] for e in steps if e["type"] == "step" and e["step"] > args.warmup])
     mean_rank_s = statistics.mean(sum(ms) for ms in step_ms) / 1000.0
     images = args.batch * world * len(step_ms[0])
     return images / mean_rank_s, statistics.median(step_ms[0])
