@@ -23,9 +23,12 @@ namespace {
 
 QString statusText(const RankState& state) {
     switch (state.status) {
-    case RankStatus::FinishedOk: return QStringLiteral("finished");
-    case RankStatus::Failed: return QStringLiteral("failed");
-    case RankStatus::Running: break;
+    case RankStatus::FinishedOk:
+        return QStringLiteral("finished");
+    case RankStatus::Failed:
+        return QStringLiteral("failed");
+    case RankStatus::Running:
+        break;
     }
     return state.started ? QStringLiteral("running") : QStringLiteral("starting");
 }
@@ -55,8 +58,8 @@ RunViewerWindow::RunViewerWindow(QWidget* parent) : QMainWindow(parent) {
     chartView->setRenderHint(QPainter::Antialiasing);
 
     m_ranks = new QTableWidget(0, 8);
-    m_ranks->setHorizontalHeaderLabels({tr("rank"), tr("host"), tr("state"), tr("epoch"), tr("step"), tr("loss"),
-                                        tr("images/s"), tr("val accuracy")});
+    m_ranks->setHorizontalHeaderLabels(
+        {tr("rank"), tr("host"), tr("state"), tr("epoch"), tr("step"), tr("loss"), tr("images/s"), tr("val accuracy")});
     m_ranks->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
     m_ranks->verticalHeader()->hide();
     m_ranks->setEditTriggers(QAbstractItemView::NoEditTriggers);
@@ -130,9 +133,12 @@ void RunViewerWindow::refresh() {
     m_ranks->setRowCount(int(ranks.size()));
     int row = 0;
     for (const RankState& s : ranks) {
-        const QStringList cells{QString::number(s.rank), s.host,
-                                statusText(s), QString::number(s.epoch),
-                                QString::number(s.step), optionalNumber(s.loss, 4),
+        const QStringList cells{QString::number(s.rank),
+                                s.host,
+                                statusText(s),
+                                QString::number(s.epoch),
+                                QString::number(s.step),
+                                optionalNumber(s.loss, 4),
                                 optionalNumber(s.endImagesPerSec ? s.endImagesPerSec : s.imagesPerSec, 0),
                                 optionalNumber(s.valAccuracy, 4)};
         for (int column = 0; column < cells.size(); ++column)

@@ -46,7 +46,8 @@ private Q_SLOTS:
     void cleanRun() {
         const Recording r = load(QStringLiteral("ok"));
         QCOMPARE(r.decodeErrors, 0);
-        QVERIFY(std::any_of(r.logs.begin(), r.logs.end(), [](const QString& l) { return l.startsWith("[rank 1] epoch 1/1 step 4/"); }));
+        QVERIFY(std::any_of(r.logs.begin(), r.logs.end(),
+                            [](const QString& l) { return l.startsWith("[rank 1] epoch 1/1 step 4/"); }));
         QCOMPARE(r.summary.worldSize(), 2);
         for (const RankState& s : r.summary.ranks()) {
             QCOMPARE(s.status, RankStatus::FinishedOk);

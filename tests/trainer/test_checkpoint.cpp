@@ -22,7 +22,8 @@ std::vector<std::string> runArgs(int rank, int port, const std::string& ckptDir,
     for (const auto& a : {"--model", "cnn", "--batch-size", "16", "--synthetic-samples", "128", "--epochs", "3",
                           "--events", "stdout", "--checkpoint-every-steps", "2", "--replica-check-every", "1"})
         args.push_back(a);
-    for (const auto& a : {std::string("--checkpoint-dir"), ckptDir, std::string("--max-steps"), std::to_string(maxSteps)})
+    for (const auto& a :
+         {std::string("--checkpoint-dir"), ckptDir, std::string("--max-steps"), std::to_string(maxSteps)})
         args.push_back(a);
     return args;
 }

@@ -29,10 +29,26 @@ std::map<std::string, torch::Tensor> loadParams(const std::string& path) {
 
 std::vector<std::string> trainingArgs(const std::string& optimizer, int batch, const std::string& exportPath) {
     // Exactly kSteps batches of 2*kBatch samples: no padding, the same samples per step in both runs.
-    return {"--model",         "mlp",      "--optimizer",    optimizer, "--lr", optimizer == "sgd" ? "0.05" : "0.001",
-            "--no-lr-scaling", "--no-eval", "--batch-size",  std::to_string(batch),
-            "--synthetic-samples", std::to_string(2 * kBatch * kSteps), "--max-steps", std::to_string(kSteps),
-            "--replica-check-every", "2", "--export-params", exportPath, "--events", "stdout"};
+    return {"--model",
+            "mlp",
+            "--optimizer",
+            optimizer,
+            "--lr",
+            optimizer == "sgd" ? "0.05" : "0.001",
+            "--no-lr-scaling",
+            "--no-eval",
+            "--batch-size",
+            std::to_string(batch),
+            "--synthetic-samples",
+            std::to_string(2 * kBatch * kSteps),
+            "--max-steps",
+            std::to_string(kSteps),
+            "--replica-check-every",
+            "2",
+            "--export-params",
+            exportPath,
+            "--events",
+            "stdout"};
 }
 
 class DdpEquivalence : public ::testing::TestWithParam<std::string> {};
@@ -81,8 +97,8 @@ TEST(DdpTraining, ParametersMoveAndLossFalls) {
     const int port = test::freePort();
     auto runs = test::runRanks(2, [&](int rank) {
         auto args = test::distributedArgs(rank, 2, port);
-        for (const auto& a : {"--model", "mlp", "--optimizer", "sgd", "--lr", "0.05", "--no-eval", "--batch-size",
-                              "8", "--synthetic-samples", "16", "--epochs", "30", "--events", "stdout"})
+        for (const auto& a : {"--model", "mlp", "--optimizer", "sgd", "--lr", "0.05", "--no-eval", "--batch-size", "8",
+                              "--synthetic-samples", "16", "--epochs", "30", "--events", "stdout"})
             args.push_back(a);
         return args;
     });

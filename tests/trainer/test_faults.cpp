@@ -10,7 +10,8 @@ using namespace rankscope;
 
 namespace {
 
-std::vector<test::RankResult> runTwo(std::vector<std::string> extra, std::chrono::seconds timeout = std::chrono::seconds(120)) {
+std::vector<test::RankResult> runTwo(std::vector<std::string> extra,
+                                     std::chrono::seconds timeout = std::chrono::seconds(120)) {
     const int port = test::freePort();
     return test::runRanks(
         2,

@@ -44,8 +44,12 @@ TEST(Options, SeedStyleFlags) {
 }
 
 TEST(Options, TorchrunEnvironment) {
-    Env env{{{"RANK", "5"}, {"WORLD_SIZE", "8"}, {"LOCAL_RANK", "1"}, {"LOCAL_WORLD_SIZE", "4"},
-             {"MASTER_ADDR", "node0"}, {"MASTER_PORT", "29400"}}};
+    Env env{{{"RANK", "5"},
+             {"WORLD_SIZE", "8"},
+             {"LOCAL_RANK", "1"},
+             {"LOCAL_WORLD_SIZE", "4"},
+             {"MASTER_ADDR", "node0"},
+             {"MASTER_PORT", "29400"}}};
     const auto o = parse({}, env);
     EXPECT_EQ(o.rank, 5);
     EXPECT_EQ(o.worldSize, 8);
@@ -72,10 +76,12 @@ TEST(Options, DefaultsFollowCuda) {
 }
 
 TEST(Options, LearningRateScaling) {
-    EXPECT_DOUBLE_EQ(parse({"--world-size", "4", "--rank", "0", "--init-method", "tcp://h:1", "--lr", "0.01"})
-                         .effectiveLr(), 0.04);
-    EXPECT_DOUBLE_EQ(parse({"--world-size", "4", "--rank", "0", "--init-method", "tcp://h:1", "--lr", "0.01",
-                            "--no-lr-scaling"}).effectiveLr(), 0.01);
+    EXPECT_DOUBLE_EQ(
+        parse({"--world-size", "4", "--rank", "0", "--init-method", "tcp://h:1", "--lr", "0.01"}).effectiveLr(), 0.04);
+    EXPECT_DOUBLE_EQ(
+        parse({"--world-size", "4", "--rank", "0", "--init-method", "tcp://h:1", "--lr", "0.01", "--no-lr-scaling"})
+            .effectiveLr(),
+        0.01);
 }
 
 TEST(Options, ErrorsNameTheFlagOrVariable) {

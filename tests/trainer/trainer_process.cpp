@@ -10,8 +10,8 @@
 #include <fcntl.h>
 #include <fstream>
 #include <netinet/in.h>
-#include <sstream>
 #include <spawn.h>
+#include <sstream>
 #include <stdexcept>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -22,7 +22,9 @@ extern char** environ;
 
 namespace rankscope::test {
 
-std::string trainerBinary() { return RANKSCOPE_TRAINER_BIN; }
+std::string trainerBinary() {
+    return RANKSCOPE_TRAINER_BIN;
+}
 
 int freePort() {
     const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -54,7 +56,8 @@ std::string slurp(const std::string& path) {
     return s.str();
 }
 
-pid_t spawn(const std::vector<std::string>& args, const std::string& outPath, const std::string& errPath) {
+pid_t spawn(const std::vector<std::string>& args, Environment extraEnv, const std::string& outPath,
+            const std::string& errPath) {
     std::vector<std::string> argv{trainerBinary()};
     argv.insert(argv.end(), args.begin(), args.end());
     std::vector<char*> cargv;
@@ -65,8 +68,14 @@ pid_t spawn(const std::vector<std::string>& args, const std::string& outPath, co
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_addopen(&actions, 1, outPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     posix_spawn_file_actions_addopen(&actions, 2, errPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    for (char** e = environ; *e != nullptr; ++e)
+        extraEnv.emplace_back(*e);
+    std::vector<char*> cenv;
+    for (auto& e : extraEnv)
+        cenv.push_back(e.data());
+    cenv.push_back(nullptr);
     pid_t pid = -1;
-    const int rc = posix_spawn(&pid, cargv[0], &actions, nullptr, cargv.data(), environ);
+    const int rc = posix_spawn(&pid, cargv[0], &actions, nullptr, cargv.data(), cenv.data());
     posix_spawn_file_actions_destroy(&actions);
     if (rc != 0)
         throw std::runtime_error("cannot start " + argv[0]);
@@ -76,11 +85,12 @@ pid_t spawn(const std::vector<std::string>& args, const std::string& outPath, co
 } // namespace
 
 std::vector<RankResult> runRanks(int worldSize, const std::function<std::vector<std::string>(int)>& argsForRank,
-                                 std::chrono::seconds timeout) {
+                                 std::chrono::seconds timeout, const std::function<Environment(int)>& envForRank) {
     const std::string dir = makeTempDir("ranks");
     std::vector<pid_t> pids;
     for (int r = 0; r < worldSize; ++r)
-        pids.push_back(spawn(argsForRank(r), dir + "/out" + std::to_string(r), dir + "/err" + std::to_string(r)));
+        pids.push_back(spawn(argsForRank(r), envForRank ? envForRank(r) : Environment{},
+                             dir + "/out" + std::to_string(r), dir + "/err" + std::to_string(r)));
     std::vector<RankResult> results(worldSize);
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     int running = worldSize;
@@ -119,8 +129,12 @@ std::vector<RankResult> runRanks(int worldSize, const std::function<std::vector<
 }
 
 std::vector<std::string> distributedArgs(int rank, int worldSize, int port) {
-    return {"--rank",        std::to_string(rank), "--world-size", std::to_string(worldSize), "--init-method",
-            "tcp://127.0.0.1:" + std::to_string(port), "--threads", "1", "--timeout-s", "60", "--log-every", "0"};
+    return {"--rank",        std::to_string(rank),
+            "--world-size",  std::to_string(worldSize),
+            "--init-method", "tcp://127.0.0.1:" + std::to_string(port),
+            "--threads",     "1",
+            "--timeout-s",   "60",
+            "--log-every",   "0"};
 }
 
 std::vector<std::string> eventLines(const std::string& output) {

@@ -21,10 +21,13 @@ int freePort();
 // A fresh temporary directory, removed by the caller (or left for inspection when a test fails).
 std::string makeTempDir(const std::string& tag);
 
-// Starts `worldSize` trainers with argsForRank(rank) and waits for all; a rank still running after
-// `timeout` is killed (exit code -1), so a test never hangs.
+using Environment = std::vector<std::string>; // "NAME=value" entries added to this process's environment
+
+// Starts `worldSize` trainers with argsForRank(rank) (and envForRank(rank), when given) and waits for all;
+// a rank still running after `timeout` is killed (exit code -1), so a test never hangs.
 std::vector<RankResult> runRanks(int worldSize, const std::function<std::vector<std::string>(int)>& argsForRank,
-                                 std::chrono::seconds timeout = std::chrono::seconds(300));
+                                 std::chrono::seconds timeout = std::chrono::seconds(300),
+                                 const std::function<Environment(int)>& envForRank = {});
 
 // Common flags for a distributed run of `worldSize` ranks on a fresh port.
 std::vector<std::string> distributedArgs(int rank, int worldSize, int port);

@@ -34,10 +34,11 @@ private:
         QVector<QProcess*> processes;
         for (int rank = 0; rank < 2; ++rank) {
             auto* p = new QProcess;
-            QStringList args{QStringLiteral("--rank"), QString::number(rank), QStringLiteral("--world-size"),
-                             QStringLiteral("2"), QStringLiteral("--init-method"),
-                             QStringLiteral("tcp://127.0.0.1:%1").arg(port), QStringLiteral("--threads"),
-                             QStringLiteral("1"), QStringLiteral("--events"), QStringLiteral("stdout")};
+            QStringList args{QStringLiteral("--rank"),        QString::number(rank),
+                             QStringLiteral("--world-size"),  QStringLiteral("2"),
+                             QStringLiteral("--init-method"), QStringLiteral("tcp://127.0.0.1:%1").arg(port),
+                             QStringLiteral("--threads"),     QStringLiteral("1"),
+                             QStringLiteral("--events"),      QStringLiteral("stdout")};
             p->start(QStringLiteral(RANKSCOPE_TRAINER_BIN), args + extra);
             processes.append(p);
         }
@@ -72,11 +73,11 @@ private Q_SLOTS:
     void cleanRunEmitsEveryEventTypeAndAllParse() {
         QTemporaryDir dir;
         QVERIFY(dir.isValid());
-        const auto ranks = runTwoRanks({QStringLiteral("--model"), QStringLiteral("cnn"), QStringLiteral("--epochs"),
-                                        QStringLiteral("2"), QStringLiteral("--synthetic-samples"),
-                                        QStringLiteral("128"), QStringLiteral("--batch-size"), QStringLiteral("16"),
-                                        QStringLiteral("--checkpoint-dir"), dir.path(), QStringLiteral("--heartbeat-s"),
-                                        QStringLiteral("0.05")});
+        const auto ranks =
+            runTwoRanks({QStringLiteral("--model"), QStringLiteral("cnn"), QStringLiteral("--epochs"),
+                         QStringLiteral("2"), QStringLiteral("--synthetic-samples"), QStringLiteral("128"),
+                         QStringLiteral("--batch-size"), QStringLiteral("16"), QStringLiteral("--checkpoint-dir"),
+                         dir.path(), QStringLiteral("--heartbeat-s"), QStringLiteral("0.05")});
         RunSummary summary;
         QSet<TrainerEventType> types;
         for (int rank = 0; rank < 2; ++rank) {
@@ -104,11 +105,11 @@ private Q_SLOTS:
     }
 
     void failedRunErrorEventsParse() {
-        const auto ranks = runTwoRanks({QStringLiteral("--model"), QStringLiteral("mlp"),
-                                        QStringLiteral("--synthetic-samples"), QStringLiteral("64"),
-                                        QStringLiteral("--batch-size"), QStringLiteral("8"),
-                                        QStringLiteral("--fail-at-step"), QStringLiteral("2"),
-                                        QStringLiteral("--fail-rank"), QStringLiteral("0")});
+        const auto ranks =
+            runTwoRanks({QStringLiteral("--model"), QStringLiteral("mlp"), QStringLiteral("--synthetic-samples"),
+                         QStringLiteral("64"), QStringLiteral("--batch-size"), QStringLiteral("8"),
+                         QStringLiteral("--fail-at-step"), QStringLiteral("2"), QStringLiteral("--fail-rank"),
+                         QStringLiteral("0")});
         RunSummary summary;
         for (int rank = 0; rank < 2; ++rank) {
             QCOMPARE(ranks[rank].exitCode, 1);

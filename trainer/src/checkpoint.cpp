@@ -104,16 +104,16 @@ TrainingState deserializeCheckpoint(const std::string& bytes, const std::string&
         archive.read("rng_state", state.rngState);
     } catch (const std::exception& e) {
         std::string what = e.what();
-        throw CheckpointError("checkpoint " + source + " is unreadable (truncated or corrupt): " +
-                              what.substr(0, what.find('\n')));
+        throw CheckpointError("checkpoint " + source +
+                              " is unreadable (truncated or corrupt): " + what.substr(0, what.find('\n')));
     }
     try {
         model.load(modelArchive);
         optimizer.load(optimizerArchive);
     } catch (const std::exception& e) {
         std::string what = e.what();
-        throw CheckpointError("checkpoint " + source + " does not match this model or optimizer: " +
-                              what.substr(0, what.find('\n')));
+        throw CheckpointError("checkpoint " + source +
+                              " does not match this model or optimizer: " + what.substr(0, what.find('\n')));
     }
     return state;
 }

@@ -64,8 +64,7 @@ void Communicator::fail(const char* what, int64_t number, const std::exception& 
                           std::to_string(m_options.rank) + ": " + compat::firstLine(e.what()));
 }
 
-template <typename Launch>
-void Communicator::run(const char* what, Launch&& launch) {
+template <typename Launch> void Communicator::run(const char* what, Launch&& launch) {
     const int64_t number = m_counter.begin();
     try {
         auto work = launch();

@@ -67,8 +67,7 @@ public:
     void runCounted(const char* what, const std::function<void()>& body);
 
 private:
-    template <typename Launch>
-    void run(const char* what, Launch&& launch);
+    template <typename Launch> void run(const char* what, Launch&& launch);
     [[noreturn]] void fail(const char* what, int64_t number, const std::exception& e) const;
 
     CommunicatorOptions m_options;

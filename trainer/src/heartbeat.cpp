@@ -8,7 +8,9 @@ Heartbeat::Heartbeat(EventWriter& events, const Progress& progress, const Collec
     : m_events(events), m_progress(progress), m_interval(interval), m_collectives(collectives),
       m_thread([this] { loop(); }) {}
 
-Heartbeat::~Heartbeat() { stop(); }
+Heartbeat::~Heartbeat() {
+    stop();
+}
 
 void Heartbeat::stop() {
     {

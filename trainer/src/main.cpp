@@ -32,8 +32,9 @@ int main(int argc, char** argv) {
     keepFreedMemory();
     TrainerOptions options;
     try {
-        options = parseOptions(std::vector<std::string>(argv + 1, argv + argc), [](const char* n) { return std::getenv(n); },
-                               torch::cuda::is_available());
+        options = parseOptions(
+            std::vector<std::string>(argv + 1, argv + argc), [](const char* n) { return std::getenv(n); },
+            torch::cuda::is_available());
     } catch (const UsageError& e) {
         std::fprintf(stderr, "rankscope-trainer: %s\n", e.what());
         return kExitUsage;

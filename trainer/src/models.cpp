@@ -75,8 +75,8 @@ torch::Tensor SmallCnnImpl::forward(torch::Tensor x) {
 }
 
 MlpImpl::MlpImpl(int64_t inputs, int64_t classes) {
-    body = register_module("body", nn::Sequential(nn::Flatten(), nn::Linear(inputs, 64), nn::Tanh(),
-                                                  nn::Linear(64, classes)));
+    body = register_module("body",
+                           nn::Sequential(nn::Flatten(), nn::Linear(inputs, 64), nn::Tanh(), nn::Linear(64, classes)));
 }
 
 torch::Tensor MlpImpl::forward(torch::Tensor x) {

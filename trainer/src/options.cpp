@@ -62,8 +62,8 @@ std::pair<std::string, int> parseInitMethod(const std::string& text) {
 class FlagReader {
 public:
     explicit FlagReader(const std::vector<std::string>& args) {
-        static const std::set<std::string> switches = {"--help",          "-h",           "--no-lr-scaling",
-                                                       "--channels-last", "--drop-last",  "--no-eval"};
+        static const std::set<std::string> switches = {"--help",          "-h",          "--no-lr-scaling",
+                                                       "--channels-last", "--drop-last", "--no-eval"};
         for (size_t i = 0; i < args.size(); ++i) {
             const std::string& arg = args[i];
             if (arg.rfind("-", 0) != 0)
@@ -145,8 +145,7 @@ void readDistributed(FlagReader& flags, const EnvironmentLookup& env, TrainerOpt
     if (o.masterPort == 0 && o.worldSize > 1)
         throw UsageError("--init-method: port 0 only works for world size 1");
     if (auto t = flags.take("--timeout-s"))
-        o.timeout = std::chrono::milliseconds(
-            static_cast<int64_t>(1000 * toDouble("--timeout-s", *t, 0.1)));
+        o.timeout = std::chrono::milliseconds(static_cast<int64_t>(1000 * toDouble("--timeout-s", *t, 0.1)));
 }
 
 void readTraining(FlagReader& flags, TrainerOptions& o) {
@@ -200,7 +199,8 @@ void readOutputAndFaults(FlagReader& flags, TrainerOptions& o) {
     if (auto v = flags.take("--events"))
         o.events = *v;
     if (auto v = flags.take("--heartbeat-s"))
-        o.heartbeatInterval = std::chrono::milliseconds(static_cast<int64_t>(1000 * toDouble("--heartbeat-s", *v, 0.01)));
+        o.heartbeatInterval =
+            std::chrono::milliseconds(static_cast<int64_t>(1000 * toDouble("--heartbeat-s", *v, 0.01)));
     if (auto v = flags.take("--log-every"))
         o.logEverySteps = toInteger("--log-every", *v, 0, int64_t(1) << 40);
     if (auto v = flags.take("--replica-check-every"))
@@ -231,8 +231,8 @@ void resolveDevice(FlagReader& flags, bool cudaAvailable, TrainerOptions& o) {
     o.device = oneOf("--device", flags.take("--device").value_or(cudaAvailable ? "cuda" : "cpu"), {"cpu", "cuda"});
     if (o.device == "cuda" && !cudaAvailable)
         throw UsageError("--device cuda: CUDA is not available in this build of LibTorch or on this machine");
-    o.backend = oneOf("--backend", flags.take("--backend").value_or(o.device == "cuda" ? "nccl" : "gloo"),
-                      {"gloo", "nccl"});
+    o.backend =
+        oneOf("--backend", flags.take("--backend").value_or(o.device == "cuda" ? "nccl" : "gloo"), {"gloo", "nccl"});
     if (o.backend == "nccl" && o.device != "cuda")
         throw UsageError("--backend nccl: needs --device cuda (use gloo on CPU)");
     if (o.amp != "off" && o.device != "cuda")

@@ -24,9 +24,9 @@ struct TrainerOptions {
     int localRank = 0;
     int localWorldSize = 1;
     std::string masterAddr = "127.0.0.1";
-    int masterPort = 0; // 0: pick a free port (world size 1 only)
-    std::string backend;  // gloo | nccl; empty until resolved
-    std::string device;   // cpu | cuda; empty until resolved
+    int masterPort = 0;  // 0: pick a free port (world size 1 only)
+    std::string backend; // gloo | nccl; empty until resolved
+    std::string device;  // cpu | cuda; empty until resolved
     std::chrono::milliseconds timeout{std::chrono::minutes(30)};
 
     // Data and model.

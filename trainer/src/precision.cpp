@@ -9,15 +9,31 @@ namespace {
 
 // LibTorch 2.4 replaced the CUDA-specific autocast setters with per-device ones.
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
-bool cudaAutocastEnabled() { return at::autocast::is_autocast_enabled(at::kCUDA); }
-void setCudaAutocast(bool enabled) { at::autocast::set_autocast_enabled(at::kCUDA, enabled); }
-c10::ScalarType cudaAutocastDtype() { return at::autocast::get_autocast_dtype(at::kCUDA); }
-void setCudaAutocastDtype(c10::ScalarType dtype) { at::autocast::set_autocast_dtype(at::kCUDA, dtype); }
+bool cudaAutocastEnabled() {
+    return at::autocast::is_autocast_enabled(at::kCUDA);
+}
+void setCudaAutocast(bool enabled) {
+    at::autocast::set_autocast_enabled(at::kCUDA, enabled);
+}
+c10::ScalarType cudaAutocastDtype() {
+    return at::autocast::get_autocast_dtype(at::kCUDA);
+}
+void setCudaAutocastDtype(c10::ScalarType dtype) {
+    at::autocast::set_autocast_dtype(at::kCUDA, dtype);
+}
 #else
-bool cudaAutocastEnabled() { return at::autocast::is_enabled(); }
-void setCudaAutocast(bool enabled) { at::autocast::set_enabled(enabled); }
-c10::ScalarType cudaAutocastDtype() { return at::autocast::get_autocast_gpu_dtype(); }
-void setCudaAutocastDtype(c10::ScalarType dtype) { at::autocast::set_autocast_gpu_dtype(dtype); }
+bool cudaAutocastEnabled() {
+    return at::autocast::is_enabled();
+}
+void setCudaAutocast(bool enabled) {
+    at::autocast::set_enabled(enabled);
+}
+c10::ScalarType cudaAutocastDtype() {
+    return at::autocast::get_autocast_gpu_dtype();
+}
+void setCudaAutocastDtype(c10::ScalarType dtype) {
+    at::autocast::set_autocast_gpu_dtype(dtype);
+}
 #endif
 
 } // namespace

@@ -27,18 +27,12 @@ using Names = std::unordered_map<size_t, std::string>;
 
 // Names that exist only in some LibTorch versions are reached through templates, so that the branch for
 // another version is never instantiated.
-template <typename T>
-struct Dependent {
-    using ProcessGroup = c10d::ProcessGroup;
-};
+template <typename T> struct Dependent { using ProcessGroup = c10d::ProcessGroup; };
 
-template <typename T, typename = void>
-struct HasUseLibUV : std::false_type {};
-template <typename T>
-struct HasUseLibUV<T, std::void_t<decltype(std::declval<T&>().useLibUV)>> : std::true_type {};
+template <typename T, typename = void> struct HasUseLibUV : std::false_type {};
+template <typename T> struct HasUseLibUV<T, std::void_t<decltype(std::declval<T&>().useLibUV)>> : std::true_type {};
 
-template <typename Options>
-void disableLibUV(Options& options) {
+template <typename Options> void disableLibUV(Options& options) {
     if constexpr (HasUseLibUV<Options>::value)
         options.useLibUV = false;
 }
@@ -88,8 +82,8 @@ std::unique_ptr<R> constructReducer(const Params& params, const BucketIndices& i
     const int64_t firstCap = o.firstBucketBytesCap;
     if constexpr (std::is_constructible_v<R, Params, BucketIndices, SizeLimits, Group, Sparse, int64_t, bool, bool,
                                           Names, int64_t>) { // 1.13 to 2.7
-        return std::make_unique<R>(params, indices, limits, group, sparse, cap, findUnused, gradientAsBucketView,
-                                   names, firstCap);
+        return std::make_unique<R>(params, indices, limits, group, sparse, cap, findUnused, gradientAsBucketView, names,
+                                   firstCap);
     } else if constexpr (std::is_constructible_v<R, Params, BucketIndices, Group, Sparse, int64_t, bool, bool, Names,
                                                  int64_t, bool, bool, std::vector<int64_t>>) { // 2026 and later
         return std::make_unique<R>(params, indices, group, sparse, cap, findUnused, gradientAsBucketView, names,
@@ -117,8 +111,8 @@ void configureStoreOptions(c10d::TCPStoreOptions& options) {
     disableLibUV(options);
 }
 
-Group makeGlooGroup(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
-                    std::chrono::milliseconds timeout, const std::string& ifname, const std::string& hostname) {
+Group makeGlooGroup(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size, std::chrono::milliseconds timeout,
+                    const std::string& ifname, const std::string& hostname) {
 #ifdef USE_C10D_GLOO
     auto options = c10d::ProcessGroupGloo::Options::create(timeout);
     if (!ifname.empty())
@@ -137,8 +131,8 @@ Group makeGlooGroup(const c10::intrusive_ptr<c10d::Store>& store, int rank, int 
 #endif
 }
 
-Group makeNcclGroup(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
-                    std::chrono::milliseconds timeout, int cudaDevice) {
+Group makeNcclGroup(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size, std::chrono::milliseconds timeout,
+                    int cudaDevice) {
 #ifdef USE_C10D_NCCL
     c10::cuda::set_device(static_cast<c10::DeviceIndex>(cudaDevice)); // before NCCL picks a device
     auto options = c10d::ProcessGroupNCCL::Options::create();

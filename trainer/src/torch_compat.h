@@ -24,13 +24,13 @@ std::string firstLine(const std::string& text);
 void configureStoreOptions(c10d::TCPStoreOptions& options);
 
 // `ifname` (GLOO_SOCKET_IFNAME) wins; else `hostname` when set; else Gloo's default device.
-c10::intrusive_ptr<c10d::ProcessGroup> makeGlooGroup(const c10::intrusive_ptr<c10d::Store>& store, int rank,
-                                                     int size, std::chrono::milliseconds timeout,
-                                                     const std::string& ifname, const std::string& hostname);
+c10::intrusive_ptr<c10d::ProcessGroup> makeGlooGroup(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                                                     std::chrono::milliseconds timeout, const std::string& ifname,
+                                                     const std::string& hostname);
 
 // Throws when this build has no NCCL.
-c10::intrusive_ptr<c10d::ProcessGroup> makeNcclGroup(const c10::intrusive_ptr<c10d::Store>& store, int rank,
-                                                     int size, std::chrono::milliseconds timeout, int cudaDevice);
+c10::intrusive_ptr<c10d::ProcessGroup> makeNcclGroup(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                                                     std::chrono::milliseconds timeout, int cudaDevice);
 
 struct ReducerOptions {
     int64_t bucketBytesCap = 25 * 1024 * 1024;

@@ -332,11 +332,12 @@ void Trainer::trainStep(const std::vector<int64_t>& batchIndices) {
     m_progress.setStep(m_state.globalStep);
     const double stepMs = msBetween(t0, tEnd);
     const int64_t lastGradNs = m_ddp->lastGradientNs();
-    const double backwardEndNs = static_cast<double>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(tBackward.time_since_epoch()).count());
-    const double commWaitMs =
-        std::round(std::clamp((backwardEndNs - static_cast<double>(lastGradNs)) / 1e6, 0.0,
-                              msBetween(tForward, tBackward)) * 1000.0) / 1000.0;
+    const double backwardEndNs =
+        static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(tBackward.time_since_epoch()).count());
+    const double commWaitMs = std::round(std::clamp((backwardEndNs - static_cast<double>(lastGradNs)) / 1e6, 0.0,
+                                                    msBetween(tForward, tBackward)) *
+                                         1000.0) /
+                              1000.0;
     const double images = static_cast<double>(batchIndices.size());
     m_busyImages += images;
     m_busySeconds += stepMs / 1000.0;
@@ -358,8 +359,8 @@ void Trainer::trainStep(const std::vector<int64_t>& batchIndices) {
         char line[256];
         std::snprintf(line, sizeof line, "epoch %lld/%d step %lld/%lld loss %.4f %.0f img/s",
                       static_cast<long long>(m_state.epoch + 1), m_o.epochs,
-                      static_cast<long long>(m_state.stepInEpoch), static_cast<long long>(m_stepsPerEpoch),
-                      m_lastLoss, images / (stepMs / 1000.0));
+                      static_cast<long long>(m_state.stepInEpoch), static_cast<long long>(m_stepsPerEpoch), m_lastLoss,
+                      images / (stepMs / 1000.0));
         log(line);
     }
     m_stepStart = Clock::now();

@@ -134,13 +134,13 @@ inline constexpr std::string_view kFatal = "fatal";
 
 // Values of error.kind.
 namespace error_kind {
-inline constexpr std::string_view kUsage = "usage";                     // bad flag or environment
-inline constexpr std::string_view kData = "data";                       // dataset missing or malformed
-inline constexpr std::string_view kRendezvous = "rendezvous";           // store or process group did not come up
-inline constexpr std::string_view kCollective = "collective";           // a collective failed or timed out
-inline constexpr std::string_view kCheckpoint = "checkpoint";           // checkpoint unreadable or unwritable
+inline constexpr std::string_view kUsage = "usage";           // bad flag or environment
+inline constexpr std::string_view kData = "data";             // dataset missing or malformed
+inline constexpr std::string_view kRendezvous = "rendezvous"; // store or process group did not come up
+inline constexpr std::string_view kCollective = "collective"; // a collective failed or timed out
+inline constexpr std::string_view kCheckpoint = "checkpoint"; // checkpoint unreadable or unwritable
 inline constexpr std::string_view kReplicaDivergence = "replica_divergence";
-inline constexpr std::string_view kInjected = "injected";               // --fail-at-step
+inline constexpr std::string_view kInjected = "injected"; // --fail-at-step
 inline constexpr std::string_view kInternal = "internal";
 } // namespace error_kind
 

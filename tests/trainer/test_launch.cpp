@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: MIT
+// How ranks are launched and told where they are: the torchrun environment, per-rank event files, and
+// the exit statuses a launcher or RankScope's engine acts on.
+#include "trainer_process.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+using namespace rankscope;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string readFile(const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+std::string startEvent(const std::string& events) {
+    for (const auto& e : test::eventLines(events))
+        if (e.find("\"type\":\"start\"") != std::string::npos)
+            return e;
+    return {};
+}
+
+// What torchrun --nproc-per-node 2 --no-python sets: no rank or rendezvous flags at all.
+TEST(Launch, TorchrunEnvironmentAloneIsEnough) {
+    const std::string dir = test::makeTempDir("torchrun");
+    const int port = test::freePort();
+    auto r = test::runRanks(
+        2,
+        [&](int) {
+            return std::vector<std::string>{"--model", "mlp", "--synthetic-samples", "64", "--batch-size", "8",
+                                            "--threads", "1", "--log-every", "0", "--events", dir + "/rank{rank}.events"};
+        },
+        std::chrono::seconds(120),
+        [&](int rank) {
+            return test::Environment{"RANK=" + std::to_string(rank), "LOCAL_RANK=" + std::to_string(rank),
+                                     "WORLD_SIZE=2", "LOCAL_WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1",
+                                     "MASTER_PORT=" + std::to_string(port), "GROUP_RANK=0"};
+        });
+    for (int rank = 0; rank < 2; ++rank) {
+        ASSERT_EQ(r[rank].exitCode, 0) << r[rank].err;
+        const std::string start = startEvent(readFile(dir + "/rank" + std::to_string(rank) + ".events"));
+        EXPECT_NE(start.find("\"rank\":" + std::to_string(rank) + ","), std::string::npos) << start;
+        EXPECT_NE(start.find("\"world_size\":2,"), std::string::npos) << start;
+        EXPECT_NE(start.find("\"local_rank\":" + std::to_string(rank) + ","), std::string::npos) << start;
+        EXPECT_NE(start.find("tcp://127.0.0.1:" + std::to_string(port)), std::string::npos) << start;
+    }
+    fs::remove_all(dir);
+}
+
+TEST(Launch, MissingDatasetExitsWithDataErrorNamingTheFile) {
+    const std::string dir = test::makeTempDir("nodata");
+    auto r = test::runRanks(1, [&](int) {
+        return std::vector<std::string>{"--dataset", "mnist", "--data-dir", dir, "--events", "stdout", "--model", "cnn"};
+    });
+    EXPECT_EQ(r[0].exitCode, 3) << r[0].err;
+    EXPECT_NE(r[0].err.find(dir + "/train-images-idx3-ubyte"), std::string::npos) << r[0].err;
+    EXPECT_NE(r[0].out.find("\"kind\":\"data\""), std::string::npos) << r[0].out;
+    fs::remove_all(dir);
+}
+
+TEST(Launch, UsageErrorExitsTwoBeforeAnythingStarts) {
+    auto r = test::runRanks(1, [&](int) { return std::vector<std::string>{"--batch-size", "zero"}; });
+    EXPECT_EQ(r[0].exitCode, 2);
+    EXPECT_NE(r[0].err.find("--batch-size: 'zero' is not an integer"), std::string::npos) << r[0].err;
+    EXPECT_TRUE(r[0].out.empty()) << "no events for a command line that never ran";
+}
+
+} // namespace
