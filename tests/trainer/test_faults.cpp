@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <regex>
 
 using namespace rankscope;
@@ -70,6 +71,17 @@ TEST(Faults, SlowRankIsSlower) {
             slowForward = std::max(slowForward, std::stod(m[1]));
     }
     EXPECT_GE(slowForward, 150.0);
+}
+
+TEST(Faults, FirstNonFiniteLossIsReportedOnce) {
+    // Weights of 1e37 give logits beyond float range: the loss turns infinite or NaN within a few steps.
+    auto r = runTwo({"--lr", "1e37", "--optimizer", "sgd", "--max-steps", "12"});
+    ASSERT_EQ(r[0].exitCode, 0) << r[0].err;
+    int reports = 0;
+    for (const auto& e : test::eventLines(r[0].out))
+        reports += e.find("\"kind\":\"non_finite_loss\"") != std::string::npos ? 1 : 0;
+    EXPECT_EQ(reports, 1) << r[0].out;
+    EXPECT_TRUE(hasEvent(r[0], "\"fatal\":false"));
 }
 
 TEST(Faults, RendezvousFailureNamesTheAddress) {

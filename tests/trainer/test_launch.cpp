@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <csignal>
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -29,21 +31,28 @@ std::string startEvent(const std::string& events) {
 }
 
 // What torchrun --nproc-per-node 2 --no-python sets: no rank or rendezvous flags at all.
+test::RunOptions torchrunEnvironment(int port) {
+    test::RunOptions options;
+    options.timeout = std::chrono::seconds(120);
+    options.envForRank = [port](int rank) {
+        return test::Environment{
+            "RANK=" + std::to_string(rank), "LOCAL_RANK=" + std::to_string(rank),  "WORLD_SIZE=2", "LOCAL_WORLD_SIZE=2",
+            "MASTER_ADDR=127.0.0.1",        "MASTER_PORT=" + std::to_string(port), "GROUP_RANK=0"};
+    };
+    return options;
+}
+
 TEST(Launch, TorchrunEnvironmentAloneIsEnough) {
     const std::string dir = test::makeTempDir("torchrun");
     const int port = test::freePort();
     auto r = test::runRanks(
         2,
         [&](int) {
-            return std::vector<std::string>{"--model", "mlp", "--synthetic-samples", "64", "--batch-size", "8",
-                                            "--threads", "1", "--log-every", "0", "--events", dir + "/rank{rank}.events"};
+            return std::vector<std::string>{
+                "--model",   "mlp", "--synthetic-samples", "64", "--batch-size", "8",
+                "--threads", "1",   "--log-every",         "0",  "--events",     dir + "/rank{rank}.events"};
         },
-        std::chrono::seconds(120),
-        [&](int rank) {
-            return test::Environment{"RANK=" + std::to_string(rank), "LOCAL_RANK=" + std::to_string(rank),
-                                     "WORLD_SIZE=2", "LOCAL_WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1",
-                                     "MASTER_PORT=" + std::to_string(port), "GROUP_RANK=0"};
-        });
+        torchrunEnvironment(port));
     for (int rank = 0; rank < 2; ++rank) {
         ASSERT_EQ(r[rank].exitCode, 0) << r[rank].err;
         const std::string start = startEvent(readFile(dir + "/rank" + std::to_string(rank) + ".events"));
@@ -58,7 +67,8 @@ TEST(Launch, TorchrunEnvironmentAloneIsEnough) {
 TEST(Launch, MissingDatasetExitsWithDataErrorNamingTheFile) {
     const std::string dir = test::makeTempDir("nodata");
     auto r = test::runRanks(1, [&](int) {
-        return std::vector<std::string>{"--dataset", "mnist", "--data-dir", dir, "--events", "stdout", "--model", "cnn"};
+        return std::vector<std::string>{"--dataset", "mnist",  "--data-dir", dir,
+                                        "--events",  "stdout", "--model",    "cnn"};
     });
     EXPECT_EQ(r[0].exitCode, 3) << r[0].err;
     EXPECT_NE(r[0].err.find(dir + "/train-images-idx3-ubyte"), std::string::npos) << r[0].err;
@@ -71,6 +81,36 @@ TEST(Launch, UsageErrorExitsTwoBeforeAnythingStarts) {
     EXPECT_EQ(r[0].exitCode, 2);
     EXPECT_NE(r[0].err.find("--batch-size: 'zero' is not an integer"), std::string::npos) << r[0].err;
     EXPECT_TRUE(r[0].out.empty()) << "no events for a command line that never ran";
+}
+
+// A rank told to stop says so, with the step and phase, even while its peer keeps it waiting.
+TEST(Launch, SigtermIsReportedAsTerminationWithEndEvent) {
+    const int port = test::freePort();
+    test::RunOptions options;
+    options.timeout = std::chrono::seconds(60);
+    options.signalRank = 0;
+    options.signal = SIGTERM;
+    options.signalAfter = std::chrono::milliseconds(2500);
+    auto r = test::runRanks(
+        2,
+        [&](int rank) {
+            auto args = test::distributedArgs(rank, 2, port);
+            args.insert(args.end(), {"--model", "mlp", "--synthetic-samples", "100000", "--batch-size", "8", "--events",
+                                     "stdout", "--no-eval", "--timeout-s", "3"});
+            return args;
+        },
+        options);
+    EXPECT_EQ(r[0].exitCode, 128 + SIGTERM) << r[0].err;
+    const auto events = test::eventLines(r[0].out);
+    ASSERT_GE(events.size(), 2u);
+    EXPECT_NE(events[events.size() - 2].find("\"kind\":\"terminated\""), std::string::npos)
+        << events[events.size() - 2];
+    EXPECT_NE(events[events.size() - 2].find("SIGTERM received at step "), std::string::npos);
+    EXPECT_NE(events.back().find("\"type\":\"end\""), std::string::npos) << events.back();
+    EXPECT_NE(events.back().find("\"status\":\"error\""), std::string::npos);
+    // The peer loses rank 0 in a collective and reports that, instead of hanging.
+    EXPECT_EQ(r[1].exitCode, 1) << r[1].err;
+    EXPECT_NE(r[1].out.find("\"kind\":\"collective\""), std::string::npos);
 }
 
 } // namespace

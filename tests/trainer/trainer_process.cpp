@@ -85,16 +85,23 @@ pid_t spawn(const std::vector<std::string>& args, Environment extraEnv, const st
 } // namespace
 
 std::vector<RankResult> runRanks(int worldSize, const std::function<std::vector<std::string>(int)>& argsForRank,
-                                 std::chrono::seconds timeout, const std::function<Environment(int)>& envForRank) {
+                                 const RunOptions& options) {
     const std::string dir = makeTempDir("ranks");
     std::vector<pid_t> pids;
     for (int r = 0; r < worldSize; ++r)
-        pids.push_back(spawn(argsForRank(r), envForRank ? envForRank(r) : Environment{},
+        pids.push_back(spawn(argsForRank(r), options.envForRank ? options.envForRank(r) : Environment{},
                              dir + "/out" + std::to_string(r), dir + "/err" + std::to_string(r)));
     std::vector<RankResult> results(worldSize);
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    const auto started = std::chrono::steady_clock::now();
+    const auto deadline = started + options.timeout;
+    bool signalled = options.signalRank < 0;
     int running = worldSize;
     while (running > 0) {
+        if (!signalled && std::chrono::steady_clock::now() - started >= options.signalAfter) {
+            if (pids[options.signalRank] > 0)
+                ::kill(pids[options.signalRank], options.signal);
+            signalled = true;
+        }
         for (int r = 0; r < worldSize; ++r) {
             if (pids[r] < 0)
                 continue;

@@ -23,11 +23,23 @@ std::string makeTempDir(const std::string& tag);
 
 using Environment = std::vector<std::string>; // "NAME=value" entries added to this process's environment
 
-// Starts `worldSize` trainers with argsForRank(rank) (and envForRank(rank), when given) and waits for all;
-// a rank still running after `timeout` is killed (exit code -1), so a test never hangs.
+struct RunOptions {
+    std::chrono::seconds timeout{300};          // a rank still running then is killed (exit code -1)
+    std::function<Environment(int)> envForRank; // extra environment per rank, when set
+    int signalRank = -1;                        // send `signal` to this rank `signalAfter` after the start
+    int signal = 15;
+    std::chrono::milliseconds signalAfter{0};
+};
+
+// Starts `worldSize` trainers with argsForRank(rank) and waits for all of them, so a test never hangs.
 std::vector<RankResult> runRanks(int worldSize, const std::function<std::vector<std::string>(int)>& argsForRank,
-                                 std::chrono::seconds timeout = std::chrono::seconds(300),
-                                 const std::function<Environment(int)>& envForRank = {});
+                                 const RunOptions& options = {});
+inline std::vector<RankResult> runRanks(int worldSize, const std::function<std::vector<std::string>(int)>& argsForRank,
+                                        std::chrono::seconds timeout) {
+    RunOptions options;
+    options.timeout = timeout;
+    return runRanks(worldSize, argsForRank, options);
+}
 
 // Common flags for a distributed run of `worldSize` ranks on a fresh port.
 std::vector<std::string> distributedArgs(int rank, int worldSize, int port);

@@ -13,6 +13,7 @@ Heartbeat::~Heartbeat() {
 }
 
 void Heartbeat::stop() {
+    std::lock_guard<std::mutex> stopping(m_stopMutex);
     {
         std::lock_guard<std::mutex> lock(m_mutex);
         m_stop = true;

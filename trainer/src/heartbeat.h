@@ -48,6 +48,7 @@ private:
     const Progress& m_progress;
     std::chrono::milliseconds m_interval;
     const CollectiveCounter& m_collectives;
+    std::mutex m_stopMutex; // stop() may be called from the training and the signal thread at once
     std::mutex m_mutex;
     std::condition_variable m_wake;
     bool m_stop = false;

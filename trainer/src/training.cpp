@@ -8,16 +8,20 @@
 #include "models.h"
 #include "precision.h"
 #include "sampler.h"
+#include "termination.h"
 #include "torch_compat.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
 #include <torch/version.h>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <iostream>
+#include <mutex>
 #include <optional>
 #include <thread>
 #include <unistd.h>
@@ -95,6 +99,8 @@ public:
         : m_o(options), m_events(events), m_heartbeat(events, m_progress, m_collectives, options.heartbeatInterval) {}
 
     int run();
+    // Called from the signal thread: the rank reports why it stops, whatever the loop is blocked in.
+    void terminated(int signal);
 
 private:
     void setUp();
@@ -110,6 +116,7 @@ private:
     void injectFaults();
     void log(const std::string& text) const;
     int fail(std::string_view kind, const std::string& message, int exitCode);
+    void emitEnd(std::string_view status, double checksum);
     bool stepLimitReached() const { return m_o.maxSteps > 0 && m_state.globalStep >= m_o.maxSteps; }
 
     const TrainerOptions& m_o;
@@ -130,6 +137,7 @@ private:
     int64_t m_stepsPerEpoch = 0;
     int64_t m_lastCheckpointStep = -1;
     double m_lastLoss = std::nan("");
+    bool m_reportedNonFiniteLoss = false;
     Clock::time_point m_stepStart;
     double m_busyImages = 0;
     double m_busySeconds = 0;
@@ -326,6 +334,18 @@ void Trainer::trainStep(const std::vector<int64_t>& batchIndices) {
     m_precision->step(*m_optimizer);
     m_lastLoss = loss.item<double>(); // waits for the device on CUDA
     const auto tEnd = Clock::now();
+    if (!std::isfinite(m_lastLoss) && !m_reportedNonFiniteLoss) {
+        m_reportedNonFiniteLoss = true; // the first one is what matters; every step event carries the rest
+        const std::string message = "loss is " + std::string(std::isnan(m_lastLoss) ? "NaN" : "infinite") +
+                                    " at step " + std::to_string(m_state.globalStep + 1) + " (epoch " +
+                                    std::to_string(m_state.epoch + 1) + ")";
+        JsonObject fields;
+        fields.add(schema::error::kKind, schema::error_kind::kNonFiniteLoss)
+            .add(schema::error::kMessage, message)
+            .add(schema::error::kFatal, false);
+        m_events.emit(schema::type::kError, fields);
+        log("warning: " + message);
+    }
 
     ++m_state.globalStep;
     ++m_state.stepInEpoch;
@@ -500,14 +520,32 @@ int Trainer::fail(std::string_view kind, const std::string& message, int exitCod
     JsonObject error;
     error.add(schema::error::kKind, kind).add(schema::error::kMessage, message).add(schema::error::kFatal, true);
     m_events.emit(schema::type::kError, error);
+    emitEnd(schema::status::kError, std::nan(""));
+    return exitCode;
+}
+
+void Trainer::emitEnd(std::string_view status, double checksum) {
     JsonObject end;
-    end.add(schema::end::kStatus, schema::status::kError)
+    end.add(schema::end::kStatus, status)
         .add(schema::end::kSteps, m_state.globalStep)
         .add(schema::end::kImagesPerSec, m_busySeconds > 0 ? m_busyImages / m_busySeconds : 0.0)
         .add(schema::end::kWallS, std::chrono::duration<double>(Clock::now() - m_started).count())
-        .add(schema::end::kParamChecksum, std::nan(""));
+        .add(schema::end::kParamChecksum, checksum);
     m_events.emit(schema::type::kEnd, end);
-    return exitCode;
+}
+
+void Trainer::terminated(int signal) {
+    const std::string phase(m_progress.phase());
+    m_heartbeat.stop();
+    const std::string message = std::string(signal == SIGINT ? "SIGINT" : "SIGTERM") + " received at step " +
+                                std::to_string(m_progress.step()) + " in phase " + phase;
+    log("stopping: " + message);
+    JsonObject error;
+    error.add(schema::error::kKind, schema::error_kind::kTerminated)
+        .add(schema::error::kMessage, message)
+        .add(schema::error::kFatal, true);
+    m_events.emit(schema::type::kError, error);
+    emitEnd(schema::status::kError, std::nan(""));
 }
 
 int Trainer::run() {
@@ -553,13 +591,7 @@ int Trainer::run() {
     m_progress.setPhase(phase::kDone);
     m_heartbeat.stop();
     const double wall = std::chrono::duration<double>(Clock::now() - m_started).count();
-    JsonObject end;
-    end.add(schema::end::kStatus, schema::status::kOk)
-        .add(schema::end::kSteps, m_state.globalStep)
-        .add(schema::end::kImagesPerSec, m_busySeconds > 0 ? m_busyImages / m_busySeconds : 0.0)
-        .add(schema::end::kWallS, wall)
-        .add(schema::end::kParamChecksum, parameterChecksum());
-    m_events.emit(schema::type::kEnd, end);
+    emitEnd(schema::status::kOk, parameterChecksum());
     if (m_o.rank == 0)
         log("done: " + std::to_string(m_state.globalStep) + " steps in " + std::to_string(wall) + " s");
     return kExitOk;
@@ -568,8 +600,27 @@ int Trainer::run() {
 } // namespace
 
 int runTraining(const TrainerOptions& options, EventWriter& events) {
+    // The signal thread outlives this function, so what it reaches is static.
+    // The mutex keeps the Trainer alive while the signal thread reports through it.
+    static std::mutex currentMutex;
+    static Trainer* current = nullptr;
+    static std::once_flag installed;
+    std::call_once(installed, [] {
+        handleTerminationSignals([](int signal) {
+            std::lock_guard<std::mutex> lock(currentMutex);
+            if (current != nullptr)
+                current->terminated(signal);
+        });
+    });
     Trainer trainer(options, events);
-    return trainer.run();
+    {
+        std::lock_guard<std::mutex> lock(currentMutex);
+        current = &trainer;
+    }
+    const int code = trainer.run();
+    std::lock_guard<std::mutex> lock(currentMutex);
+    current = nullptr;
+    return code;
 }
 
 } // namespace rankscope::trainer

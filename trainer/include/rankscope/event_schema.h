@@ -140,7 +140,9 @@ inline constexpr std::string_view kRendezvous = "rendezvous"; // store or proces
 inline constexpr std::string_view kCollective = "collective"; // a collective failed or timed out
 inline constexpr std::string_view kCheckpoint = "checkpoint"; // checkpoint unreadable or unwritable
 inline constexpr std::string_view kReplicaDivergence = "replica_divergence";
-inline constexpr std::string_view kInjected = "injected"; // --fail-at-step
+inline constexpr std::string_view kInjected = "injected";             // --fail-at-step
+inline constexpr std::string_view kTerminated = "terminated";         // SIGTERM or SIGINT
+inline constexpr std::string_view kNonFiniteLoss = "non_finite_loss"; // first NaN or infinite loss
 inline constexpr std::string_view kInternal = "internal";
 } // namespace error_kind
 

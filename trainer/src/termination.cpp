@@ -1,0 +1,29 @@
+// SPDX-License-Identifier: MIT
+#include "termination.h"
+
+#include <csignal>
+#include <cstdio>
+#include <pthread.h>
+#include <thread>
+
+namespace rankscope::trainer {
+
+void handleTerminationSignals(std::function<void(int)> onSignal) {
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGTERM);
+    sigaddset(&signals, SIGINT);
+    // Threads created after this inherit the mask, so only the waiter below ever receives these signals.
+    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+    std::thread([signals, onSignal = std::move(onSignal)] {
+        int signal = 0;
+        if (sigwait(&signals, &signal) != 0)
+            return;
+        onSignal(signal);
+        std::fflush(stdout);
+        std::fflush(stderr);
+        std::_Exit(128 + signal);
+    }).detach();
+}
+
+} // namespace rankscope::trainer
