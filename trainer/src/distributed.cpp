@@ -99,8 +99,4 @@ void Communicator::broadcast(at::Tensor& tensor, int root, const char* what) {
     run(what, [&] { return m_processGroup->broadcast(tensors, opts); });
 }
 
-void Communicator::barrier(const char* what) {
-    run(what, [&] { return m_processGroup->barrier(); });
-}
-
 } // namespace rankscope::trainer

@@ -60,7 +60,6 @@ public:
     // Blocking, counted collectives. `what` names the operation in errors.
     void allReduce(at::Tensor& tensor, c10d::ReduceOp op, const char* what);
     void broadcast(at::Tensor& tensor, int root, const char* what);
-    void barrier(const char* what);
 
     // Runs `body`, which blocks in collectives c10d starts by itself (the Reducer's bucket rebuild),
     // as one counted collective whose failure becomes a CollectiveError naming `what`.

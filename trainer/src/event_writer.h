@@ -46,7 +46,6 @@ public:
     EventWriter& operator=(const EventWriter&) = delete;
 
     void emit(std::string_view type, const JsonObject& fields);
-    void setRank(int rank) { m_rank = rank; }
 
     static double unixTime();
 

@@ -33,8 +33,6 @@ public:
     void backward(const torch::Tensor& loss);
     void step(torch::optim::Optimizer& optimizer);
 
-    double scale() const { return m_scale; }
-
 private:
     std::string m_mode;
     double m_scale = 65536.0;

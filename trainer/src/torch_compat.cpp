@@ -8,6 +8,7 @@
 #include <c10/cuda/CUDAFunctions.h>
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
+#include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 
 #include <algorithm>
@@ -27,7 +28,10 @@ using Names = std::unordered_map<size_t, std::string>;
 
 // Names that exist only in some LibTorch versions are reached through templates, so that the branch for
 // another version is never instantiated.
-template <typename T> struct Dependent { using ProcessGroup = c10d::ProcessGroup; };
+template <typename T> struct Dependent {
+    using ProcessGroup = c10d::ProcessGroup;
+    using Backend = c10d::Backend; // declared from 1.13 (Backend.hpp), used only from 2.0
+};
 
 template <typename T, typename = void> struct HasUseLibUV : std::false_type {};
 template <typename T> struct HasUseLibUV<T, std::void_t<decltype(std::declval<T&>().useLibUV)>> : std::true_type {};
@@ -52,8 +56,10 @@ Group wrapBackend(const c10::intrusive_ptr<BackendT>& backend, const c10::intrus
     auto group = c10::make_intrusive<PG>(store, rank, size);
     group->setDefaultBackend(type);
 #endif
+    // setBackend takes an optional<intrusive_ptr<Backend>>: two conversions away from intrusive_ptr<Gloo>.
+    const c10::intrusive_ptr<typename Dependent<BackendT>::Backend> base = backend;
     for (const auto device : devices)
-        group->setBackend(device, type, backend);
+        group->setBackend(device, type, base);
     return group;
 }
 
