@@ -95,8 +95,8 @@ TEST(Launch, SigtermIsReportedAsTerminationWithEndEvent) {
         2,
         [&](int rank) {
             auto args = test::distributedArgs(rank, 2, port);
-            args.insert(args.end(), {"--model", "mlp", "--synthetic-samples", "100000", "--batch-size", "8", "--events",
-                                     "stdout", "--no-eval", "--timeout-s", "3"});
+            args.insert(args.end(), {"--model", "mlp", "--synthetic-samples", "4096", "--epochs", "1000",
+                                     "--batch-size", "8", "--events", "stdout", "--no-eval", "--timeout-s", "3"});
             return args;
         },
         options);
