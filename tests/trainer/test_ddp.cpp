@@ -92,6 +92,28 @@ TEST_P(DdpEquivalence, TwoRanksMatchOneRankWithDoubleBatch) {
 
 INSTANTIATE_TEST_SUITE_P(Optimizers, DdpEquivalence, ::testing::Values("sgd", "adam"));
 
+// Different seeds give the ranks different initial weights; the broadcast from rank 0 at start must make
+// them equal before the first step, or the replicas would stay apart forever.
+TEST(DdpTraining, ReplicasStartFromRankZeroParameters) {
+    const std::string dir = test::makeTempDir("ddp-seeds");
+    const int port = test::freePort();
+    auto runs = test::runRanks(2, [&](int rank) {
+        auto args = test::distributedArgs(rank, 2, port);
+        for (const auto& a : {"--model", "mlp", "--no-eval", "--batch-size", "8", "--synthetic-samples", "64",
+                              "--max-steps", "3", "--events", "stdout"})
+            args.push_back(a);
+        args.insert(args.end(), {"--seed", std::to_string(100 + rank), "--export-params", dir + "/seed-{rank}.pt"});
+        return args;
+    });
+    ASSERT_EQ(runs[0].exitCode, 0) << runs[0].err;
+    ASSERT_EQ(runs[1].exitCode, 0) << runs[1].err;
+    const auto rank0 = loadParams(dir + "/seed-0.pt");
+    const auto rank1 = loadParams(dir + "/seed-1.pt");
+    for (const auto& [name, p] : rank0)
+        EXPECT_TRUE(torch::equal(p, rank1.at(name))) << name << ": replicas differ";
+    std::filesystem::remove_all(dir);
+}
+
 TEST(DdpTraining, ParametersMoveAndLossFalls) {
     const std::string dir = test::makeTempDir("ddp-moves");
     const int port = test::freePort();
