@@ -3,41 +3,25 @@
 
 #include "cli.h"
 
-#include <QFile>
+#include "core/eventfile.h"
+
 #include <QTextStream>
 
 #include <cstdio>
 
 namespace rankscope::cli {
 
-namespace {
-
-constexpr qint64 kChunkBytes = 64 * 1024;
-
-void addBatch(const ParsedBatch& batch, FileResult& file, RunSummary& summary) {
-    file.eventCount += batch.events.size();
-    file.logLineCount += batch.logLines.size();
-    file.errors.append(batch.errors);
-    summary.add(batch.events);
-}
-
-} // namespace
-
 std::optional<QString> readEventFile(const QString& path, EventsReport& report) {
-    QFile file(path);
-    if (!file.open(QIODevice::ReadOnly))
-        return QStringLiteral("cannot open '%1': %2").arg(path, file.errorString());
     FileResult result{path, 0, 0, {}};
-    EventStreamParser parser;
-    QByteArray chunk;
-    // The same chunked feeding as a live stream, so a large file is never held whole in memory.
-    while (!(chunk = file.read(kChunkBytes)).isEmpty())
-        addBatch(parser.feed(chunk), result, report.summary);
-    if (file.error() != QFileDevice::NoError)
-        return QStringLiteral("cannot read '%1': %2").arg(path, file.errorString());
-    addBatch(parser.finish(), result, report.summary);
-    report.files.append(result);
-    return std::nullopt;
+    const auto error = rankscope::readEventFile(path, [&](const ParsedBatch& batch) {
+        result.eventCount += batch.events.size();
+        result.logLineCount += batch.logLines.size();
+        result.errors.append(batch.errors);
+        report.summary.add(batch.events);
+    });
+    if (!error)
+        report.files.append(result);
+    return error;
 }
 
 int runEventsCommand(const QStringList& paths, OutputFormat format) {

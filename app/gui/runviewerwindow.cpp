@@ -1,12 +1,11 @@
 // SPDX-License-Identifier: MIT
 #include "runviewerwindow.h"
 
-#include "core/eventstreamparser.h"
+#include "core/eventfile.h"
 
 #include <rankscope/event_schema.h>
 
 #include <QChartView>
-#include <QFile>
 #include <QFileDialog>
 #include <QHeaderView>
 #include <QLineSeries>
@@ -79,20 +78,16 @@ QString RunViewerWindow::openEventFiles(const QStringList& paths) {
     m_summary = RunSummary();
     m_lossByRank.clear();
     for (const QString& path : paths) {
-        QFile file(path);
-        if (!file.open(QIODevice::ReadOnly))
-            return tr("cannot open %1: %2").arg(path, file.errorString());
-        EventStreamParser parser;
-        ParsedBatch all;
-        while (!file.atEnd())
-            all.append(parser.feed(file.read(1 << 20)));
-        all.append(parser.finish());
-        for (const TrainerEvent& event : all.events) {
-            m_summary.add(event);
-            if (event.type == TrainerEventType::Step)
-                m_lossByRank[event.rank].append(
-                    QPointF(double(event.integer(schema::step::kStep)), event.number(schema::step::kLoss)));
-        }
+        const auto error = readEventFile(path, [this](const ParsedBatch& batch) {
+            for (const TrainerEvent& event : batch.events) {
+                m_summary.add(event);
+                if (event.type == TrainerEventType::Step)
+                    m_lossByRank[event.rank].append(
+                        QPointF(double(event.integer(schema::step::kStep)), event.number(schema::step::kLoss)));
+            }
+        });
+        if (error)
+            return *error;
     }
     refresh();
     statusBar()->showMessage(tr("%n event(s) from %1 file(s)", nullptr, int(m_summary.eventCount())).arg(paths.size()));
