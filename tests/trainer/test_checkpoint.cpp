@@ -125,6 +125,20 @@ TEST(Checkpoint, ResumeAutoSkipsTruncatedNewestCheckpoint) {
     fs::remove_all(dir);
 }
 
+// Another model's checkpoint is whole but does not fit: loading it may have stopped half-way, so falling
+// back to an older one (or to a fresh start) would train a half-loaded model. It must stop the run.
+TEST(Checkpoint, ResumeAutoStopsOnAnotherModelsCheckpoint) {
+    const std::string dir = test::makeTempDir("mismatch");
+    auto first = run(dir, 2); // cnn
+    ASSERT_EQ(first[0].exitCode, 0) << first[0].err;
+    auto other = run(dir, 4, {"--resume", "auto", "--model", "mlp"}); // the last flag wins
+    EXPECT_EQ(other[0].exitCode, 1) << other[0].err;
+    EXPECT_NE(other[0].err.find("does not match this model"), std::string::npos) << other[0].err;
+    EXPECT_EQ(other[0].err.find("starting from scratch"), std::string::npos) << other[0].err;
+    EXPECT_EQ(other[0].err.find("trying an older one"), std::string::npos) << other[0].err;
+    fs::remove_all(dir);
+}
+
 TEST(Checkpoint, ExplicitTruncatedCheckpointFailsWithItsName) {
     const std::string dir = test::makeTempDir("explicit");
     const std::string path = dir + "/broken.pt";

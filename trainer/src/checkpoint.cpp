@@ -112,8 +112,8 @@ TrainingState deserializeCheckpoint(const std::string& bytes, const std::string&
         optimizer.load(optimizerArchive);
     } catch (const std::exception& e) {
         std::string what = e.what();
-        throw CheckpointError("checkpoint " + source +
-                              " does not match this model or optimizer: " + what.substr(0, what.find('\n')));
+        throw CheckpointMismatch("checkpoint " + source +
+                                 " does not match this model or optimizer: " + what.substr(0, what.find('\n')));
     }
     return state;
 }

@@ -15,6 +15,13 @@ public:
     using std::runtime_error::runtime_error;
 };
 
+// The archive is whole but belongs to another model or optimizer. Loading may have stopped half-way, so
+// unlike an unreadable checkpoint this one cannot be skipped for an older one: the run must stop.
+class CheckpointMismatch : public CheckpointError {
+public:
+    using CheckpointError::CheckpointError;
+};
+
 // Where training stands: enough, with the model and optimizer, to continue exactly.
 struct TrainingState {
     int64_t epoch = 0;       // 0-based epoch in progress

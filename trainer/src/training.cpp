@@ -109,7 +109,7 @@ private:
     void trainEpoch();
     void trainStep(const std::vector<int64_t>& batchIndices);
     void evaluate();
-    void replicaCheck();
+    double replicaCheck(); // returns this rank's checksum
     void checkpoint();
     void exportParameters();
     double parameterChecksum();
@@ -210,9 +210,11 @@ void Trainer::resume() {
         for (const auto& path : candidates) {
             try {
                 bytes = CheckpointDirectory::readFile(path);
-                deserializeCheckpoint(bytes, path, *m_model.module, *m_optimizer);
+                m_state = deserializeCheckpoint(bytes, path, *m_model.module, *m_optimizer);
                 source = path;
                 break;
+            } catch (const CheckpointMismatch&) {
+                throw; // another model's checkpoint: half-loaded, nothing older can be trusted to fit
             } catch (const CheckpointError& e) {
                 if (m_o.resume != "auto")
                     throw;
@@ -244,11 +246,10 @@ void Trainer::resume() {
     } else {
         m_comm->broadcast(blob, 0, "broadcast of the checkpoint");
     }
-    if (m_o.rank != 0) {
+    if (m_o.rank != 0) { // rank 0 applied it while choosing it
         bytes.assign(static_cast<const char*>(blob.data_ptr()), static_cast<size_t>(n));
-        source = "received from rank 0";
+        m_state = deserializeCheckpoint(bytes, "received from rank 0", *m_model.module, *m_optimizer);
     }
-    m_state = deserializeCheckpoint(bytes, source, *m_model.module, *m_optimizer);
     setCpuRngState(m_state.rngState);
     m_lastCheckpointStep = m_state.globalStep;
     if (m_o.rank == 0)
@@ -457,7 +458,7 @@ double Trainer::parameterChecksum() {
 }
 
 // Replicas must stay bitwise equal; the checksum's max and -min over ranks in one all-reduce tell.
-void Trainer::replicaCheck() {
+double Trainer::replicaCheck() {
     m_progress.setPhase(phase::kReplicaCheck);
     const double checksum = parameterChecksum();
     auto range = torch::tensor({checksum, -checksum}, torch::kFloat64);
@@ -480,6 +481,7 @@ void Trainer::replicaCheck() {
         m_events.emit(schema::type::kError, fields);
         log(std::string("error: ") + message);
     }
+    return checksum;
 }
 
 void Trainer::checkpoint() {
@@ -549,6 +551,7 @@ void Trainer::terminated(int signal) {
 }
 
 int Trainer::run() {
+    double finalChecksum = 0;
     try {
         setUp();
         // A checkpoint replaces the parameters' storage, so it is loaded before the Reducer takes
@@ -569,8 +572,8 @@ int Trainer::run() {
             m_state.stepInEpoch = 0;
         }
         checkpoint();
-        if (m_o.replicaCheckEverySteps > 0)
-            replicaCheck();
+        // The final replica check and the end event report the same checksum: compute it once.
+        finalChecksum = m_o.replicaCheckEverySteps > 0 ? replicaCheck() : parameterChecksum();
         exportParameters();
     } catch (const UsageError& e) {
         return fail(schema::error_kind::kUsage, e.what(), kExitUsage);
@@ -591,7 +594,7 @@ int Trainer::run() {
     m_progress.setPhase(phase::kDone);
     m_heartbeat.stop();
     const double wall = std::chrono::duration<double>(Clock::now() - m_started).count();
-    emitEnd(schema::status::kOk, parameterChecksum());
+    emitEnd(schema::status::kOk, finalChecksum);
     if (m_o.rank == 0)
         log("done: " + std::to_string(m_state.globalStep) + " steps in " + std::to_string(wall) + " s");
     return kExitOk;
