@@ -56,6 +56,9 @@ void RunSummary::applyStart(const TrainerEvent& event, RankState& state) {
     state.worldSize = static_cast<int>(event.integer(schema::start::kWorldSize));
     state.host = event.string(schema::start::kHost);
     state.pid = event.integer(schema::start::kPid);
+    state.stepsPerEpoch = event.integer(schema::start::kStepsPerEpoch);
+    state.totalSteps = event.integer(schema::start::kTotalSteps);
+    state.epochs = event.object(schema::start::kConfig).value(QLatin1String("epochs")).toVariant().toLongLong();
     m_worldSize = std::max(m_worldSize, state.worldSize);
 }
 

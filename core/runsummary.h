@@ -33,6 +33,9 @@ struct RankState {
     int worldSize = 0;
     QString host;
     qint64 pid = 0;
+    qint64 stepsPerEpoch = 0; // from the start event: what progress is measured against
+    qint64 totalSteps = 0;
+    qint64 epochs = 0;
 
     qint64 epoch = 0; // of the last step event
     qint64 step = 0;

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include "cli.h"
 
+#include "checkcommand.h"
 #include "eventscommand.h"
+#include "runcommands.h"
 
 #include <QCommandLineParser>
 #include <QTextStream>
@@ -12,7 +14,26 @@ namespace rankscope::cli {
 
 namespace {
 
-const QString kEventsCommand = QStringLiteral("events");
+struct Command {
+    QString name;
+    QString synopsis;
+    QString description;
+};
+
+const QList<Command>& commands() {
+    static const QList<Command> list = {
+        {"check", "check JOB [--json]", "Pre-flight every node of a job: reachability, OS, disk, GPUs, LibTorch, "
+                                        "master port, network interfaces."},
+        {"run", "run JOB [--mode debug|submit] [--detach]",
+         "Deploy and launch a job, show per-rank progress, summarise at the end."},
+        {"attach", "attach RUN", "Reattach to a run (after a dropped link or from another terminal)."},
+        {"stop", "stop RUN", "Stop a run on every node (SIGTERM, then SIGKILL) and verify nothing is left."},
+        {"runs", "runs [--json]", "List stored runs."},
+        {"logs", "logs RUN [--rank R] [--stream out|err|events|all] [--follow]", "Print a run's logs."},
+        {"events", "events FILE... [--json]", "Summarise trainer event files (or a rank's stdout) per rank."},
+    };
+    return list;
+}
 
 int usageError(const QString& message) {
     QTextStream err(stderr);
@@ -20,52 +41,112 @@ int usageError(const QString& message) {
     return kExitUsage;
 }
 
-void describeTopLevel(QCommandLineParser& parser) {
-    parser.setApplicationDescription(
-        QStringLiteral("Inspect distributed PyTorch training runs.\n\n"
-                       "Commands:\n"
-                       "  events FILE... [--json]   Summarise trainer event files (or a rank's stdout) per rank.\n\n"
-                       "Exit status: 0 success, 1 some event lines could not be decoded, 2 usage error."));
-    parser.addPositionalArgument(QStringLiteral("command"), QStringLiteral("The command to run: events."));
-}
-
-void describeEvents(QCommandLineParser& parser, const QCommandLineOption& jsonOption) {
-    parser.clearPositionalArguments();
-    parser.addPositionalArgument(kEventsCommand, QStringLiteral("Summarise trainer event files."), kEventsCommand);
-    parser.addPositionalArgument(QStringLiteral("files"), QStringLiteral("Event files or rank logs to read."),
-                                 QStringLiteral("FILE..."));
-    parser.addOption(jsonOption);
+QString topLevelDescription() {
+    QString text = QStringLiteral("Launch, follow and inspect distributed PyTorch training runs.\n\nCommands:\n");
+    for (const Command& command : commands())
+        text += QStringLiteral("  %1\n      %2\n").arg(command.synopsis, command.description);
+    text += QStringLiteral("\nRUN is a run id, a unique prefix of one, or 'latest'. Runs are stored in "
+                           "$RANKSCOPE_HOME (default ~/.local/share/rankscope).\n"
+                           "Exit status: 0 success, 1 a rank failed or the run was stopped (or event lines "
+                           "could not be decoded), 2 usage error, 3 invalid job file, 4 a node could not be "
+                           "reached or prepared.");
+    return text;
 }
 
 } // namespace
 
 int run(const QStringList& arguments) {
     QCommandLineParser parser;
-    describeTopLevel(parser);
+    parser.setApplicationDescription(topLevelDescription());
     const QCommandLineOption helpOption = parser.addHelpOption();
     const QCommandLineOption versionOption = parser.addVersionOption();
-    const QCommandLineOption jsonOption(QStringLiteral("json"), QStringLiteral("Print one JSON object."));
+    const QCommandLineOption json(QStringLiteral("json"), QStringLiteral("Print JSON."));
+    const QCommandLineOption mode(QStringLiteral("mode"), QStringLiteral("debug or submit (default: the job's)."),
+                                  QStringLiteral("MODE"));
+    const QCommandLineOption detach(QStringLiteral("detach"), QStringLiteral("Return once every rank started."));
+    const QCommandLineOption rank(QStringLiteral("rank"), QStringLiteral("Only this rank."), QStringLiteral("R"));
+    const QCommandLineOption stream(QStringLiteral("stream"), QStringLiteral("out, err, events or all (default out)."),
+                                    QStringLiteral("STREAM"), QStringLiteral("out"));
+    const QCommandLineOption followOption(QStringLiteral("follow"), QStringLiteral("Keep printing new lines."));
+    const QCommandLineOption knownHosts(QStringLiteral("known-hosts"),
+                                        QStringLiteral("known_hosts file (default ~/.ssh/known_hosts)."),
+                                        QStringLiteral("FILE"));
+    const QCommandLineOption sshConfig(QStringLiteral("ssh-config"),
+                                       QStringLiteral("ssh config file (default ~/.ssh/config; 'none')."),
+                                       QStringLiteral("FILE"));
+    const QCommandLineOption acceptNew(QStringLiteral("accept-new-host-keys"),
+                                       QStringLiteral("Trust hosts not yet in known_hosts and add them (a changed "
+                                                      "key is still refused)."));
+    parser.addPositionalArgument(QStringLiteral("command"), QStringLiteral("The command to run."));
 
-    // First pass only finds the command, so that its own options can be added before the real parse.
     parser.parse(arguments);
     const QString command = parser.positionalArguments().value(0);
-    if (command == kEventsCommand)
-        describeEvents(parser, jsonOption);
+    const QStringList connectionCommands = {"check", "run", "attach", "stop", "logs"};
+    if (connectionCommands.contains(command))
+        parser.addOptions({knownHosts, sshConfig, acceptNew});
+    if (command == QLatin1String("check") || command == QLatin1String("runs") || command == QLatin1String("events"))
+        parser.addOption(json);
+    if (command == QLatin1String("run"))
+        parser.addOptions({mode, detach});
+    if (command == QLatin1String("logs"))
+        parser.addOptions({rank, stream, followOption});
     if (!parser.parse(arguments))
         return usageError(parser.errorText());
     if (parser.isSet(helpOption))
         parser.showHelp(kExitOk);
     if (parser.isSet(versionOption))
         parser.showVersion();
-
     if (command.isEmpty())
         return usageError(QStringLiteral("missing command"));
-    if (command != kEventsCommand)
-        return usageError(QStringLiteral("unknown command '%1'").arg(command));
-    const QStringList files = parser.positionalArguments().mid(1);
-    if (files.isEmpty())
-        return usageError(QStringLiteral("events: missing FILE"));
-    return runEventsCommand(files, parser.isSet(jsonOption) ? OutputFormat::Json : OutputFormat::Text);
+
+    const QStringList rest = parser.positionalArguments().mid(1);
+    ConnectionFlags flags;
+    if (connectionCommands.contains(command)) {
+        flags.knownHosts = parser.value(knownHosts);
+        flags.sshConfig = parser.value(sshConfig);
+        flags.acceptNewHostKeys = parser.isSet(acceptNew);
+    }
+    const auto needOne = [&](const QString& what) -> std::optional<int> {
+        if (rest.size() != 1)
+            return usageError(QStringLiteral("%1: expected one %2").arg(command, what));
+        return std::nullopt;
+    };
+    if (command == QLatin1String("events")) {
+        if (rest.isEmpty())
+            return usageError(QStringLiteral("events: missing FILE"));
+        return runEventsCommand(rest, parser.isSet(json) ? OutputFormat::Json : OutputFormat::Text);
+    }
+    if (command == QLatin1String("check")) {
+        if (auto error = needOne(QStringLiteral("JOB")))
+            return *error;
+        return runCheckCommand(rest.front(), parser.isSet(json), flags);
+    }
+    if (command == QLatin1String("run")) {
+        if (auto error = needOne(QStringLiteral("JOB")))
+            return *error;
+        return runRunCommand(rest.front(), parser.value(mode), parser.isSet(detach), flags);
+    }
+    if (command == QLatin1String("attach") || command == QLatin1String("stop")) {
+        if (auto error = needOne(QStringLiteral("RUN")))
+            return *error;
+        return command == QLatin1String("attach") ? runAttachCommand(rest.front(), flags)
+                                                  : runStopCommand(rest.front(), flags);
+    }
+    if (command == QLatin1String("runs"))
+        return runRunsCommand(parser.isSet(json));
+    if (command == QLatin1String("logs")) {
+        if (auto error = needOne(QStringLiteral("RUN")))
+            return *error;
+        std::optional<int> rankNumber;
+        if (parser.isSet(rank)) {
+            bool ok = false;
+            rankNumber = parser.value(rank).toInt(&ok);
+            if (!ok)
+                return usageError(QStringLiteral("logs: --rank must be a number"));
+        }
+        return runLogsCommand(rest.front(), rankNumber, parser.value(stream), parser.isSet(followOption), flags);
+    }
+    return usageError(QStringLiteral("unknown command '%1'").arg(command));
 }
 
 } // namespace rankscope::cli

@@ -1,0 +1,306 @@
+// SPDX-License-Identifier: MIT
+#include "runcommands.h"
+
+#include "cli.h"
+#include "runmonitor.h"
+
+#include "core/jobspec.h"
+#include "core/runstore.h"
+#include "remote/runengine.h"
+
+#include <QCoreApplication>
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QSocketNotifier>
+#include <QTextStream>
+
+#include <csignal>
+#include <sys/socket.h>
+#include <termios.h>
+#include <unistd.h>
+
+namespace rankscope::cli {
+
+namespace {
+
+int g_signalPipe[2] = {-1, -1};
+
+void onSignal(int) {
+    const char byte = 1;
+    [[maybe_unused]] const auto written = ::write(g_signalPipe[1], &byte, 1);
+}
+
+// Ctrl-C (and SIGTERM) reach the event loop as a socket notification: nothing else is safe in a handler.
+void installInterruptHandler(const std::function<void()>& onInterrupt) {
+    if (g_signalPipe[0] < 0 && ::socketpair(AF_UNIX, SOCK_STREAM, 0, g_signalPipe) != 0)
+        return;
+    auto* notifier = new QSocketNotifier(g_signalPipe[0], QSocketNotifier::Read, QCoreApplication::instance());
+    QObject::connect(notifier, &QSocketNotifier::activated, notifier, [onInterrupt] {
+        char byte = 0;
+        [[maybe_unused]] const auto n = ::read(g_signalPipe[0], &byte, 1);
+        onInterrupt();
+    });
+    struct sigaction action {};
+    action.sa_handler = onSignal;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESTART;
+    sigaction(SIGINT, &action, nullptr);
+    sigaction(SIGTERM, &action, nullptr);
+}
+
+// Reads a secret from the terminal with echo off; never from the environment or a file.
+std::optional<QString> askSecret(const QString& prompt) {
+    FILE* tty = std::fopen("/dev/tty", "r+");
+    if (!tty)
+        return std::nullopt;
+    std::fprintf(tty, "%s", qPrintable(prompt));
+    std::fflush(tty);
+    termios old{};
+    const bool isTerminal = tcgetattr(fileno(tty), &old) == 0;
+    if (isTerminal) {
+        termios silent = old;
+        silent.c_lflag &= static_cast<tcflag_t>(~ECHO);
+        tcsetattr(fileno(tty), TCSAFLUSH, &silent);
+    }
+    char buffer[1024] = {};
+    const bool ok = std::fgets(buffer, sizeof buffer, tty) != nullptr;
+    if (isTerminal)
+        tcsetattr(fileno(tty), TCSAFLUSH, &old);
+    std::fprintf(tty, "\n");
+    std::fclose(tty);
+    QString secret = QString::fromUtf8(buffer).chopped(buffer[0] && buffer[std::strlen(buffer) - 1] == '\n' ? 1 : 0);
+    std::fill(std::begin(buffer), std::end(buffer), '\0');
+    if (!ok)
+        return std::nullopt;
+    return secret;
+}
+
+remote::EngineOptions engineOptions(const ConnectionFlags& flags) {
+    remote::EngineOptions options;
+    options.knownHostsPath = flags.knownHosts;
+    options.sshConfigPath = flags.sshConfig;
+    options.acceptNewHostKeys = flags.acceptNewHostKeys;
+    options.passphrase = askSecret;
+    options.password = askSecret;
+    return options;
+}
+
+void printError(const QString& command, const QString& message) {
+    QTextStream(stderr) << "rankscope-cli " << command << ": " << message << '\n';
+}
+
+// Runs the event loop until the monitor reports the end; Ctrl-C stops the run, a second one leaves it running.
+int follow(remote::RunEngine& engine, bool stopOnInterrupt) {
+    RunMonitor monitor(&engine, isatty(fileno(stdout)) != 0);
+    int interrupts = 0;
+    installInterruptHandler([&] {
+        ++interrupts;
+        if (interrupts == 1 && stopOnInterrupt) {
+            std::fprintf(stderr, "\nstopping the run on every node (Ctrl-C again to leave it running)\n");
+            engine.stop();
+            return;
+        }
+        engine.detach();
+        std::fprintf(stderr, "\nleft run %s running: rankscope-cli attach %s\n", qPrintable(engine.record().id),
+                     qPrintable(engine.record().id));
+        QCoreApplication::exit(kExitRunFailed);
+    });
+    QObject::connect(&monitor, &RunMonitor::done, QCoreApplication::instance(),
+                     [](int code) { QCoreApplication::exit(code); });
+    return QCoreApplication::exec();
+}
+
+QString resolveRun(RunStore& store, const QString& command, const QString& run) {
+    QString error;
+    const QString id = store.resolveId(run, &error);
+    if (id.isEmpty())
+        printError(command, error);
+    return id;
+}
+
+} // namespace
+
+int runRunCommand(const QString& jobPath, const QString& mode, bool detach, const ConnectionFlags& flags) {
+    const JobParseResult job = loadJobFile(jobPath);
+    if (!job.ok()) {
+        for (const JobIssue& issue : job.issues)
+            QTextStream(stderr) << jobPath << ": " << issue.toString() << '\n';
+        return kExitInvalidJob;
+    }
+    RunMode runMode = job.job->mode;
+    if (mode == QLatin1String("debug"))
+        runMode = RunMode::Debug;
+    else if (mode == QLatin1String("submit"))
+        runMode = RunMode::Submit;
+    else if (!mode.isEmpty()) {
+        printError(QStringLiteral("run"), QStringLiteral("--mode must be debug or submit, not '%1'").arg(mode));
+        return kExitUsage;
+    }
+    RunStore store;
+    remote::RunEngine engine(&store, engineOptions(flags));
+    QString error;
+    if (!engine.launch(*job.job, runMode, &error)) {
+        printError(QStringLiteral("run"), error);
+        return kExitLaunchFailed;
+    }
+    if (detach) {
+        QObject::connect(&engine, &remote::RunEngine::launched, QCoreApplication::instance(), [&](const QString& id) {
+            engine.detach();
+            std::printf("run %s is running detached: rankscope-cli attach %s\n", qPrintable(id), qPrintable(id));
+            QCoreApplication::exit(kExitOk);
+        });
+    }
+    const int code = follow(engine, true);
+    if (code != kExitOk && !engine.record().summary.isEmpty())
+        printError(QStringLiteral("run"), engine.record().summary);
+    return code;
+}
+
+int runAttachCommand(const QString& run, const ConnectionFlags& flags) {
+    RunStore store;
+    const QString id = resolveRun(store, QStringLiteral("attach"), run);
+    if (id.isEmpty())
+        return kExitUsage;
+    remote::RunEngine engine(&store, engineOptions(flags));
+    QString error;
+    if (!engine.attach(id, &error)) {
+        printError(QStringLiteral("attach"), error);
+        return kExitLaunchFailed;
+    }
+    return follow(engine, true);
+}
+
+int runStopCommand(const QString& run, const ConnectionFlags& flags) {
+    RunStore store;
+    const QString id = resolveRun(store, QStringLiteral("stop"), run);
+    if (id.isEmpty())
+        return kExitUsage;
+    remote::RunEngine engine(&store, engineOptions(flags));
+    QString error;
+    if (!engine.attach(id, &error)) {
+        printError(QStringLiteral("stop"), error);
+        return kExitLaunchFailed;
+    }
+    engine.stop();
+    int left = -1;
+    QObject::connect(&engine, &remote::RunEngine::stopped, [&left](int processesLeft) { left = processesLeft; });
+    follow(engine, false);
+    return left == 0 ? kExitOk : kExitRunFailed;
+}
+
+int runRunsCommand(bool json) {
+    RunStore store;
+    const QVector<RunRecord> runs = store.list();
+    if (json) {
+        QJsonArray array;
+        for (const RunRecord& run : runs)
+            array.append(run.toJson());
+        std::fwrite(QJsonDocument(array).toJson().constData(), 1, QJsonDocument(array).toJson().size(), stdout);
+        return kExitOk;
+    }
+    QTextStream out(stdout);
+    out << QStringLiteral("%1 %2 %3 %4 %5 %6\n")
+               .arg(QStringLiteral("ID"), -21)
+               .arg(QStringLiteral("NAME"), -20)
+               .arg(QStringLiteral("MODE"), -7)
+               .arg(QStringLiteral("STATE"), -9)
+               .arg(QStringLiteral("RANKS"), 5)
+               .arg(QStringLiteral("SUMMARY"));
+    for (const RunRecord& run : runs)
+        out << QStringLiteral("%1 %2 %3 %4 %5 %6\n")
+                   .arg(run.id, -21)
+                   .arg(run.name.left(20), -20)
+                   .arg(run.mode, -7)
+                   .arg(run.state, -9)
+                   .arg(run.worldSize, 5)
+                   .arg(run.summary);
+    if (runs.isEmpty())
+        out << "(no runs in " << store.root() << ")\n";
+    return kExitOk;
+}
+
+int runLogsCommand(const QString& run, std::optional<int> rank, const QString& stream, bool followLogs,
+                   const ConnectionFlags& flags) {
+    RunStore store;
+    const QString id = resolveRun(store, QStringLiteral("logs"), run);
+    if (id.isEmpty())
+        return kExitUsage;
+    const auto record = store.load(id);
+    if (!record)
+        return kExitUsage;
+    QVector<RankStream> streams;
+    if (stream == QLatin1String("out") || stream == QLatin1String("all"))
+        streams << RankStream::Out;
+    if (stream == QLatin1String("err") || stream == QLatin1String("all"))
+        streams << RankStream::Err;
+    if (stream == QLatin1String("events") || stream == QLatin1String("all"))
+        streams << RankStream::Events;
+    if (streams.isEmpty()) {
+        printError(QStringLiteral("logs"), QStringLiteral("--stream must be out, err, events or all"));
+        return kExitUsage;
+    }
+    if (rank && (*rank < 0 || *rank >= record->worldSize)) {
+        printError(QStringLiteral("logs"),
+                   QStringLiteral("--rank %1: run %2 has ranks 0-%3").arg(*rank).arg(id).arg(record->worldSize - 1));
+        return kExitUsage;
+    }
+    const bool prefix = !rank || streams.size() > 1;
+    if (!followLogs) {
+        for (int r = 0; r < record->worldSize; ++r) {
+            if (rank && r != *rank)
+                continue;
+            for (const RankStream s : streams) {
+                QFile file(store.streamPath(id, r, s));
+                if (!file.open(QIODevice::ReadOnly))
+                    continue;
+                if (!prefix) {
+                    const QByteArray all = file.readAll();
+                    std::fwrite(all.constData(), 1, static_cast<size_t>(all.size()), stdout);
+                    continue;
+                }
+                while (!file.atEnd()) {
+                    const QByteArray line = file.readLine();
+                    std::printf("[rank %d %s] %s%s", r, qPrintable(rankStreamSuffix(s)), line.constData(),
+                                line.endsWith('\n') ? "" : "\n");
+                }
+            }
+        }
+        return kExitOk;
+    }
+    // --follow: attach to the run; the engine replays what is stored, then delivers new lines as they come.
+    remote::RunEngine engine(&store, engineOptions(flags));
+    QObject::connect(&engine, &remote::RunEngine::logLines, [&](const QVector<remote::RankLogLine>& lines) {
+        for (const remote::RankLogLine& line : lines) {
+            if ((rank && line.rank != *rank) || !streams.contains(line.stream))
+                continue;
+            if (prefix)
+                std::printf("[rank %d %s] ", line.rank, qPrintable(rankStreamSuffix(line.stream)));
+            std::printf("%s\n", line.text.toUtf8().constData());
+        }
+        std::fflush(stdout);
+    });
+    if (streams.contains(RankStream::Events)) {
+        QObject::connect(&engine, &remote::RunEngine::events, [&](const QVector<TrainerEvent>& events) {
+            for (const TrainerEvent& event : events)
+                if (!rank || event.rank == *rank)
+                    std::printf("[rank %d events] @rankscope %s\n", event.rank,
+                                QJsonDocument(event.fields).toJson(QJsonDocument::Compact).constData());
+            std::fflush(stdout);
+        });
+    }
+    QString error;
+    if (!engine.attach(id, &error)) {
+        printError(QStringLiteral("logs"), error);
+        return kExitLaunchFailed;
+    }
+    installInterruptHandler([&engine] {
+        engine.detach();
+        QCoreApplication::exit(kExitOk);
+    });
+    QObject::connect(&engine, &remote::RunEngine::finished, QCoreApplication::instance(),
+                     [] { QCoreApplication::exit(kExitOk); });
+    return QCoreApplication::exec();
+}
+
+} // namespace rankscope::cli

@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: MIT
+#include "runmonitor.h"
+
+#include <QDateTime>
+
+#include <cmath>
+
+namespace rankscope::cli {
+
+namespace {
+
+QString bar(double fraction, int width) {
+    const int filled = static_cast<int>(std::lround(std::clamp(fraction, 0.0, 1.0) * width));
+    return QString(filled, QChar(0x2588)) + QString(width - filled, QChar(0x2591));
+}
+
+QString exitText(int status) {
+    if (status > 128 && status < 160) {
+        static const char* const names[] = {"",        "SIGHUP",  "SIGINT",  "SIGQUIT", "SIGILL",  "SIGTRAP",
+                                            "SIGABRT", "SIGBUS",  "SIGFPE",  "SIGKILL", "SIGUSR1", "SIGSEGV",
+                                            "SIGUSR2", "SIGPIPE", "SIGALRM", "SIGTERM"};
+        const int signal = status - 128;
+        return signal < 16 ? QString::fromLatin1(names[signal]) : QStringLiteral("signal %1").arg(signal);
+    }
+    return QStringLiteral("exit %1").arg(status);
+}
+
+} // namespace
+
+RunMonitor::RunMonitor(remote::RunEngine* engine, bool interactive, FILE* out)
+    : m_engine(engine), m_interactive(interactive), m_out(out) {
+    m_sincePlainReport.start();
+    connect(engine, &remote::RunEngine::nodeProgress, this, [this](int, const QString& host, const QString& message) {
+        printLine(QStringLiteral("[%1] %2").arg(host, message));
+    });
+    connect(engine, &remote::RunEngine::launched, this,
+            [this](const QString& id) { printLine(QStringLiteral("run %1 started on every node").arg(id)); });
+    connect(engine, &remote::RunEngine::events, this, [this](const QVector<TrainerEvent>& events) {
+        m_summary.add(events);
+        for (const TrainerEvent& event : events)
+            if (event.type == TrainerEventType::Error)
+                printLine(QStringLiteral("rank %1 error (%2): %3")
+                              .arg(event.rank)
+                              .arg(event.string("kind"), event.string("message")));
+    });
+    connect(engine, &remote::RunEngine::rankExited, this, [this](int rank, const QString& host, int status) {
+        if (status != 0)
+            printLine(QStringLiteral("rank %1 on %2 ended: %3").arg(rank).arg(host, exitText(status)));
+    });
+    connect(engine, &remote::RunEngine::linkLost, this, [this](int, const QString& host, const QString& message) {
+        printLine(QStringLiteral("[%1] link lost (%2); the run goes on, reconnecting").arg(host, message));
+    });
+    connect(engine, &remote::RunEngine::linkRestored, this, [this](int, const QString& host) {
+        printLine(QStringLiteral("[%1] reconnected, catching up").arg(host));
+    });
+    connect(engine, &remote::RunEngine::stopped, this, [this](int left) {
+        printLine(left == 0 ? QStringLiteral("teardown verified: no process of the run is left on any node")
+                  : left < 0 ? QStringLiteral("teardown could not be verified on every node")
+                             : QStringLiteral("teardown: %1 process group(s) still alive").arg(left));
+    });
+    connect(engine, &remote::RunEngine::finished, this, [this](const RunRecord& record) {
+        m_tick.stop();
+        redraw();
+        printSummary(record);
+        m_exitCode = record.state == QLatin1String("finished") ? 0 : 1;
+        emit done(m_exitCode);
+    });
+    m_tick.setInterval(m_interactive ? 100 : 1000);
+    connect(&m_tick, &QTimer::timeout, this, &RunMonitor::redraw);
+    m_tick.start();
+}
+
+QString RunMonitor::rankLine(int rank) const {
+    const RankState* state = m_summary.rank(rank);
+    const QString host = m_engine->hostOfRank(rank);
+    if (!state || !state->started)
+        return QStringLiteral("rank %1 %2  starting").arg(rank, 3).arg(host, -12);
+    const qint64 total = state->totalSteps > 0 ? state->totalSteps : 0;
+    const qint64 done = state->stepsPerEpoch > 0 ? (state->epoch - 1) * state->stepsPerEpoch + state->step : state->step;
+    const double fraction = total > 0 ? static_cast<double>(done) / static_cast<double>(total) : 0.0;
+    QString line = QStringLiteral("rank %1 %2 %3 %4%  epoch %5/%6 step %7/%8")
+                       .arg(rank, 3)
+                       .arg(host, -12)
+                       .arg(bar(fraction, 20))
+                       .arg(static_cast<int>(fraction * 100), 3)
+                       .arg(state->epoch)
+                       .arg(state->epochs)
+                       .arg(state->step)
+                       .arg(state->stepsPerEpoch);
+    if (state->loss)
+        line += QStringLiteral("  loss %1").arg(*state->loss, 0, 'f', 4);
+    if (state->imagesPerSec)
+        line += QStringLiteral("  %1 img/s").arg(*state->imagesPerSec, 0, 'f', 0);
+    if (state->status == RankStatus::FinishedOk)
+        line += QStringLiteral("  done");
+    else if (state->status == RankStatus::Failed)
+        line += QStringLiteral("  FAILED");
+    return line;
+}
+
+void RunMonitor::clearBars() {
+    if (!m_interactive || m_barLines == 0)
+        return;
+    std::fprintf(m_out, "\x1b[%dA\x1b[J", m_barLines);
+    m_barLines = 0;
+}
+
+void RunMonitor::printLine(const QString& line) {
+    clearBars();
+    const QByteArray text = (QDateTime::currentDateTime().toString(QStringLiteral("HH:mm:ss ")) + line).toUtf8();
+    std::fprintf(m_out, "%s\n", text.constData());
+    redraw();
+}
+
+void RunMonitor::redraw() {
+    const int world = std::max(m_engine->record().worldSize, m_summary.worldSize());
+    if (world == 0)
+        return;
+    if (!m_interactive) {
+        if (m_sincePlainReport.elapsed() < 10000)
+            return;
+        m_sincePlainReport.restart();
+        for (int rank = 0; rank < world; ++rank)
+            std::fprintf(m_out, "%s\n", rankLine(rank).toUtf8().constData());
+        std::fflush(m_out);
+        return;
+    }
+    clearBars();
+    for (int rank = 0; rank < world; ++rank)
+        std::fprintf(m_out, "%s\x1b[K\n", rankLine(rank).toUtf8().constData());
+    m_barLines = world;
+    std::fflush(m_out);
+}
+
+void RunMonitor::printSummary(const RunRecord& record) {
+    clearBars();
+    m_interactive = false;
+    std::fprintf(m_out, "\nrun %s: %s\n", qPrintable(record.id), qPrintable(record.state));
+    std::fprintf(m_out, "%-5s %-14s %-10s %-10s %-10s %-9s %s\n", "rank", "host", "final loss", "val acc", "img/s",
+                 "wall s", "exit");
+    for (int rank = 0; rank < record.worldSize; ++rank) {
+        const RankState* state = m_summary.rank(rank);
+        const auto number = [](const std::optional<double>& value, int decimals) {
+            return value ? QString::number(*value, 'f', decimals) : QStringLiteral("-");
+        };
+        const QString exit = record.exits.contains(rank) ? exitText(record.exits[rank].status) : QStringLiteral("?");
+        std::fprintf(m_out, "%-5d %-14s %-10s %-10s %-10s %-9s %s\n", rank, qPrintable(m_engine->hostOfRank(rank)),
+                     qPrintable(number(state ? state->loss : std::nullopt, 4)),
+                     qPrintable(number(state ? state->valAccuracy : std::nullopt, 4)),
+                     qPrintable(number(state ? state->endImagesPerSec : std::nullopt, 1)),
+                     qPrintable(number(state ? state->wallSeconds : std::nullopt, 1)), qPrintable(exit));
+    }
+    if (!record.summary.isEmpty())
+        std::fprintf(m_out, "%s\n", qPrintable(record.summary));
+    std::fprintf(m_out, "logs: rankscope-cli logs %s [--rank R]\n", qPrintable(record.id));
+    std::fflush(m_out);
+}
+
+} // namespace rankscope::cli

@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include "core/runsummary.h"
+#include "remote/runengine.h"
+
+#include <QElapsedTimer>
+#include <QObject>
+#include <QTimer>
+
+#include <cstdio>
+
+namespace rankscope::cli {
+
+// What `run` and `attach` show in a terminal: a progress bar per rank, redrawn in place on a terminal (a
+// line per rank every few seconds otherwise), the node and link messages as they happen, and at the end a
+// summary per rank. It only formats: the engine and core did the work.
+class RunMonitor final : public QObject {
+    Q_OBJECT
+
+public:
+    RunMonitor(remote::RunEngine* engine, bool interactive, FILE* out = stdout);
+
+    // 0 when the run finished, 1 when it failed or was stopped; set when finished() was seen.
+    [[nodiscard]] int exitCode() const { return m_exitCode; }
+    [[nodiscard]] const RunSummary& summary() const { return m_summary; }
+
+signals:
+    void done(int exitCode);
+
+private:
+    void redraw();
+    void clearBars();
+    void printLine(const QString& line);
+    void printSummary(const RunRecord& record);
+    [[nodiscard]] QString rankLine(int rank) const;
+
+    remote::RunEngine* m_engine;
+    bool m_interactive;
+    FILE* m_out;
+    RunSummary m_summary;
+    QTimer m_tick;
+    QElapsedTimer m_sincePlainReport;
+    int m_barLines = 0;
+    int m_exitCode = 0;
+};
+
+} // namespace rankscope::cli

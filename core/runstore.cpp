@@ -1,0 +1,237 @@
+// SPDX-License-Identifier: MIT
+#include "core/runstore.h"
+
+#include <QDir>
+#include <QFileInfo>
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QRandomGenerator>
+#include <QSaveFile>
+#include <QStandardPaths>
+
+#include <algorithm>
+
+namespace rankscope {
+
+namespace {
+
+bool writeJson(const QString& path, const QJsonObject& object, QString* error) {
+    QSaveFile file(path);
+    if (!file.open(QIODevice::WriteOnly) || file.write(QJsonDocument(object).toJson()) < 0 || !file.commit()) {
+        if (error)
+            *error = QStringLiteral("cannot write %1: %2").arg(path, file.errorString());
+        return false;
+    }
+    return true;
+}
+
+} // namespace
+
+QString rankStreamSuffix(RankStream stream) {
+    switch (stream) {
+    case RankStream::Out:
+        return QStringLiteral("out");
+    case RankStream::Err:
+        return QStringLiteral("err");
+    case RankStream::Events:
+        return QStringLiteral("events");
+    }
+    return {};
+}
+
+QJsonObject RunRecord::toJson() const {
+    QJsonArray nodeArray;
+    for (const RunNodeRecord& node : nodes) {
+        QJsonArray rankArray;
+        for (const int rank : node.ranks)
+            rankArray.append(rank);
+        nodeArray.append(QJsonObject{{"name", node.name},
+                                     {"host", node.host},
+                                     {"local", node.local},
+                                     {"run_dir", node.runDir},
+                                     {"ranks", rankArray}});
+    }
+    QJsonObject exitObject;
+    for (auto it = exits.begin(); it != exits.end(); ++it)
+        exitObject.insert(QString::number(it.key()), QJsonObject{{"status", it->status},
+                                                                 {"seen_at", it->seenAt.toString(Qt::ISODateWithMs)}});
+    return QJsonObject{{"id", id},
+                       {"name", name},
+                       {"mode", mode},
+                       {"state", state},
+                       {"created", created.toString(Qt::ISODateWithMs)},
+                       {"ended", ended.isValid() ? ended.toString(Qt::ISODateWithMs) : QString()},
+                       {"job", job},
+                       {"world_size", worldSize},
+                       {"nodes", nodeArray},
+                       {"exits", exitObject},
+                       {"first_failed_rank", firstFailedRank},
+                       {"summary", summary}};
+}
+
+std::optional<RunRecord> RunRecord::fromJson(const QJsonObject& object) {
+    RunRecord record;
+    record.id = object.value("id").toString();
+    if (record.id.isEmpty())
+        return std::nullopt;
+    record.name = object.value("name").toString();
+    record.mode = object.value("mode").toString();
+    record.state = object.value("state").toString();
+    record.created = QDateTime::fromString(object.value("created").toString(), Qt::ISODateWithMs);
+    record.ended = QDateTime::fromString(object.value("ended").toString(), Qt::ISODateWithMs);
+    record.job = object.value("job").toObject();
+    record.worldSize = object.value("world_size").toInt();
+    for (const QJsonValue value : object.value("nodes").toArray()) {
+        const QJsonObject n = value.toObject();
+        RunNodeRecord node{n.value("name").toString(), n.value("host").toString(), n.value("local").toBool(),
+                           n.value("run_dir").toString(), {}};
+        for (const QJsonValue rank : n.value("ranks").toArray())
+            node.ranks.append(rank.toInt());
+        record.nodes.append(node);
+    }
+    const QJsonObject exits = object.value("exits").toObject();
+    for (auto it = exits.begin(); it != exits.end(); ++it) {
+        const QJsonObject e = it.value().toObject();
+        record.exits.insert(it.key().toInt(),
+                            RankExit{e.value("status").toInt(),
+                                     QDateTime::fromString(e.value("seen_at").toString(), Qt::ISODateWithMs)});
+    }
+    record.firstFailedRank = object.value("first_failed_rank").toInt(-1);
+    record.summary = object.value("summary").toString();
+    return record;
+}
+
+int RunRecord::nodeOfRank(int rank) const {
+    for (int i = 0; i < nodes.size(); ++i)
+        if (nodes[i].ranks.contains(rank))
+            return i;
+    return -1;
+}
+
+RunStore::RunStore(QString root) : m_root(std::move(root)) {}
+
+QString RunStore::defaultRoot() {
+    const QString fromEnvironment = qEnvironmentVariable("RANKSCOPE_HOME");
+    if (!fromEnvironment.isEmpty())
+        return fromEnvironment;
+    return QStandardPaths::writableLocation(QStandardPaths::GenericDataLocation) + QStringLiteral("/rankscope");
+}
+
+QString RunStore::newRunId(const QDateTime& now) const {
+    // Sortable by time; the random tail keeps two runs started in the same second apart.
+    return now.toString(QStringLiteral("yyyyMMdd-HHmmss-")) +
+           QString::number(QRandomGenerator::global()->bounded(0x1000, 0xffff), 16);
+}
+
+QString RunStore::runDir(const QString& id) const { return m_root + QStringLiteral("/runs/") + id; }
+
+bool RunStore::save(const RunRecord& record, QString* error) {
+    if (!QDir().mkpath(runDir(record.id))) {
+        if (error)
+            *error = QStringLiteral("cannot create %1").arg(runDir(record.id));
+        return false;
+    }
+    if (!writeJson(runDir(record.id) + QStringLiteral("/run.json"), record.toJson(), error))
+        return false;
+    saveIndex();
+    return true;
+}
+
+std::optional<RunRecord> RunStore::load(const QString& id, QString* error) const {
+    QFile file(runDir(id) + QStringLiteral("/run.json"));
+    if (!file.open(QIODevice::ReadOnly)) {
+        if (error)
+            *error = QStringLiteral("run %1: no run.json in %2").arg(id, runDir(id));
+        return std::nullopt;
+    }
+    auto record = RunRecord::fromJson(QJsonDocument::fromJson(file.readAll()).object());
+    if (!record && error)
+        *error = QStringLiteral("run %1: run.json is damaged").arg(id);
+    return record;
+}
+
+QVector<RunRecord> RunStore::list() const {
+    QVector<RunRecord> runs;
+    const QStringList ids = QDir(m_root + QStringLiteral("/runs")).entryList(QDir::Dirs | QDir::NoDotAndDotDot);
+    for (const QString& id : ids)
+        if (auto record = load(id))
+            runs.append(*record);
+    std::sort(runs.begin(), runs.end(), [](const RunRecord& a, const RunRecord& b) { return a.id > b.id; });
+    return runs;
+}
+
+void RunStore::saveIndex() const {
+    QJsonArray entries;
+    for (const RunRecord& run : list())
+        entries.append(QJsonObject{{"id", run.id},
+                                   {"name", run.name},
+                                   {"mode", run.mode},
+                                   {"state", run.state},
+                                   {"created", run.created.toString(Qt::ISODateWithMs)},
+                                   {"world_size", run.worldSize},
+                                   {"summary", run.summary}});
+    writeJson(m_root + QStringLiteral("/runs/index.json"), QJsonObject{{"runs", entries}}, nullptr);
+}
+
+QString RunStore::resolveId(const QString& idOrPrefix, QString* error) const {
+    const QVector<RunRecord> runs = list();
+    if (idOrPrefix == QLatin1String("latest")) {
+        if (runs.isEmpty() && error)
+            *error = QStringLiteral("no runs in %1").arg(m_root);
+        return runs.isEmpty() ? QString() : runs.front().id;
+    }
+    QStringList matches;
+    for (const RunRecord& run : runs) {
+        if (run.id == idOrPrefix)
+            return run.id;
+        if (run.id.startsWith(idOrPrefix))
+            matches << run.id;
+    }
+    if (matches.size() == 1)
+        return matches.front();
+    if (error)
+        *error = matches.isEmpty() ? QStringLiteral("no run '%1' (see rankscope-cli runs)").arg(idOrPrefix)
+                                   : QStringLiteral("'%1' matches several runs: %2").arg(idOrPrefix, matches.join(", "));
+    return {};
+}
+
+QString RunStore::streamPath(const QString& id, int rank, RankStream stream) const {
+    return runDir(id) + QStringLiteral("/rank%1.%2").arg(rank).arg(rankStreamSuffix(stream));
+}
+
+qint64 RunStore::streamSize(const QString& id, int rank, RankStream stream) const {
+    return QFileInfo(streamPath(id, rank, stream)).size();
+}
+
+bool RunStore::appendStream(const QString& id, int rank, RankStream stream, qint64 offset, QByteArrayView bytes,
+                            QString* error) {
+    QFile file(streamPath(id, rank, stream));
+    if (!file.open(QIODevice::ReadWrite | QIODevice::Append)) {
+        if (error)
+            *error = QStringLiteral("cannot write %1: %2").arg(file.fileName(), file.errorString());
+        return false;
+    }
+    const qint64 have = file.size();
+    if (offset > have) {
+        if (error)
+            *error = QStringLiteral("rank %1 %2: gap, have %3 bytes but got data from offset %4")
+                         .arg(rank)
+                         .arg(rankStreamSuffix(stream))
+                         .arg(have)
+                         .arg(offset);
+        return false;
+    }
+    const qint64 skip = have - offset;
+    if (skip >= bytes.size())
+        return true;
+    const QByteArrayView fresh = bytes.sliced(skip);
+    if (file.write(fresh.data(), fresh.size()) != fresh.size() || !file.flush()) {
+        if (error)
+            *error = QStringLiteral("cannot write %1: %2").arg(file.fileName(), file.errorString());
+        return false;
+    }
+    return true;
+}
+
+} // namespace rankscope

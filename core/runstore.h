@@ -1,0 +1,86 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <QByteArray>
+#include <QDateTime>
+#include <QJsonObject>
+#include <QMap>
+#include <QString>
+#include <QVector>
+
+#include <optional>
+
+namespace rankscope {
+
+// The three byte streams every rank has, each copied byte for byte from the node.
+enum class RankStream { Out, Err, Events };
+[[nodiscard]] QString rankStreamSuffix(RankStream stream); // "out", "err", "events"
+inline constexpr RankStream kRankStreams[] = {RankStream::Out, RankStream::Err, RankStream::Events};
+
+struct RunNodeRecord {
+    QString name;
+    QString host;
+    bool local = false;
+    QString runDir;   // absolute, on the node
+    QVector<int> ranks;
+};
+
+struct RankExit {
+    int status = 0; // wait status as the shell reports it: 128+N for signal N
+    QDateTime seenAt;
+    [[nodiscard]] int signal() const { return status > 128 && status < 160 ? status - 128 : 0; }
+};
+
+// One run as stored on this machine: enough to list it, reopen it offline, and reattach to its nodes.
+struct RunRecord {
+    QString id;
+    QString name;
+    QString mode;  // "debug" | "submit"
+    QString state; // "launching" | "running" | "finished" | "failed" | "stopped" | "lost"
+    QDateTime created;
+    QDateTime ended;
+    QJsonObject job; // the job as launched (no secrets: job files hold none)
+    int worldSize = 0;
+    QVector<RunNodeRecord> nodes;
+    QMap<int, RankExit> exits;
+    int firstFailedRank = -1;
+    QString summary; // one line for listings, e.g. "rank 1 on node-b killed by SIGKILL"
+
+    [[nodiscard]] QJsonObject toJson() const;
+    [[nodiscard]] static std::optional<RunRecord> fromJson(const QJsonObject& object);
+    [[nodiscard]] int nodeOfRank(int rank) const; // index into nodes, -1 when unknown
+};
+
+// Runs on local disk: ROOT/runs/ID/{run.json, rankR.out, rankR.err, rankR.events}, and ROOT/runs/index.json.
+// The size of a local stream file is the offset from which the node's file is read next, so reattaching
+// after any interruption neither loses nor repeats a byte.
+class RunStore final {
+public:
+    explicit RunStore(QString root = defaultRoot());
+    // $RANKSCOPE_HOME, else the user's data directory (~/.local/share/rankscope).
+    [[nodiscard]] static QString defaultRoot();
+
+    [[nodiscard]] const QString& root() const { return m_root; }
+    [[nodiscard]] QString newRunId(const QDateTime& now = QDateTime::currentDateTimeUtc()) const;
+    [[nodiscard]] QString runDir(const QString& id) const;
+    bool save(const RunRecord& record, QString* error = nullptr); // run.json and the index, both atomically
+    [[nodiscard]] std::optional<RunRecord> load(const QString& id, QString* error = nullptr) const;
+    // Newest first. A run directory missing from the index (a crash between writes) is still listed.
+    [[nodiscard]] QVector<RunRecord> list() const;
+    // "latest", a full id, or a unique prefix of one.
+    [[nodiscard]] QString resolveId(const QString& idOrPrefix, QString* error = nullptr) const;
+
+    [[nodiscard]] QString streamPath(const QString& id, int rank, RankStream stream) const;
+    [[nodiscard]] qint64 streamSize(const QString& id, int rank, RankStream stream) const;
+    // Appends bytes that start at `offset` of the node's file. Bytes the store already has are skipped;
+    // a gap (offset beyond the local size) is refused so that it can never be papered over.
+    bool appendStream(const QString& id, int rank, RankStream stream, qint64 offset, QByteArrayView bytes,
+                      QString* error = nullptr);
+
+private:
+    void saveIndex() const;
+
+    QString m_root;
+};
+
+} // namespace rankscope

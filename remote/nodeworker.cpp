@@ -1,0 +1,370 @@
+// SPDX-License-Identifier: MIT
+#include "remote/nodeworker.h"
+
+#include "core/deploymanifest.h"
+#include "remote/shellcommand.h"
+
+#include <QDir>
+#include <QFile>
+#include <QTimer>
+
+namespace rankscope::remote {
+
+namespace {
+
+constexpr int kExitsStream = -1;
+
+QString toolPath(const QString& work, const QString& name) { return work + QStringLiteral("/tools/") + name; }
+
+} // namespace
+
+QVector<ExitLine> parseExitLines(const QByteArray& completeLines) {
+    QVector<ExitLine> lines;
+    for (const QByteArray& line : completeLines.split('\n')) {
+        const QList<QByteArray> words = line.simplified().split(' ');
+        if (words.size() < 2)
+            continue;
+        bool rankOk = false;
+        bool statusOk = false;
+        ExitLine exit{words[0].toInt(&rankOk), words[1].toInt(&statusOk), words.value(2).toDouble()};
+        if (rankOk && statusOk)
+            lines.append(exit);
+    }
+    return lines;
+}
+
+NodeWorker::NodeWorker(int nodeIndex, std::unique_ptr<Transport> transport, NodeWorkerOptions options)
+    : m_node(nodeIndex), m_transport(std::move(transport)), m_options(options) {}
+
+NodeWorker::~NodeWorker() = default;
+
+QString NodeWorker::absolute(const QString& path) const {
+    if (path.startsWith(QLatin1Char('/')))
+        return QDir::cleanPath(path);
+    QString relative = path;
+    if (relative.startsWith(QLatin1String("~/")))
+        relative = relative.mid(2);
+    return QDir::cleanPath(m_home + QLatin1Char('/') + relative);
+}
+
+void NodeWorker::launch(const NodeLaunch& launch) {
+    try {
+        emit progress(m_node, QStringLiteral("connecting"));
+        m_transport->connect();
+        m_home = m_transport->homeDirectory();
+        m_workDir = absolute(launch.workDir.isEmpty() ? QStringLiteral("rankscope") : launch.workDir);
+        emit progress(m_node, QStringLiteral("deploying to %1").arg(m_workDir));
+        deployTools();
+        const QString trainer = deployTrainer(launch.deploy);
+        m_runDir = m_workDir + QStringLiteral("/runs/%1/node%2").arg(launch.runId).arg(launch.nodeIndex);
+        writeRunFiles(launch, trainer);
+        emit progress(m_node, QStringLiteral("starting %1 rank(s)").arg(launch.ranks.size()));
+        startSupervisor(launch.mode);
+        m_ranks.clear();
+        for (const RankLaunch& rank : launch.ranks)
+            m_ranks.append(rank.rank);
+        m_offsets = {};
+        emit launched(m_node, m_runDir);
+        startFollowing();
+    } catch (const TransportError& error) {
+        emit failed(m_node, static_cast<int>(error.kind()), error.message());
+    }
+}
+
+void NodeWorker::attach(const QString& runDir, const QVector<int>& ranks, const StreamOffsets& offsets) {
+    m_runDir = runDir;
+    m_ranks = ranks;
+    m_offsets = offsets;
+    try {
+        emit progress(m_node, QStringLiteral("connecting"));
+        m_transport->connect();
+    } catch (const TransportError& error) {
+        if (error.kind() == TransportErrorKind::LinkLost || error.kind() == TransportErrorKind::Unreachable ||
+            error.kind() == TransportErrorKind::Refused) {
+            handleLinkError(error); // the node may come back: keep trying
+            return;
+        }
+        emit failed(m_node, static_cast<int>(error.kind()), error.message());
+        return;
+    }
+    startFollowing();
+}
+
+void NodeWorker::deployTools() {
+    // The tools are tiny, but a redeploy must still upload nothing: compare manifests first.
+    QString error;
+    const auto local = DeployManifest::fromDirectory(QStringLiteral(":/rankscope/remote"), &error);
+    if (!local)
+        throw TransportError(TransportErrorKind::Io, m_transport->host(), error);
+    const QString manifestPath = toolPath(m_workDir, QStringLiteral(".manifest"));
+    std::optional<DeployManifest> deployed;
+    if (const auto text = m_transport->readWhole(manifestPath))
+        deployed = DeployManifest::parse(*text, nullptr);
+    const QVector<ManifestEntry> changed = local->changedFrom(deployed.value_or(DeployManifest()));
+    if (changed.isEmpty())
+        return;
+    m_transport->makeDirectories(m_workDir + QStringLiteral("/tools"));
+    for (const ManifestEntry& entry : changed)
+        m_transport->uploadFile(QStringLiteral(":/rankscope/remote/") + entry.path, toolPath(m_workDir, entry.path),
+                                0755);
+    m_transport->writeFile(manifestPath, local->serialize());
+}
+
+QString NodeWorker::platform() {
+    const ExecResult result = m_transport->exec(
+        QStringLiteral("uname -m; (. /etc/os-release 2>/dev/null; echo \"$ID $VERSION_ID\")"), {},
+        std::chrono::seconds(30));
+    return QString::fromUtf8(result.out).simplified();
+}
+
+QString NodeWorker::deployTrainer(const DeployPlan& plan) {
+    if (m_transport->isLocal() && plan.strategy != QLatin1String("build") && !plan.localTrainer.isEmpty())
+        return plan.localTrainer; // this machine's own binary
+    if (plan.strategy == QLatin1String("binary"))
+        return deployBinary(plan, true);
+    if (plan.strategy == QLatin1String("auto") && !plan.localTrainer.isEmpty()) {
+        // A node already verified for this binary needs no command at all.
+        const QString dir = m_workDir + QStringLiteral("/trainer/bin-") + QString::fromLatin1(plan.localTrainerSha256.left(16));
+        if (m_transport->fileSize(dir + QStringLiteral("/ok")))
+            return dir + QStringLiteral("/rankscope-trainer");
+        const QString nodePlatform = platform();
+        if (nodePlatform == plan.localPlatform) {
+            const QString binary = deployBinary(plan, false);
+            if (!binary.isEmpty())
+                return binary;
+        }
+        emit progress(m_node, QStringLiteral("node is '%1', this machine '%2': building from source")
+                                  .arg(nodePlatform, plan.localPlatform));
+    }
+    return buildOnNode(plan);
+}
+
+QString NodeWorker::deployBinary(const DeployPlan& plan, bool mustWork) {
+    const QString dir = m_workDir + QStringLiteral("/trainer/bin-") + QString::fromLatin1(plan.localTrainerSha256.left(16));
+    const QString binary = dir + QStringLiteral("/rankscope-trainer");
+    if (m_transport->fileSize(dir + QStringLiteral("/ok")))
+        return binary;
+    const qint64 localSize = QFileInfo(plan.localTrainer).size();
+    if (m_transport->fileSize(binary).value_or(-1) != localSize) {
+        emit progress(m_node, QStringLiteral("uploading the trainer binary (%1 MB)").arg(localSize / 1e6, 0, 'f', 1));
+        m_transport->makeDirectories(dir);
+        m_transport->uploadFile(plan.localTrainer, binary, 0755);
+    }
+    // The binary links the LibTorch of this machine: it runs on a node only where ldd finds every library.
+    const ExecResult check = m_transport->exec(QStringLiteral("ldd %1").arg(shellQuote(binary)), {},
+                                               std::chrono::seconds(30));
+    const bool scriptOrStatic = check.out.contains("not a dynamic executable") || check.err.contains("not a dynamic executable");
+    if ((check.exitStatus != 0 && !scriptOrStatic) || check.out.contains("not found")) {
+        if (mustWork)
+            throw TransportError(TransportErrorKind::Io, m_transport->host(),
+                                 QStringLiteral("the prebuilt trainer cannot run here (missing libraries: %1); use "
+                                                "\"deploy\": \"build\"")
+                                     .arg(QString::fromUtf8(check.out).simplified()));
+        return {};
+    }
+    m_transport->writeFile(dir + QStringLiteral("/ok"), {});
+    return binary;
+}
+
+QString NodeWorker::buildOnNode(const DeployPlan& plan) {
+    QString error;
+    const auto local = DeployManifest::fromDirectory(plan.sourceRoot, &error);
+    if (!local)
+        throw TransportError(TransportErrorKind::Io, m_transport->host(), error);
+    const QString trainerDir = m_workDir + QStringLiteral("/trainer");
+    const QString build = trainerDir + QStringLiteral("/build-") + QString::fromLatin1(local->hash().left(16));
+    const QString binary = build + QStringLiteral("/bin/rankscope-trainer");
+    if (m_transport->fileSize(build + QStringLiteral("/ok")))
+        return binary;
+
+    const QString manifestPath = trainerDir + QStringLiteral("/src.manifest");
+    std::optional<DeployManifest> deployed;
+    if (const auto text = m_transport->readWhole(manifestPath))
+        deployed = DeployManifest::parse(*text, nullptr); // a damaged or hostile manifest means: upload all
+    const QVector<ManifestEntry> changed = local->changedFrom(deployed.value_or(DeployManifest()));
+    emit progress(m_node, QStringLiteral("uploading %1 changed source file(s)").arg(changed.size()));
+    QSet<QString> made;
+    for (const ManifestEntry& entry : changed) {
+        const QString target = trainerDir + QStringLiteral("/src/") + entry.path;
+        const QString parent = target.left(target.lastIndexOf(QLatin1Char('/')));
+        if (!made.contains(parent)) {
+            m_transport->makeDirectories(parent);
+            made.insert(parent);
+        }
+        m_transport->uploadFile(plan.sourceRoot + QLatin1Char('/') + entry.path, target);
+    }
+    if (!changed.isEmpty())
+        m_transport->writeFile(manifestPath, local->serialize());
+
+    emit progress(m_node, QStringLiteral("building the trainer on the node"));
+    ShellCommand command(QStringLiteral("/bin/sh"), {toolPath(m_workDir, QStringLiteral("build-trainer.sh")),
+                                                     trainerDir + QStringLiteral("/src"), build});
+    for (const auto& [name, value] : plan.buildEnvironment)
+        command.setEnvironment(name, value);
+    const ExecResult result = m_transport->exec(command.toString(), {}, std::chrono::minutes(30));
+    if (result.exitStatus != 0)
+        throw TransportError(TransportErrorKind::Io, m_transport->host(),
+                             QStringLiteral("building the trainer failed (exit %1): %2")
+                                 .arg(result.exitStatus)
+                                 .arg(QString::fromUtf8(result.err).trimmed()));
+    return binary;
+}
+
+void NodeWorker::writeRunFiles(const NodeLaunch& launch, const QString& trainer) {
+    m_transport->makeDirectories(m_runDir);
+    QByteArray rankList;
+    for (const RankLaunch& rank : launch.ranks) {
+        QStringList arguments = rank.arguments;
+        arguments << QStringLiteral("--events") << m_runDir + QStringLiteral("/rank%1.events").arg(rank.rank);
+        ShellCommand command(trainer, arguments);
+        for (const auto& [name, value] : rank.environment)
+            command.setEnvironment(name, value);
+        // exec: the rank's pid (and process group) is the trainer's own, not a shell's.
+        const QString script = QStringLiteral("cd %1 && exec %2\n").arg(shellQuote(m_runDir), command.toString());
+        m_transport->writeFile(m_runDir + QStringLiteral("/rank%1.cmd").arg(rank.rank), script.toUtf8());
+        rankList += QByteArray::number(rank.rank) + '\n';
+    }
+    m_transport->writeFile(m_runDir + QStringLiteral("/ranks"), rankList);
+}
+
+void NodeWorker::startSupervisor(const QString& mode) {
+    const QString supervisor = toolPath(m_workDir, QStringLiteral("supervisor.sh"));
+    // setsid + redirected stdio: the supervisor outlives this SSH session and the app.
+    const QString command = QStringLiteral("cd %1 && setsid /bin/sh %2 start %1 %3 </dev/null >supervisor.log 2>&1 & "
+                                           "echo started")
+                                .arg(shellQuote(m_runDir), shellQuote(supervisor), shellQuote(mode));
+    const ExecResult result = m_transport->exec(command, {}, std::chrono::seconds(30));
+    if (result.exitStatus != 0 || !result.out.contains("started"))
+        throw TransportError(TransportErrorKind::Io, m_transport->host(),
+                             QStringLiteral("cannot start the supervisor in %1: %2")
+                                 .arg(m_runDir, QString::fromUtf8(result.err).trimmed()));
+}
+
+void NodeWorker::startFollowing() {
+    m_drained = false;
+    if (!m_pollTimer) {
+        m_pollTimer = new QTimer(this);
+        m_pollTimer->setInterval(m_options.pollIntervalMs);
+        connect(m_pollTimer, &QTimer::timeout, this, &NodeWorker::poll);
+    }
+    m_pollTimer->start();
+    poll();
+}
+
+void NodeWorker::poll() {
+    if (m_shuttingDown || m_drained || !m_transport->isConnected())
+        return;
+    try {
+        if (pollOnce()) {
+            m_drained = true;
+            m_pollTimer->stop();
+            emit drained(m_node);
+        }
+    } catch (const TransportError& error) {
+        handleLinkError(error);
+    }
+}
+
+bool NodeWorker::pollOnce() {
+    // Exits first: when every rank has ended before this pass, the reads below reach the files' real end.
+    const bool allEndedBefore = m_exits.size() == m_ranks.size();
+    const QByteArray exitBytes =
+        m_transport->readFrom(m_runDir + QStringLiteral("/exits"), m_offsets.exits, m_options.maxReadBytes);
+    if (!exitBytes.isEmpty()) {
+        m_offsets.exits += exitBytes.size();
+        m_exitsTail += exitBytes;
+        const qsizetype end = m_exitsTail.lastIndexOf('\n');
+        if (end >= 0) {
+            for (const ExitLine& exit : parseExitLines(m_exitsTail.left(end + 1))) {
+                if (!m_exits.contains(exit.rank) && m_ranks.contains(exit.rank)) {
+                    m_exits.insert(exit.rank, exit.status);
+                    emit rankExited(m_node, exit.rank, exit.status, exit.time);
+                }
+            }
+            m_exitsTail = m_exitsTail.mid(end + 1);
+        }
+    }
+    for (const int rank : std::as_const(m_ranks)) {
+        for (const RankStream stream : kRankStreams) {
+            const auto key = qMakePair(rank, static_cast<int>(stream));
+            const QString path = m_runDir + QStringLiteral("/rank%1.%2").arg(rank).arg(rankStreamSuffix(stream));
+            while (true) {
+                const qint64 offset = m_offsets.streams.value(key);
+                const QByteArray bytes = m_transport->readFrom(path, offset, m_options.maxReadBytes);
+                if (bytes.isEmpty())
+                    break;
+                m_offsets.streams.insert(key, offset + bytes.size());
+                emit data(m_node, rank, static_cast<int>(stream), offset, bytes);
+                if (bytes.size() < m_options.maxReadBytes)
+                    break;
+            }
+        }
+    }
+    return allEndedBefore;
+}
+
+void NodeWorker::handleLinkError(const TransportError& error) {
+    if (m_pollTimer)
+        m_pollTimer->stop();
+    m_transport->disconnect();
+    emit linkLost(m_node, error.message());
+    if (!m_reconnectTimer) {
+        m_reconnectTimer = new QTimer(this);
+        m_reconnectTimer->setSingleShot(true);
+        m_reconnectTimer->setInterval(m_options.reconnectIntervalMs);
+        connect(m_reconnectTimer, &QTimer::timeout, this, &NodeWorker::tryReconnect);
+    }
+    if (!m_shuttingDown)
+        m_reconnectTimer->start();
+}
+
+void NodeWorker::tryReconnect() {
+    if (m_shuttingDown)
+        return;
+    try {
+        m_transport->connect();
+    } catch (const TransportError& error) {
+        if (error.kind() == TransportErrorKind::HostKeyChanged || error.kind() == TransportErrorKind::Auth) {
+            emit failed(m_node, static_cast<int>(error.kind()), error.message());
+            return;
+        }
+        m_reconnectTimer->start();
+        return;
+    }
+    emit linkRestored(m_node);
+    startFollowing();
+}
+
+void NodeWorker::stop(int graceSeconds) {
+    try {
+        if (!m_transport->isConnected())
+            m_transport->connect();
+        if (m_workDir.isEmpty()) // attached: the run directory is WORK/runs/ID/nodeN
+            m_workDir = QDir::cleanPath(m_runDir + QStringLiteral("/../../.."));
+        const QString command = QStringLiteral("/bin/sh %1 stop %2 %3")
+                                    .arg(shellQuote(toolPath(m_workDir, QStringLiteral("supervisor.sh"))),
+                                         shellQuote(m_runDir), QString::number(graceSeconds));
+        const ExecResult result =
+            m_transport->exec(command, {}, std::chrono::seconds(graceSeconds + 30));
+        const qsizetype at = result.out.lastIndexOf("left=");
+        const int left = at < 0 ? -1 : result.out.mid(at + 5).trimmed().toInt();
+        emit stopped(m_node, left,
+                     at < 0 ? QStringLiteral("stop did not report: %1").arg(QString::fromUtf8(result.err).trimmed())
+                            : QString());
+        if (!m_drained && m_pollTimer && !m_pollTimer->isActive())
+            startFollowing();
+    } catch (const TransportError& error) {
+        emit stopped(m_node, -1, error.message());
+    }
+}
+
+void NodeWorker::shutdown() {
+    m_shuttingDown = true;
+    if (m_pollTimer)
+        m_pollTimer->stop();
+    if (m_reconnectTimer)
+        m_reconnectTimer->stop();
+    m_transport->disconnect();
+}
+
+} // namespace rankscope::remote

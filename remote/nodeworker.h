@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include "core/runstore.h"
+#include "remote/transport.h"
+
+#include <QHash>
+#include <QObject>
+#include <QPair>
+#include <QStringList>
+#include <QVector>
+
+#include <memory>
+
+class QTimer;
+
+namespace rankscope::remote {
+
+// How the trainer reaches a node. The build is named after the sources' hash, the binary after its own.
+struct DeployPlan {
+    QString strategy = QStringLiteral("auto"); // auto | build | binary
+    QString sourceRoot;                        // trainer sources (a directory or a Qt resource path)
+    QString toolsRoot;                         // supervisor.sh, build-trainer.sh, probe.sh
+    QString localTrainer;                      // this machine's prebuilt rankscope-trainer
+    QByteArray localTrainerSha256;             // hex, computed once per launch
+    QString localPlatform;                     // "x86_64 debian 12": a node that says the same runs the binary
+    QList<QPair<QString, QString>> buildEnvironment; // the job's env (Torch_DIR, CMAKE_PREFIX_PATH, ...)
+};
+
+struct RankLaunch {
+    int rank = 0;
+    QList<QPair<QString, QString>> environment;
+    QStringList arguments; // trainer arguments; --events is added here
+};
+
+struct NodeLaunch {
+    int nodeIndex = 0;
+    QString name;
+    QString workDir; // as in the job: relative paths are relative to the login home
+    QString runId;
+    QString mode; // debug | submit
+    QVector<RankLaunch> ranks;
+    DeployPlan deploy;
+};
+
+// Where streaming resumes: bytes already stored per (rank, stream), and in the node's exits file.
+struct StreamOffsets {
+    QHash<QPair<int, int>, qint64> streams; // (rank, int(RankStream)) -> bytes already stored
+    qint64 exits = 0;
+};
+
+struct NodeWorkerOptions {
+    int pollIntervalMs = 20;
+    int reconnectIntervalMs = 1000;
+    qint64 maxReadBytes = 1 << 20;
+};
+
+// One node's blocking work (connect, deploy, launch, follow, stop) on the thread it is moved to. It owns
+// the node's Transport; everything it learns leaves through queued signals carrying the node index.
+class NodeWorker final : public QObject {
+    Q_OBJECT
+
+public:
+    NodeWorker(int nodeIndex, std::unique_ptr<Transport> transport, NodeWorkerOptions options = {});
+    ~NodeWorker() override;
+
+public slots:
+    void launch(const rankscope::remote::NodeLaunch& launch);
+    // Follows an existing run directory from the given offsets (reattach).
+    void attach(const QString& runDir, const QVector<int>& ranks, const rankscope::remote::StreamOffsets& offsets);
+    // SIGTERM to every rank's process group, SIGKILL after graceSeconds, then counts what is left.
+    void stop(int graceSeconds);
+    void shutdown(); // stops following and disconnects; call before the thread quits
+
+signals:
+    void progress(int node, const QString& message);
+    void failed(int node, int errorKind, const QString& message);
+    void launched(int node, const QString& runDir);
+    void data(int node, int rank, int stream, qint64 offset, const QByteArray& bytes);
+    void rankExited(int node, int rank, int status, double unixTime);
+    void linkLost(int node, const QString& message);
+    void linkRestored(int node);
+    void drained(int node); // every rank ended and every byte of its files was delivered
+    void stopped(int node, int processesLeft, const QString& detail);
+
+private:
+    void poll();
+    bool pollOnce();
+    void handleLinkError(const TransportError& error);
+    void tryReconnect();
+    void startFollowing();
+    QString absolute(const QString& path) const;
+    void deployTools();
+    QString deployTrainer(const DeployPlan& plan);
+    QString deployBinary(const DeployPlan& plan, bool verify);
+    QString buildOnNode(const DeployPlan& plan);
+    QString platform();
+    void writeRunFiles(const NodeLaunch& launch, const QString& trainer);
+    void startSupervisor(const QString& mode);
+
+    int m_node;
+    std::unique_ptr<Transport> m_transport;
+    NodeWorkerOptions m_options;
+    QTimer* m_pollTimer = nullptr;
+    QTimer* m_reconnectTimer = nullptr;
+    QString m_home;
+    QString m_workDir;
+    QString m_runDir;
+    QVector<int> m_ranks;
+    StreamOffsets m_offsets;
+    QHash<int, int> m_exits;
+    QByteArray m_exitsTail; // an exits line not yet complete
+    bool m_drained = false;
+    bool m_shuttingDown = false;
+};
+
+// The supervisor's exits file: "RANK STATUS UNIXTIME" lines.
+struct ExitLine {
+    int rank = -1;
+    int status = 0;
+    double time = 0;
+};
+[[nodiscard]] QVector<ExitLine> parseExitLines(const QByteArray& completeLines);
+
+} // namespace rankscope::remote
+
+Q_DECLARE_METATYPE(rankscope::remote::NodeLaunch)
+Q_DECLARE_METATYPE(rankscope::remote::StreamOffsets)

@@ -1,0 +1,430 @@
+// SPDX-License-Identifier: MIT
+#include "remote/runengine.h"
+
+#include "core/rankplan.h"
+#include "remote/localtransport.h"
+
+#include <QCoreApplication>
+#include <QCryptographicHash>
+#include <QDateTime>
+#include <QFile>
+#include <QFileInfo>
+#include <QJsonDocument>
+#include <QSysInfo>
+#include <QThread>
+
+namespace rankscope::remote {
+
+namespace {
+
+QString modeName(RunMode mode) { return mode == RunMode::Debug ? QStringLiteral("debug") : QStringLiteral("submit"); }
+
+QString deployName(DeployStrategy strategy) {
+    switch (strategy) {
+    case DeployStrategy::Build:
+        return QStringLiteral("build");
+    case DeployStrategy::Binary:
+        return QStringLiteral("binary");
+    case DeployStrategy::Auto:
+        break;
+    }
+    return QStringLiteral("auto");
+}
+
+QByteArray sha256OfFile(const QString& path) {
+    QFile file(path);
+    if (!file.open(QIODevice::ReadOnly))
+        return {};
+    QCryptographicHash hash(QCryptographicHash::Sha256);
+    hash.addData(&file);
+    return hash.result().toHex();
+}
+
+QString describeStatus(int status) {
+    if (status > 128 && status < 160) {
+        static const char* const names[] = {"",        "SIGHUP",  "SIGINT",  "SIGQUIT", "SIGILL",  "SIGTRAP",
+                                            "SIGABRT", "SIGBUS",  "SIGFPE",  "SIGKILL", "SIGUSR1", "SIGSEGV",
+                                            "SIGUSR2", "SIGPIPE", "SIGALRM", "SIGTERM"};
+        const int signal = status - 128;
+        return signal < 16 ? QStringLiteral("killed by %1").arg(QLatin1String(names[signal]))
+                           : QStringLiteral("killed by signal %1").arg(signal);
+    }
+    return QStringLiteral("exit status %1").arg(status);
+}
+
+} // namespace
+
+RunEngine::RunEngine(RunStore* store, EngineOptions options, QObject* parent)
+    : QObject(parent), m_store(store), m_options(std::move(options)) {
+    qRegisterMetaType<QVector<TrainerEvent>>();
+    qRegisterMetaType<QVector<RankLogLine>>();
+    if (m_options.localTrainer.isEmpty())
+        m_options.localTrainer = QCoreApplication::applicationDirPath() + QStringLiteral("/rankscope-trainer");
+}
+
+RunEngine::~RunEngine() {
+    releaseWorkers();
+    qDeleteAll(m_parsers);
+}
+
+std::unique_ptr<Transport> RunEngine::makeTransport(const NodeSpec& node, bool local) const {
+    if (local)
+        return std::make_unique<LocalTransport>();
+    SshOptions ssh;
+    ssh.host = node.host;
+    ssh.port = node.port;
+    ssh.user = node.user;
+    ssh.identityFile = node.identityFile;
+    ssh.knownHostsPath = m_options.knownHostsPath;
+    ssh.sshConfigPath = m_options.sshConfigPath;
+    ssh.acceptUnknownHost = m_options.acceptNewHostKeys;
+    ssh.confirmUnknownHost = m_options.confirmUnknownHost;
+    ssh.passphrase = m_options.passphrase;
+    ssh.password = m_options.password;
+    ssh.connectTimeout = m_options.connectTimeout;
+    return std::make_unique<SshTransport>(ssh);
+}
+
+QString RunEngine::localPlatform() const {
+    return QStringLiteral("%1 %2 %3")
+        .arg(QSysInfo::currentCpuArchitecture(), QSysInfo::productType(), QSysInfo::productVersion());
+}
+
+QString RunEngine::hostOfRank(int rank) const {
+    const int node = m_record.nodeOfRank(rank);
+    return node < 0 ? QString() : m_record.nodes[node].host;
+}
+
+NodeWorker* RunEngine::startWorker(int node, std::unique_ptr<Transport> transport) {
+    auto* thread = new QThread(this);
+    thread->setObjectName(QStringLiteral("node%1").arg(node));
+    auto* worker = new NodeWorker(node, std::move(transport), m_options.worker);
+    worker->moveToThread(thread);
+    connect(thread, &QThread::finished, worker, &QObject::deleteLater);
+    connect(worker, &NodeWorker::progress, this, [this](int n, const QString& message) {
+        emit nodeProgress(n, m_record.nodes.value(n).host, message);
+    });
+    connect(worker, &NodeWorker::launched, this, [this](int n, const QString& runDir) {
+        m_record.nodes[n].runDir = runDir;
+        const bool all = std::all_of(m_record.nodes.begin(), m_record.nodes.end(),
+                                     [](const RunNodeRecord& r) { return !r.runDir.isEmpty(); });
+        if (all && m_record.state == QLatin1String("launching")) {
+            m_record.state = QStringLiteral("running");
+            emit launched(m_record.id);
+        }
+        saveRecord();
+    });
+    connect(worker, &NodeWorker::data, this, &RunEngine::onData);
+    connect(worker, &NodeWorker::rankExited, this, &RunEngine::onRankExited);
+    connect(worker, &NodeWorker::failed, this, &RunEngine::onFailed);
+    connect(worker, &NodeWorker::drained, this, &RunEngine::onDrained);
+    connect(worker, &NodeWorker::stopped, this, &RunEngine::onStopped);
+    connect(worker, &NodeWorker::linkLost, this, [this](int n, const QString& message) {
+        emit linkLost(n, m_record.nodes.value(n).host, message);
+    });
+    connect(worker, &NodeWorker::linkRestored, this,
+            [this](int n) { emit linkRestored(n, m_record.nodes.value(n).host); });
+    thread->start();
+    m_threads.append(thread);
+    m_workers.append(worker);
+    return worker;
+}
+
+void RunEngine::reset() {
+    releaseWorkers();
+    m_workers.clear();
+    qDeleteAll(m_parsers);
+    m_parsers.clear();
+    m_drainedNodes.clear();
+    m_stoppedNodes.clear();
+    m_processesLeft = 0;
+    m_stopRequested = m_tearingDown = m_finished = m_launchFailed = false;
+    m_teardownAt = {};
+}
+
+bool RunEngine::launch(const JobSpec& job, RunMode mode, QString* error) {
+    reset();
+    const RankPlan plan = planRanks(job, mode);
+    if (plan.ranks.isEmpty()) {
+        if (error)
+            *error = QStringLiteral("the job has no ranks to run in %1 mode").arg(modeName(mode));
+        return false;
+    }
+    DeployPlan deploy;
+    deploy.strategy = deployName(job.deploy);
+    deploy.sourceRoot = m_options.trainerSources;
+    deploy.localPlatform = localPlatform();
+    deploy.buildEnvironment = job.env;
+    if (QFileInfo(m_options.localTrainer).isExecutable()) {
+        deploy.localTrainer = m_options.localTrainer;
+        deploy.localTrainerSha256 = sha256OfFile(m_options.localTrainer);
+    } else if (job.deploy == DeployStrategy::Binary) {
+        if (error)
+            *error = QStringLiteral("deploy: no prebuilt trainer at %1").arg(m_options.localTrainer);
+        return false;
+    }
+
+    m_record = {};
+    m_record.id = m_store->newRunId();
+    m_record.name = job.name;
+    m_record.mode = modeName(mode);
+    m_record.state = QStringLiteral("launching");
+    m_record.created = QDateTime::currentDateTimeUtc();
+    m_record.job = jobToJson(job);
+    m_record.worldSize = plan.worldSize;
+    for (const PlanNode& node : plan.nodes)
+        m_record.nodes.append({node.node.name, node.local ? QStringLiteral("localhost") : node.node.host, node.local,
+                               QString(), {}});
+    for (const RankAssignment& rank : plan.ranks)
+        m_record.nodes[rank.nodeIndex].ranks.append(rank.rank);
+    if (!m_store->save(m_record, error))
+        return false;
+
+    for (int i = 0; i < plan.nodes.size(); ++i) {
+        NodeLaunch launch;
+        launch.nodeIndex = i;
+        launch.name = plan.nodes[i].node.name;
+        launch.workDir = plan.nodes[i].node.workDir;
+        launch.runId = m_record.id;
+        launch.mode = m_record.mode;
+        launch.deploy = deploy;
+        for (const RankAssignment& rank : plan.ranks)
+            if (rank.nodeIndex == i)
+                launch.ranks.append({rank.rank, rank.env, rank.args});
+        NodeWorker* worker = startWorker(i, makeTransport(plan.nodes[i].node, plan.nodes[i].local));
+        QMetaObject::invokeMethod(worker, [worker, launch] { worker->launch(launch); }, Qt::QueuedConnection);
+    }
+    return true;
+}
+
+bool RunEngine::attach(const QString& runId, QString* error) {
+    const auto record = m_store->load(runId, error);
+    if (!record)
+        return false;
+    const JobParseResult job = parseJob(QJsonDocument(record->job).toJson());
+    if (!job.ok()) {
+        if (error)
+            *error = QStringLiteral("run %1: its stored job no longer parses: %2")
+                         .arg(runId, job.issues.value(0).toString());
+        return false;
+    }
+    for (const RunNodeRecord& node : record->nodes) {
+        if (node.runDir.isEmpty()) {
+            if (error)
+                *error = QStringLiteral("run %1: node %2 never started it (nothing to attach to)").arg(runId, node.host);
+            return false;
+        }
+    }
+    reset();
+    m_record = *record;
+    replayStored();
+    for (int i = 0; i < m_record.nodes.size(); ++i) {
+        const RunNodeRecord& node = m_record.nodes[i];
+        NodeSpec spec;
+        for (const NodeSpec& candidate : job.job->nodes)
+            if (candidate.name == node.name)
+                spec = candidate;
+        if (!node.local && spec.host.isEmpty()) {
+            if (error)
+                *error = QStringLiteral("run %1: node %2 is not in its stored job").arg(runId, node.name);
+            return false;
+        }
+        StreamOffsets offsets;
+        for (const int rank : node.ranks)
+            for (const RankStream stream : kRankStreams)
+                offsets.streams.insert({rank, static_cast<int>(stream)}, m_store->streamSize(m_record.id, rank, stream));
+        NodeWorker* worker = startWorker(i, makeTransport(spec, node.local));
+        const QString runDir = node.runDir;
+        const QVector<int> ranks = node.ranks;
+        QMetaObject::invokeMethod(
+            worker, [worker, runDir, ranks, offsets] { worker->attach(runDir, ranks, offsets); }, Qt::QueuedConnection);
+    }
+    return true;
+}
+
+void RunEngine::replayStored() {
+    // Everything already on disk goes through the same parsers first, so that a front end attaching to a
+    // run sees its history, and a line cut by the interruption is completed by the bytes that follow.
+    for (const RunNodeRecord& node : std::as_const(m_record.nodes))
+        for (const int rank : node.ranks)
+            for (const RankStream stream : kRankStreams) {
+                QFile file(m_store->streamPath(m_record.id, rank, stream));
+                if (file.open(QIODevice::ReadOnly))
+                    parse(rank, stream, file.readAll());
+            }
+}
+
+void RunEngine::onData(int /*node*/, int rank, int stream, qint64 offset, const QByteArray& bytes) {
+    const auto kind = static_cast<RankStream>(stream);
+    const qint64 have = m_store->streamSize(m_record.id, rank, kind);
+    QString error;
+    if (!m_store->appendStream(m_record.id, rank, kind, offset, bytes, &error)) {
+        qWarning("rankscope: %s", qPrintable(error));
+        return;
+    }
+    const qint64 skip = have - offset;
+    if (skip < bytes.size())
+        parse(rank, kind, QByteArrayView(bytes).sliced(std::max<qint64>(0, skip)));
+}
+
+void RunEngine::parse(int rank, RankStream stream, QByteArrayView bytes) {
+    RankParsers*& parsers = m_parsers[rank];
+    if (!parsers)
+        parsers = new RankParsers;
+    if (stream == RankStream::Events) {
+        const ParsedBatch batch = parsers->events.feed(bytes);
+        if (!batch.events.isEmpty())
+            emit events(batch.events);
+        if (!batch.errors.isEmpty())
+            emit decodeErrors(rank, batch.errors);
+        if (!batch.logLines.isEmpty()) {
+            QVector<RankLogLine> lines;
+            for (const LogLine& line : batch.logLines)
+                lines.append({rank, stream, line.lineNumber, line.text});
+            emit logLines(lines);
+        }
+        return;
+    }
+    LineSplitter& splitter = stream == RankStream::Out ? parsers->out : parsers->err;
+    qint64& lineCount = stream == RankStream::Out ? parsers->outLines : parsers->errLines;
+    QVector<RankLogLine> lines;
+    for (const LinePiece& piece : splitter.feed(bytes)) {
+        lines.append({rank, stream, lineCount + 1, QString::fromUtf8(piece.bytes)});
+        if (piece.endsLine)
+            ++lineCount;
+    }
+    if (!lines.isEmpty())
+        emit logLines(lines);
+}
+
+void RunEngine::onRankExited(int /*node*/, int rank, int status, double unixTime) {
+    if (m_record.exits.contains(rank))
+        return; // seen before this attach
+    const QDateTime when = QDateTime::fromMSecsSinceEpoch(static_cast<qint64>(unixTime * 1000), Qt::UTC);
+    m_record.exits.insert(rank, RankExit{status, when});
+    emit rankExited(rank, hostOfRank(rank), status);
+    const bool genuine = status != 0 && !m_stopRequested && (!m_tearingDown || when < m_teardownAt);
+    if (genuine) {
+        const bool earlier = m_record.firstFailedRank < 0 ||
+                             when < m_record.exits.value(m_record.firstFailedRank).seenAt;
+        if (earlier) {
+            m_record.firstFailedRank = rank;
+            m_record.summary = QStringLiteral("rank %1 on %2 failed first: %3")
+                                   .arg(rank)
+                                   .arg(hostOfRank(rank), describeStatus(status));
+        }
+        if (m_record.mode == QLatin1String("submit") && !m_tearingDown)
+            teardown(m_options.failureGraceSeconds);
+    }
+    saveRecord();
+}
+
+void RunEngine::onFailed(int node, int kind, const QString& message) {
+    const QString host = m_record.nodes.value(node).host;
+    if (m_record.summary.isEmpty() || !m_launchFailed)
+        m_record.summary = QStringLiteral("%1: %2 (%3)")
+                               .arg(host, message, transportErrorKindName(static_cast<TransportErrorKind>(kind)));
+    m_launchFailed = true;
+    emit nodeProgress(node, host, QStringLiteral("failed: %1").arg(message));
+    m_drainedNodes.insert(node);
+    m_stoppedNodes.insert(node);
+    if (!m_tearingDown)
+        teardown(m_options.failureGraceSeconds);
+    else if (m_stoppedNodes.size() == m_workers.size())
+        emit stopped(m_processesLeft);
+    if (m_drainedNodes.size() == m_workers.size())
+        finish(QStringLiteral("failed"));
+}
+
+void RunEngine::onDrained(int node) {
+    m_drainedNodes.insert(node);
+    if (m_drainedNodes.size() < m_workers.size())
+        return;
+    if (m_tearingDown && m_stoppedNodes.size() < m_workers.size())
+        return; // finish once the teardown is verified
+    QString state = QStringLiteral("finished");
+    const bool anyFailed = std::any_of(m_record.exits.begin(), m_record.exits.end(),
+                                       [](const RankExit& exit) { return exit.status != 0; });
+    if (m_launchFailed || m_record.firstFailedRank >= 0)
+        state = QStringLiteral("failed");
+    else if (m_stopRequested)
+        state = QStringLiteral("stopped");
+    else if (anyFailed)
+        state = QStringLiteral("failed");
+    finish(state);
+}
+
+void RunEngine::onStopped(int node, int left, const QString& detail) {
+    m_stoppedNodes.insert(node);
+    if (left < 0 || m_processesLeft < 0)
+        m_processesLeft = -1;
+    else
+        m_processesLeft += left;
+    if (!detail.isEmpty())
+        emit nodeProgress(node, m_record.nodes.value(node).host, QStringLiteral("teardown: %1").arg(detail));
+    if (m_stoppedNodes.size() < m_workers.size())
+        return;
+    emit stopped(m_processesLeft);
+    if (m_drainedNodes.size() == m_workers.size())
+        onDrained(node);
+}
+
+void RunEngine::teardown(int graceSeconds) {
+    if (m_tearingDown)
+        return;
+    m_tearingDown = true;
+    m_teardownAt = QDateTime::currentDateTimeUtc();
+    for (int i = 0; i < m_workers.size(); ++i) {
+        NodeWorker* worker = m_workers[i];
+        if (!worker || m_stoppedNodes.contains(i))
+            continue;
+        QMetaObject::invokeMethod(worker, [worker, graceSeconds] { worker->stop(graceSeconds); }, Qt::QueuedConnection);
+    }
+    if (m_stoppedNodes.size() == m_workers.size())
+        emit stopped(m_processesLeft);
+}
+
+void RunEngine::stop() {
+    if (m_finished || m_workers.isEmpty())
+        return;
+    m_stopRequested = !m_tearingDown || m_stopRequested;
+    teardown(m_options.stopGraceSeconds);
+}
+
+void RunEngine::detach() {
+    saveRecord();
+    releaseWorkers();
+}
+
+void RunEngine::finish(const QString& state) {
+    if (m_finished)
+        return;
+    m_finished = true;
+    m_record.state = state;
+    m_record.ended = QDateTime::currentDateTimeUtc();
+    if (state == QLatin1String("stopped") && m_record.summary.isEmpty())
+        m_record.summary = QStringLiteral("stopped by the user");
+    saveRecord();
+    releaseWorkers();
+    emit finished(m_record);
+}
+
+void RunEngine::saveRecord() {
+    QString error;
+    if (!m_record.id.isEmpty() && !m_store->save(m_record, &error))
+        qWarning("rankscope: %s", qPrintable(error));
+}
+
+void RunEngine::releaseWorkers() {
+    for (const QPointer<NodeWorker>& worker : std::as_const(m_workers))
+        if (worker)
+            QMetaObject::invokeMethod(worker, &NodeWorker::shutdown, Qt::QueuedConnection);
+    for (QThread* thread : std::as_const(m_threads)) {
+        thread->quit();
+        thread->wait();
+        delete thread;
+    }
+    m_threads.clear();
+}
+
+} // namespace rankscope::remote

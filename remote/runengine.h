@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include "core/eventstreamparser.h"
+#include "core/jobspec.h"
+#include "core/linesplitter.h"
+#include "core/runstore.h"
+#include "core/trainerevent.h"
+#include "remote/nodeworker.h"
+#include "remote/sshtransport.h"
+
+#include <QDateTime>
+#include <QHash>
+#include <QSet>
+#include <QObject>
+#include <QPointer>
+#include <QVector>
+
+#include <functional>
+#include <memory>
+
+class QThread;
+
+namespace rankscope::remote {
+
+struct EngineOptions {
+    QString knownHostsPath; // empty: ~/.ssh/known_hosts
+    QString sshConfigPath;  // empty: ~/.ssh/config
+    bool acceptNewHostKeys = false;
+    std::function<bool(const QString& host, const QString& fingerprint)> confirmUnknownHost;
+    std::function<std::optional<QString>(const QString& prompt)> passphrase;
+    std::function<std::optional<QString>(const QString& prompt)> password;
+    std::chrono::seconds connectTimeout{10};
+    NodeWorkerOptions worker;
+    int stopGraceSeconds = 10;
+    int failureGraceSeconds = 3; // a failed rank's peers are usually blocked in a collective: end them quickly
+    QString localTrainer;        // default: rankscope-trainer next to this executable
+    QString trainerSources = QStringLiteral(":/rankscope/trainer");
+};
+
+// One log line of one rank's stdout or stderr.
+struct RankLogLine {
+    int rank = 0;
+    RankStream stream = RankStream::Out;
+    qint64 lineNumber = 0;
+    QString text;
+};
+
+// The engine every front end drives: it launches a job's ranks on their nodes (or attaches to a stored
+// run), follows every rank's files into the run store byte for byte, parses them in core, and tears the
+// run down. One node per worker thread; this object lives on the caller's thread and only receives
+// queued signals from the workers.
+class RunEngine final : public QObject {
+    Q_OBJECT
+
+public:
+    RunEngine(RunStore* store, EngineOptions options, QObject* parent = nullptr);
+    ~RunEngine() override;
+
+    bool launch(const JobSpec& job, RunMode mode, QString* error);
+    bool attach(const QString& runId, QString* error);
+    void stop();   // teardown: SIGTERM, SIGKILL after the grace period, verified on every node
+    void detach(); // stop following; the run goes on on its nodes
+
+    [[nodiscard]] const RunRecord& record() const { return m_record; }
+    [[nodiscard]] QString hostOfRank(int rank) const;
+    [[nodiscard]] bool isActive() const { return !m_workers.isEmpty() && !m_finished; }
+
+    // Builds the transport for a node of a job (LocalTransport for the local debug node).
+    [[nodiscard]] std::unique_ptr<Transport> makeTransport(const NodeSpec& node, bool local) const;
+
+signals:
+    void nodeProgress(int node, const QString& host, const QString& message);
+    void launched(const QString& runId);
+    void events(const QVector<rankscope::TrainerEvent>& events); // a batch, any ranks, each in stream order
+    void logLines(const QVector<rankscope::remote::RankLogLine>& lines);
+    void decodeErrors(int rank, const QVector<rankscope::DecodeError>& errors);
+    void rankExited(int rank, const QString& host, int status);
+    void linkLost(int node, const QString& host, const QString& message);
+    void linkRestored(int node, const QString& host);
+    void stopped(int processesLeft); // every node answered the teardown; -1 when one could not be verified
+    void finished(const rankscope::RunRecord& record);
+
+private:
+    struct RankParsers {
+        EventStreamParser events;
+        LineSplitter out;
+        LineSplitter err;
+        qint64 outLines = 0;
+        qint64 errLines = 0;
+    };
+
+    NodeWorker* startWorker(int node, std::unique_ptr<Transport> transport);
+    void onData(int node, int rank, int stream, qint64 offset, const QByteArray& bytes);
+    void onRankExited(int node, int rank, int status, double unixTime);
+    void onFailed(int node, int kind, const QString& message);
+    void onDrained(int node);
+    void onStopped(int node, int left, const QString& detail);
+    void parse(int rank, RankStream stream, QByteArrayView bytes);
+    void replayStored();
+    void teardown(int graceSeconds);
+    void finish(const QString& state);
+    void saveRecord();
+    void releaseWorkers();
+    void reset();
+    QString localPlatform() const;
+
+    RunStore* m_store;
+    EngineOptions m_options;
+    RunRecord m_record;
+    QVector<QThread*> m_threads;
+    QVector<QPointer<NodeWorker>> m_workers;
+    QHash<int, RankParsers*> m_parsers;
+    QSet<int> m_drainedNodes;
+    QSet<int> m_stoppedNodes;
+    int m_processesLeft = 0;
+    QDateTime m_teardownAt;
+    bool m_stopRequested = false;
+    bool m_tearingDown = false;
+    bool m_finished = false;
+    bool m_launchFailed = false;
+};
+
+} // namespace rankscope::remote
+
+Q_DECLARE_METATYPE(rankscope::remote::RankLogLine)

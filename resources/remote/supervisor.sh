@@ -1,0 +1,112 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# RankScope's per-node supervisor. Deployed to WORK/tools/ and run with /bin/sh (never a login shell).
+#
+#   supervisor.sh start RUNDIR MODE   start every rank listed in RUNDIR/ranks, detached from the caller
+#   supervisor.sh stop RUNDIR GRACE   SIGTERM every rank's process group, SIGKILL after GRACE s, verify
+#   supervisor.sh status RUNDIR       one line per rank: RANK PID running|exited STATUS
+#
+# Files in RUNDIR: ranks (one rank number per line), rankR.cmd (the rank's command, written by the engine
+# with every word quoted), rankR.out, rankR.err, rankR.events, rankR.pid, rankR.exit (written when the rank
+# ends: its wait status, 128+N for signal N), exits ("RANK STATUS UNIXTIME" per ended rank, in the order
+# they ended), supervisor.pid, supervisor.log, failed, stopping, done.
+set -u
+
+publish() { # publish FILE VALUE: readers never see a half-written file
+    printf '%s\n' "$2" >"$1.tmp" && mv -f "$1.tmp" "$1"
+}
+
+group_alive() { kill -0 -- "-$1" 2>/dev/null; }
+
+rank_groups() {
+    for f in rank*.pid; do
+        [ -f "$f" ] && cat "$f"
+    done
+}
+
+stop_ranks() { # stop_ranks GRACE: TERM, wait, KILL; prints how many process groups survived
+    grace=$1
+    for g in $(rank_groups); do kill -TERM -- "-$g" 2>/dev/null; done
+    waited=0
+    while :; do
+        alive=0
+        for g in $(rank_groups); do group_alive "$g" && alive=$((alive + 1)); done
+        [ "$alive" -eq 0 ] && break
+        if [ "$waited" -ge "$((grace * 10))" ]; then
+            for g in $(rank_groups); do kill -KILL -- "-$g" 2>/dev/null; done
+            sleep 0.2
+            break
+        fi
+        sleep 0.1
+        waited=$((waited + 1))
+    done
+    left=0
+    for g in $(rank_groups); do group_alive "$g" && left=$((left + 1)); done
+    echo "$left"
+}
+
+watch_rank() { # watch_rank RANK MODE: runs in a background subshell of the supervisor
+    r=$1
+    # Not a process group leader here, so setsid makes the rank its own session and group without forking:
+    # $! is the rank's pid and its process group id.
+    setsid /bin/sh "rank$r.cmd" </dev/null >"rank$r.out" 2>"rank$r.err" &
+    pid=$!
+    publish "rank$r.pid" "$pid"
+    wait "$pid"
+    status=$?
+    publish "rank$r.exit" "$status"
+    # One line per ended rank, appended: the engine follows this file like the logs, by offset.
+    echo "$r $status $(date +%s.%N)" >>exits
+    if [ "$status" -ne 0 ] && [ "$2" = submit ] && [ ! -e stopping ]; then
+        : >failed
+        stop_ranks 5 >/dev/null
+    fi
+}
+
+cmd=${1:-}
+dir=${2:-}
+[ -n "$dir" ] && cd "$dir" 2>/dev/null || { echo "supervisor: cannot enter run directory '$dir'" >&2; exit 2; }
+
+case "$cmd" in
+start)
+    mode=${3:-debug}
+    publish supervisor.pid "$$"
+    trap '' HUP
+    for r in $(cat ranks); do
+        watch_rank "$r" "$mode" &
+    done
+    wait
+    : >done
+    ;;
+stop)
+    : >stopping
+    left=$(stop_ranks "${3:-10}")
+    # The supervisor exits once it has recorded every rank's status.
+    i=0
+    while [ -f supervisor.pid ] && kill -0 "$(cat supervisor.pid)" 2>/dev/null && [ "$i" -lt 30 ]; do
+        sleep 0.1
+        i=$((i + 1))
+    done
+    if [ -f supervisor.pid ] && kill -0 "$(cat supervisor.pid)" 2>/dev/null; then
+        kill -KILL "$(cat supervisor.pid)" 2>/dev/null
+        left=$((left + 1))
+    fi
+    echo "left=$left"
+    ;;
+status)
+    for r in $(cat ranks); do
+        pid=$(cat "rank$r.pid" 2>/dev/null || echo -)
+        if [ -f "rank$r.exit" ]; then
+            echo "$r $pid exited $(cat "rank$r.exit")"
+        elif [ "$pid" != - ] && group_alive "$pid"; then
+            echo "$r $pid running"
+        else
+            echo "$r $pid unknown"
+        fi
+    done
+    ;;
+*)
+    echo "usage: supervisor.sh start|stop|status RUNDIR [MODE|GRACE]" >&2
+    exit 2
+    ;;
+esac

@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: MIT
+// The run engine on this machine: the local transport, and SSH to a private sshd on loopback. Real trainer
+// runs (Gloo on CPU), a real supervisor, real files.
+#include "enginetestutil.h"
+#include "fixtures/sshdfixture.h"
+
+#include <QRandomGenerator>
+#include <QTemporaryDir>
+
+using namespace rankscope;
+using namespace rankscope::test;
+
+namespace {
+
+const QString kTrainer = QStringLiteral(RANKSCOPE_BIN_DIR "/rankscope-trainer");
+
+QJsonObject trainerJson(int maxSteps, const QJsonArray& extra = {}) {
+    return QJsonObject{{"dataset", "synthetic"}, {"model", "mlp"},      {"epochs", 1},
+                       {"max_steps", maxSteps},  {"batch_size", 16},     {"backend", "gloo"},
+                       {"device", "cpu"},        {"extra_args", extra}};
+}
+
+} // namespace
+
+class tst_RunEngine final : public QObject {
+    Q_OBJECT
+
+private:
+    QJsonObject loopbackNode(const QString& name) const {
+        return QJsonObject{{"name", name},
+                           {"host", m_sshd.host()},
+                           {"port", m_sshd.port()},
+                           {"user", m_sshd.userName()},
+                           {"identity_file", m_sshd.userKeyPath()},
+                           {"work_dir", m_dir.filePath(QStringLiteral("work dir 'of' $node"))},
+                           {"procs", 2}};
+    }
+    remote::EngineOptions engineOptions(const QString& knownHosts = {}) const {
+        remote::EngineOptions options;
+        options.knownHostsPath = knownHosts.isEmpty() ? m_sshd.knownHostsPath() : knownHosts;
+        options.sshConfigPath = QStringLiteral("none");
+        options.localTrainer = kTrainer;
+        return options;
+    }
+    static RunRecord waitForEnd(remote::RunEngine& engine, int timeoutMs) {
+        QSignalSpy finished(&engine, &remote::RunEngine::finished);
+        if (finished.isEmpty())
+            finished.wait(timeoutMs);
+        return finished.isEmpty() ? RunRecord() : finished.front().front().value<RunRecord>();
+    }
+
+    SshdFixture m_sshd;
+    QTemporaryDir m_dir;
+
+private slots:
+    void initTestCase() {
+        qRegisterMetaType<RunRecord>();
+        QString error;
+        QVERIFY2(m_sshd.start(&error), qPrintable(error));
+        QVERIFY(QFileInfo(kTrainer).isExecutable());
+    }
+
+    void localDebugRunIsStoredByteForByte() {
+        RunStore store(m_dir.filePath(QStringLiteral("store-local")));
+        remote::RunEngine engine(&store, engineOptions());
+        QJsonObject job{{"version", 1},
+                        {"name", "local"},
+                        {"mode", "debug"},
+                        {"master_port", 29600 + QRandomGenerator::global()->bounded(300)},
+                        {"trainer", trainerJson(12)},
+                        {"debug", QJsonObject{{"node", "local"}, {"procs", 2}, {"max_steps", 12}}}};
+        QString error;
+        QVERIFY2(engine.launch(jobFrom(job), RunMode::Debug, &error), qPrintable(error));
+        const RunRecord record = waitForEnd(engine, 120000);
+        QCOMPARE(record.state, QStringLiteral("finished"));
+        QCOMPARE(record.exits.size(), 2);
+        QVERIFY(record.nodes.front().local);
+        QString mismatch;
+        QVERIFY2(storeMatchesNodes(store, record, &mismatch), qPrintable(mismatch));
+        for (int rank = 0; rank < 2; ++rank) {
+            int steps = 0;
+            QVERIFY(stepsAreContiguous(readAll(store.streamPath(record.id, rank, RankStream::Events)), &steps));
+            QCOMPARE(steps, 12);
+        }
+        QCOMPARE(store.list().front().id, record.id);
+        QCOMPARE(store.list().front().state, QStringLiteral("finished"));
+    }
+
+    void sshRunReattachedLosesAndRepeatsNothing() {
+        RunStore store(m_dir.filePath(QStringLiteral("store-reattach")));
+        QJsonObject job{{"version", 1},
+                        {"name", "reattach"},
+                        {"mode", "submit"},
+                        {"deploy", "binary"},
+                        {"master_port", 29600 + QRandomGenerator::global()->bounded(300)},
+                        {"nodes", QJsonArray{loopbackNode("loop")}},
+                        {"trainer", trainerJson(60, QJsonArray{"--slow-rank", "0", "--slow-ms", "100"})}};
+        QString runId;
+        {
+            remote::RunEngine engine(&store, engineOptions());
+            QSignalSpy events(&engine, &remote::RunEngine::events);
+            QString error;
+            QVERIFY2(engine.launch(jobFrom(job), RunMode::Submit, &error), qPrintable(error));
+            // Leave once the ranks are stepping: like closing the app, or a dropped link.
+            QTRY_VERIFY_WITH_TIMEOUT(
+                [&] {
+                    for (const auto& call : events)
+                        for (const TrainerEvent& event : call.front().value<QVector<TrainerEvent>>())
+                            if (event.type == TrainerEventType::Step && event.integer("step") >= 5)
+                                return true;
+                    return false;
+                }(),
+                60000);
+            runId = engine.record().id;
+            engine.detach();
+        }
+        QTest::qWait(1500); // the run goes on without anyone attached
+        remote::RunEngine engine(&store, engineOptions());
+        QString error;
+        QVERIFY2(engine.attach(runId, &error), qPrintable(error));
+        const RunRecord record = waitForEnd(engine, 120000);
+        QCOMPARE(record.state, QStringLiteral("finished"));
+        QString mismatch;
+        QVERIFY2(storeMatchesNodes(store, record, &mismatch), qPrintable(mismatch));
+        for (int rank = 0; rank < 2; ++rank) {
+            int steps = 0;
+            QVERIFY(stepsAreContiguous(readAll(store.streamPath(record.id, rank, RankStream::Events)), &steps));
+            QCOMPARE(steps, 60);
+        }
+    }
+
+    void metacharactersReachTheTrainerUnchanged() {
+        // The "trainer" here prints what it received, NUL-separated, so every byte can be compared.
+        const QString dumper = m_dir.filePath(QStringLiteral("dump args.sh"));
+        QFile script(dumper);
+        QVERIFY(script.open(QIODevice::WriteOnly));
+        script.write("#!/bin/sh\nprintf '%s\\0' \"$@\"\nprintf 'ENV=%s\\0' \"$RS_WEIRD\"\n");
+        script.close();
+        script.setPermissions(script.permissions() | QFileDevice::ExeOwner);
+        const QStringList weird = {"a b", "it's", "$HOME", "x;touch /tmp/rankscope-pwned", "`id`", "l1\nl2",
+                                   "*", "\"q\"", "back\\slash", "$(id)"};
+        const QString weirdEnv = QStringLiteral("$(touch /tmp/rankscope-pwned) 'x' \"y\" `z` ;&|<>");
+        QJsonObject job{{"version", 1},
+                        {"name", "quoting"},
+                        {"mode", "submit"},
+                        {"deploy", "binary"},
+                        {"master_port", 29600},
+                        {"env", QJsonObject{{"RS_WEIRD", weirdEnv}}},
+                        {"nodes", QJsonArray{loopbackNode("loop")}},
+                        {"trainer", trainerJson(1, QJsonArray::fromStringList(weird))}};
+        RunStore store(m_dir.filePath(QStringLiteral("store-quoting")));
+        remote::EngineOptions options = engineOptions();
+        options.localTrainer = dumper;
+        remote::RunEngine engine(&store, options);
+        QString error;
+        QVERIFY2(engine.launch(jobFrom(job), RunMode::Submit, &error), qPrintable(error));
+        const RunRecord record = waitForEnd(engine, 60000);
+        QCOMPARE(record.state, QStringLiteral("finished"));
+        const QByteArray out = readAll(store.streamPath(record.id, 1, RankStream::Out));
+        QVERIFY2(out.contains((weird.join(QChar(0)) + QChar(0)).toUtf8()), out.constData());
+        QVERIFY(out.endsWith(("ENV=" + weirdEnv + QChar(0)).toUtf8()));
+        QVERIFY(!QFile::exists(QStringLiteral("/tmp/rankscope-pwned")));
+    }
+
+    void unknownHostStopsTheLaunchNamingTheHost() {
+        RunStore store(m_dir.filePath(QStringLiteral("store-unknown")));
+        remote::RunEngine engine(&store, engineOptions(m_dir.filePath(QStringLiteral("no_known_hosts"))));
+        QJsonObject job{{"version", 1},
+                        {"name", "unknown-host"},
+                        {"deploy", "binary"},
+                        {"nodes", QJsonArray{loopbackNode("loop")}},
+                        {"trainer", trainerJson(1)}};
+        QString error;
+        QVERIFY2(engine.launch(jobFrom(job), RunMode::Submit, &error), qPrintable(error));
+        const RunRecord record = waitForEnd(engine, 30000);
+        QCOMPARE(record.state, QStringLiteral("failed"));
+        QVERIFY2(record.summary.contains(m_sshd.host()), qPrintable(record.summary));
+        QVERIFY2(record.summary.contains(QLatin1String("host-key-unknown")), qPrintable(record.summary));
+    }
+};
+
+QTEST_GUILESS_MAIN(tst_RunEngine)
+#include "tst_runengine.moc"
