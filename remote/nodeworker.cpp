@@ -230,8 +230,10 @@ void NodeWorker::writeRunFiles(const NodeLaunch& launch, const QString& trainer)
 void NodeWorker::startSupervisor(const QString& mode) {
     const QString supervisor = toolPath(m_workDir, QStringLiteral("supervisor.sh"));
     // setsid + redirected stdio: the supervisor outlives this SSH session and the app.
-    const QString command = QStringLiteral("cd %1 && setsid /bin/sh %2 start %1 %3 </dev/null >supervisor.log 2>&1 & "
-                                           "echo started")
+    // Not `cd && setsid ... &`: that backgrounds a subshell which keeps the channel's stdout open until the
+    // run ends, and the command would only return then.
+    const QString command = QStringLiteral("cd %1 || exit 3; setsid /bin/sh %2 start %1 %3 </dev/null >supervisor.log "
+                                           "2>&1 & echo started")
                                 .arg(shellQuote(m_runDir), shellQuote(supervisor), shellQuote(mode));
     const ExecResult result = m_transport->exec(command, {}, std::chrono::seconds(30));
     if (result.exitStatus != 0 || !result.out.contains("started"))
