@@ -139,7 +139,7 @@ private slots:
         QSignalSpy restored(&engine, &remote::RunEngine::linkRestored);
         QSignalSpy finished(&engine, &remote::RunEngine::finished);
         QString error;
-        QVERIFY2(engine.launch(jobFrom(job(QStringLiteral("link"), QStringLiteral("binary"), trainer(150, 100))),
+        QVERIFY2(engine.launch(jobFrom(job(QStringLiteral("link"), QStringLiteral("binary"), trainer(120, 100))),
                                RunMode::Submit, &error),
                  qPrintable(error));
         QTRY_VERIFY_WITH_TIMEOUT(stepped(events, 1, 5), 60000);
@@ -162,7 +162,7 @@ private slots:
         for (int rank = 0; rank < 2; ++rank) {
             int steps = 0;
             QVERIFY(stepsAreContiguous(readAll(store.streamPath(record.id, rank, RankStream::Events)), &steps));
-            QCOMPARE(steps, 150);
+            QCOMPARE(steps, 120);
         }
     }
 

@@ -6,6 +6,11 @@
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <cstdlib>
 
 namespace rankscope::trainer {
@@ -13,6 +18,35 @@ namespace {
 
 bool isLoopback(const std::string& host) {
     return host == "localhost" || host.rfind("127.", 0) == 0 || host == "::1";
+}
+
+// The local address whose route leads to the master: the address the other ranks can reach this one at.
+// Gloo's default resolves the host name instead, and on many machines (Debian's /etc/hosts among them)
+// that is a loopback address, which peers on other nodes then try to connect to. A UDP connect sends
+// nothing; it only asks the kernel for the route.
+std::string localAddressTowards(const std::string& host, int port) {
+    addrinfo hints{};
+    hints.ai_socktype = SOCK_DGRAM;
+    addrinfo* found = nullptr;
+    if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0 || found == nullptr)
+        return {};
+    std::string address;
+    const int fd = socket(found->ai_family, SOCK_DGRAM, 0);
+    sockaddr_storage local{};
+    socklen_t length = sizeof local;
+    char text[INET6_ADDRSTRLEN] = {};
+    if (fd >= 0 && connect(fd, found->ai_addr, found->ai_addrlen) == 0 &&
+        getsockname(fd, reinterpret_cast<sockaddr*>(&local), &length) == 0) {
+        const void* raw = local.ss_family == AF_INET6
+                              ? static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&local)->sin6_addr)
+                              : static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(&local)->sin_addr);
+        if (inet_ntop(local.ss_family, raw, text, sizeof text) != nullptr)
+            address = text;
+    }
+    if (fd >= 0)
+        close(fd);
+    freeaddrinfo(found);
+    return address;
 }
 
 c10::intrusive_ptr<c10d::Store> connectStore(const CommunicatorOptions& o) {
@@ -47,8 +81,10 @@ Communicator::Communicator(const CommunicatorOptions& options, CollectiveCounter
     try {
         if (options.backend == "gloo") {
             const std::string ifname = glooInterface();
-            m_processGroup = compat::makeGlooGroup(m_store, options.rank, options.worldSize, options.timeout, ifname,
-                                                   isLoopback(options.host) ? options.host : std::string());
+            const std::string hostname =
+                isLoopback(options.host) ? options.host : localAddressTowards(options.host, options.port);
+            m_processGroup =
+                compat::makeGlooGroup(m_store, options.rank, options.worldSize, options.timeout, ifname, hostname);
         } else {
             m_processGroup =
                 compat::makeNcclGroup(m_store, options.rank, options.worldSize, options.timeout, options.cudaDevice);

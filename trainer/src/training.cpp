@@ -161,7 +161,11 @@ void Trainer::setUp() {
     co.port = m_o.masterPort;
     co.backend = m_o.backend;
     co.timeout = m_o.timeout;
-    co.cudaDevice = m_o.localRank;
+    // A launcher that gives each rank its own CUDA_VISIBLE_DEVICES leaves one visible device: the local
+    // rank is then an index into the node's GPUs, not into what this process sees.
+    const int visibleDevices = m_o.device == "cuda" ? static_cast<int>(torch::cuda::device_count()) : 0;
+    const int cudaDevice = visibleDevices > 0 ? m_o.localRank % visibleDevices : 0;
+    co.cudaDevice = cudaDevice;
     m_comm = std::make_unique<Communicator>(co, m_collectives);
 
     m_progress.setPhase(phase::kData);
@@ -174,7 +178,7 @@ void Trainer::setUp() {
     m_data = loadDataset(dataOptions);
 
     if (m_o.device == "cuda")
-        m_device = torch::Device(torch::kCUDA, m_o.localRank);
+        m_device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(cudaDevice));
     const auto& images = m_data.train.images;
     m_model = makeModel(m_o.model, images.size(1), images.size(2), m_data.train.classes);
     m_model.module->to(m_device);
