@@ -2,8 +2,8 @@
 #include "core/runstore.h"
 
 #include <QDir>
-#include <QFileInfo>
 #include <QFile>
+#include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QRandomGenerator>
@@ -54,8 +54,8 @@ QJsonObject RunRecord::toJson() const {
     }
     QJsonObject exitObject;
     for (auto it = exits.begin(); it != exits.end(); ++it)
-        exitObject.insert(QString::number(it.key()), QJsonObject{{"status", it->status},
-                                                                 {"seen_at", it->seenAt.toString(Qt::ISODateWithMs)}});
+        exitObject.insert(QString::number(it.key()),
+                          QJsonObject{{"status", it->status}, {"seen_at", it->seenAt.toString(Qt::ISODateWithMs)}});
     return QJsonObject{{"id", id},
                        {"name", name},
                        {"mode", mode},
@@ -84,8 +84,11 @@ std::optional<RunRecord> RunRecord::fromJson(const QJsonObject& object) {
     record.worldSize = object.value("world_size").toInt();
     for (const QJsonValue value : object.value("nodes").toArray()) {
         const QJsonObject n = value.toObject();
-        RunNodeRecord node{n.value("name").toString(), n.value("host").toString(), n.value("local").toBool(),
-                           n.value("run_dir").toString(), {}};
+        RunNodeRecord node{n.value("name").toString(),
+                           n.value("host").toString(),
+                           n.value("local").toBool(),
+                           n.value("run_dir").toString(),
+                           {}};
         for (const QJsonValue rank : n.value("ranks").toArray())
             node.ranks.append(rank.toInt());
         record.nodes.append(node);
@@ -124,7 +127,9 @@ QString RunStore::newRunId(const QDateTime& now) const {
            QString::number(QRandomGenerator::global()->bounded(0x1000, 0xffff), 16);
 }
 
-QString RunStore::runDir(const QString& id) const { return m_root + QStringLiteral("/runs/") + id; }
+QString RunStore::runDir(const QString& id) const {
+    return m_root + QStringLiteral("/runs/") + id;
+}
 
 bool RunStore::save(const RunRecord& record, QString* error) {
     if (!QDir().mkpath(runDir(record.id))) {
@@ -191,8 +196,9 @@ QString RunStore::resolveId(const QString& idOrPrefix, QString* error) const {
     if (matches.size() == 1)
         return matches.front();
     if (error)
-        *error = matches.isEmpty() ? QStringLiteral("no run '%1' (see rankscope-cli runs)").arg(idOrPrefix)
-                                   : QStringLiteral("'%1' matches several runs: %2").arg(idOrPrefix, matches.join(", "));
+        *error = matches.isEmpty()
+                     ? QStringLiteral("no run '%1' (see rankscope-cli runs)").arg(idOrPrefix)
+                     : QStringLiteral("'%1' matches several runs: %2").arg(idOrPrefix, matches.join(", "));
     return {};
 }
 

@@ -21,7 +21,7 @@ struct RunNodeRecord {
     QString name;
     QString host;
     bool local = false;
-    QString runDir;   // absolute, on the node
+    QString runDir; // absolute, on the node
     QVector<int> ranks;
 };
 

@@ -106,6 +106,8 @@ void LocalTransport::makeDirectories(const QString& path) {
         throw TransportError(TransportErrorKind::Io, host(), QStringLiteral("cannot create directory %1").arg(path));
 }
 
-QString LocalTransport::homeDirectory() { return QDir::homePath(); }
+QString LocalTransport::homeDirectory() {
+    return QDir::homePath();
+}
 
 } // namespace rankscope::remote

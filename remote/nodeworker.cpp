@@ -14,7 +14,9 @@ namespace {
 
 constexpr int kExitsStream = -1;
 
-QString toolPath(const QString& work, const QString& name) { return work + QStringLiteral("/tools/") + name; }
+QString toolPath(const QString& work, const QString& name) {
+    return work + QStringLiteral("/tools/") + name;
+}
 
 } // namespace
 
@@ -111,9 +113,9 @@ void NodeWorker::deployTools() {
 }
 
 QString NodeWorker::platform() {
-    const ExecResult result = m_transport->exec(
-        QStringLiteral("uname -m; (. /etc/os-release 2>/dev/null; echo \"$ID $VERSION_ID\")"), {},
-        std::chrono::seconds(30));
+    const ExecResult result =
+        m_transport->exec(QStringLiteral("uname -m; (. /etc/os-release 2>/dev/null; echo \"$ID $VERSION_ID\")"), {},
+                          std::chrono::seconds(30));
     return QString::fromUtf8(result.out).simplified();
 }
 
@@ -124,7 +126,8 @@ QString NodeWorker::deployTrainer(const DeployPlan& plan) {
         return deployBinary(plan, true);
     if (plan.strategy == QLatin1String("auto") && !plan.localTrainer.isEmpty()) {
         // A node already verified for this binary needs no command at all.
-        const QString dir = m_workDir + QStringLiteral("/trainer/bin-") + QString::fromLatin1(plan.localTrainerSha256.left(16));
+        const QString dir =
+            m_workDir + QStringLiteral("/trainer/bin-") + QString::fromLatin1(plan.localTrainerSha256.left(16));
         if (m_transport->fileSize(dir + QStringLiteral("/ok")))
             return dir + QStringLiteral("/rankscope-trainer");
         const QString nodePlatform = platform();
@@ -140,7 +143,8 @@ QString NodeWorker::deployTrainer(const DeployPlan& plan) {
 }
 
 QString NodeWorker::deployBinary(const DeployPlan& plan, bool mustWork) {
-    const QString dir = m_workDir + QStringLiteral("/trainer/bin-") + QString::fromLatin1(plan.localTrainerSha256.left(16));
+    const QString dir =
+        m_workDir + QStringLiteral("/trainer/bin-") + QString::fromLatin1(plan.localTrainerSha256.left(16));
     const QString binary = dir + QStringLiteral("/rankscope-trainer");
     if (m_transport->fileSize(dir + QStringLiteral("/ok")))
         return binary;
@@ -151,9 +155,10 @@ QString NodeWorker::deployBinary(const DeployPlan& plan, bool mustWork) {
         m_transport->uploadFile(plan.localTrainer, binary, 0755);
     }
     // The binary links the LibTorch of this machine: it runs on a node only where ldd finds every library.
-    const ExecResult check = m_transport->exec(QStringLiteral("ldd %1").arg(shellQuote(binary)), {},
-                                               std::chrono::seconds(30));
-    const bool scriptOrStatic = check.out.contains("not a dynamic executable") || check.err.contains("not a dynamic executable");
+    const ExecResult check =
+        m_transport->exec(QStringLiteral("ldd %1").arg(shellQuote(binary)), {}, std::chrono::seconds(30));
+    const bool scriptOrStatic =
+        check.out.contains("not a dynamic executable") || check.err.contains("not a dynamic executable");
     if ((check.exitStatus != 0 && !scriptOrStatic) || check.out.contains("not found")) {
         if (mustWork)
             throw TransportError(TransportErrorKind::Io, m_transport->host(),
@@ -346,8 +351,7 @@ void NodeWorker::stop(int graceSeconds) {
         const QString command = QStringLiteral("/bin/sh %1 stop %2 %3")
                                     .arg(shellQuote(toolPath(m_workDir, QStringLiteral("supervisor.sh"))),
                                          shellQuote(m_runDir), QString::number(graceSeconds));
-        const ExecResult result =
-            m_transport->exec(command, {}, std::chrono::seconds(graceSeconds + 30));
+        const ExecResult result = m_transport->exec(command, {}, std::chrono::seconds(graceSeconds + 30));
         const qsizetype at = result.out.lastIndexOf("left=");
         const int left = at < 0 ? -1 : result.out.mid(at + 5).trimmed().toInt();
         emit stopped(m_node, left,

@@ -18,12 +18,12 @@ namespace rankscope::remote {
 
 // How the trainer reaches a node. The build is named after the sources' hash, the binary after its own.
 struct DeployPlan {
-    QString strategy = QStringLiteral("auto"); // auto | build | binary
-    QString sourceRoot;                        // trainer sources (a directory or a Qt resource path)
-    QString toolsRoot;                         // supervisor.sh, build-trainer.sh, probe.sh
-    QString localTrainer;                      // this machine's prebuilt rankscope-trainer
-    QByteArray localTrainerSha256;             // hex, computed once per launch
-    QString localPlatform;                     // "x86_64 debian 12": a node that says the same runs the binary
+    QString strategy = QStringLiteral("auto");       // auto | build | binary
+    QString sourceRoot;                              // trainer sources (a directory or a Qt resource path)
+    QString toolsRoot;                               // supervisor.sh, build-trainer.sh, probe.sh
+    QString localTrainer;                            // this machine's prebuilt rankscope-trainer
+    QByteArray localTrainerSha256;                   // hex, computed once per launch
+    QString localPlatform;                           // "x86_64 debian 12": a node that says the same runs the binary
     QList<QPair<QString, QString>> buildEnvironment; // the job's env (Torch_DIR, CMAKE_PREFIX_PATH, ...)
 };
 

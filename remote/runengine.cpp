@@ -3,6 +3,7 @@
 
 #include "core/rankplan.h"
 #include "remote/localtransport.h"
+#include "remote/transportfactory.h"
 
 #include <QCoreApplication>
 #include <QCryptographicHash>
@@ -17,7 +18,9 @@ namespace rankscope::remote {
 
 namespace {
 
-QString modeName(RunMode mode) { return mode == RunMode::Debug ? QStringLiteral("debug") : QStringLiteral("submit"); }
+QString modeName(RunMode mode) {
+    return mode == RunMode::Debug ? QStringLiteral("debug") : QStringLiteral("submit");
+}
 
 QString deployName(DeployStrategy strategy) {
     switch (strategy) {
@@ -68,21 +71,15 @@ RunEngine::~RunEngine() {
 }
 
 std::unique_ptr<Transport> RunEngine::makeTransport(const NodeSpec& node, bool local) const {
-    if (local)
-        return std::make_unique<LocalTransport>();
-    SshOptions ssh;
-    ssh.host = node.host;
-    ssh.port = node.port;
-    ssh.user = node.user;
-    ssh.identityFile = node.identityFile;
-    ssh.knownHostsPath = m_options.knownHostsPath;
-    ssh.sshConfigPath = m_options.sshConfigPath;
-    ssh.acceptUnknownHost = m_options.acceptNewHostKeys;
-    ssh.confirmUnknownHost = m_options.confirmUnknownHost;
-    ssh.passphrase = m_options.passphrase;
-    ssh.password = m_options.password;
-    ssh.connectTimeout = m_options.connectTimeout;
-    return std::make_unique<SshTransport>(ssh);
+    ConnectionOptions connection;
+    connection.knownHostsPath = m_options.knownHostsPath;
+    connection.sshConfigPath = m_options.sshConfigPath;
+    connection.acceptNewHostKeys = m_options.acceptNewHostKeys;
+    connection.confirmUnknownHost = m_options.confirmUnknownHost;
+    connection.passphrase = m_options.passphrase;
+    connection.password = m_options.password;
+    connection.connectTimeout = m_options.connectTimeout;
+    return remote::makeTransport(node, local, connection);
 }
 
 QString RunEngine::localPlatform() const {
@@ -101,9 +98,8 @@ NodeWorker* RunEngine::startWorker(int node, std::unique_ptr<Transport> transpor
     auto* worker = new NodeWorker(node, std::move(transport), m_options.worker);
     worker->moveToThread(thread);
     connect(thread, &QThread::finished, worker, &QObject::deleteLater);
-    connect(worker, &NodeWorker::progress, this, [this](int n, const QString& message) {
-        emit nodeProgress(n, m_record.nodes.value(n).host, message);
-    });
+    connect(worker, &NodeWorker::progress, this,
+            [this](int n, const QString& message) { emit nodeProgress(n, m_record.nodes.value(n).host, message); });
     connect(worker, &NodeWorker::launched, this, [this](int n, const QString& runDir) {
         m_record.nodes[n].runDir = runDir;
         const bool all = std::all_of(m_record.nodes.begin(), m_record.nodes.end(),
@@ -119,9 +115,8 @@ NodeWorker* RunEngine::startWorker(int node, std::unique_ptr<Transport> transpor
     connect(worker, &NodeWorker::failed, this, &RunEngine::onFailed);
     connect(worker, &NodeWorker::drained, this, &RunEngine::onDrained);
     connect(worker, &NodeWorker::stopped, this, &RunEngine::onStopped);
-    connect(worker, &NodeWorker::linkLost, this, [this](int n, const QString& message) {
-        emit linkLost(n, m_record.nodes.value(n).host, message);
-    });
+    connect(worker, &NodeWorker::linkLost, this,
+            [this](int n, const QString& message) { emit linkLost(n, m_record.nodes.value(n).host, message); });
     connect(worker, &NodeWorker::linkRestored, this,
             [this](int n) { emit linkRestored(n, m_record.nodes.value(n).host); });
     thread->start();
@@ -136,14 +131,27 @@ void RunEngine::reset() {
     qDeleteAll(m_parsers);
     m_parsers.clear();
     m_drainedNodes.clear();
+    m_firstErrors.clear();
     m_stoppedNodes.clear();
     m_processesLeft = 0;
     m_stopRequested = m_tearingDown = m_finished = m_launchFailed = false;
     m_teardownAt = {};
 }
 
-bool RunEngine::launch(const JobSpec& job, RunMode mode, QString* error) {
+bool RunEngine::launch(const JobSpec& original, RunMode mode, QString* error) {
     reset();
+    // A node known by an ~/.ssh/config alias is reached by the other nodes at the alias's HostName.
+    JobSpec job = original;
+    for (NodeSpec& node : job.nodes) {
+        if (!node.address.isEmpty())
+            continue;
+        SshOptions ssh;
+        ssh.host = node.host;
+        ssh.sshConfigPath = m_options.sshConfigPath;
+        const QString resolved = SshTransport::resolveHostName(ssh);
+        if (resolved != node.host)
+            node.address = resolved;
+    }
     const RankPlan plan = planRanks(job, mode);
     if (plan.ranks.isEmpty()) {
         if (error)
@@ -170,11 +178,11 @@ bool RunEngine::launch(const JobSpec& job, RunMode mode, QString* error) {
     m_record.mode = modeName(mode);
     m_record.state = QStringLiteral("launching");
     m_record.created = QDateTime::currentDateTimeUtc();
-    m_record.job = jobToJson(job);
+    m_record.job = jobToJson(original);
     m_record.worldSize = plan.worldSize;
     for (const PlanNode& node : plan.nodes)
-        m_record.nodes.append({node.node.name, node.local ? QStringLiteral("localhost") : node.node.host, node.local,
-                               QString(), {}});
+        m_record.nodes.append(
+            {node.node.name, node.local ? QStringLiteral("localhost") : node.node.host, node.local, QString(), {}});
     for (const RankAssignment& rank : plan.ranks)
         m_record.nodes[rank.nodeIndex].ranks.append(rank.rank);
     if (!m_store->save(m_record, error))
@@ -192,7 +200,8 @@ bool RunEngine::launch(const JobSpec& job, RunMode mode, QString* error) {
             if (rank.nodeIndex == i)
                 launch.ranks.append({rank.rank, rank.env, rank.args});
         NodeWorker* worker = startWorker(i, makeTransport(plan.nodes[i].node, plan.nodes[i].local));
-        QMetaObject::invokeMethod(worker, [worker, launch] { worker->launch(launch); }, Qt::QueuedConnection);
+        QMetaObject::invokeMethod(
+            worker, [worker, launch] { worker->launch(launch); }, Qt::QueuedConnection);
     }
     return true;
 }
@@ -211,7 +220,8 @@ bool RunEngine::attach(const QString& runId, QString* error) {
     for (const RunNodeRecord& node : record->nodes) {
         if (node.runDir.isEmpty()) {
             if (error)
-                *error = QStringLiteral("run %1: node %2 never started it (nothing to attach to)").arg(runId, node.host);
+                *error =
+                    QStringLiteral("run %1: node %2 never started it (nothing to attach to)").arg(runId, node.host);
             return false;
         }
     }
@@ -232,7 +242,8 @@ bool RunEngine::attach(const QString& runId, QString* error) {
         StreamOffsets offsets;
         for (const int rank : node.ranks)
             for (const RankStream stream : kRankStreams)
-                offsets.streams.insert({rank, static_cast<int>(stream)}, m_store->streamSize(m_record.id, rank, stream));
+                offsets.streams.insert({rank, static_cast<int>(stream)},
+                                       m_store->streamSize(m_record.id, rank, stream));
         NodeWorker* worker = startWorker(i, makeTransport(spec, node.local));
         const QString runDir = node.runDir;
         const QVector<int> ranks = node.ranks;
@@ -273,6 +284,11 @@ void RunEngine::parse(int rank, RankStream stream, QByteArrayView bytes) {
         parsers = new RankParsers;
     if (stream == RankStream::Events) {
         const ParsedBatch batch = parsers->events.feed(bytes);
+        for (const TrainerEvent& event : batch.events)
+            if (event.type == TrainerEventType::Error && !m_firstErrors.contains(event.rank))
+                m_firstErrors.insert(event.rank,
+                                     {QDateTime::fromMSecsSinceEpoch(static_cast<qint64>(event.time * 1000), Qt::UTC),
+                                      event.string("kind"), event.string("message")});
         if (!batch.events.isEmpty())
             emit events(batch.events);
         if (!batch.errors.isEmpty())
@@ -305,18 +321,48 @@ void RunEngine::onRankExited(int /*node*/, int rank, int status, double unixTime
     emit rankExited(rank, hostOfRank(rank), status);
     const bool genuine = status != 0 && !m_stopRequested && (!m_tearingDown || when < m_teardownAt);
     if (genuine) {
-        const bool earlier = m_record.firstFailedRank < 0 ||
-                             when < m_record.exits.value(m_record.firstFailedRank).seenAt;
-        if (earlier) {
-            m_record.firstFailedRank = rank;
-            m_record.summary = QStringLiteral("rank %1 on %2 failed first: %3")
-                                   .arg(rank)
-                                   .arg(hostOfRank(rank), describeStatus(status));
-        }
+        noteFailure();
         if (m_record.mode == QLatin1String("submit") && !m_tearingDown)
             teardown(m_options.failureGraceSeconds);
     }
     saveRecord();
+}
+
+void RunEngine::noteFailure() {
+    // Which rank failed first is not simply whose exit was seen first: when one rank dies, its peers fail in
+    // their next collective within milliseconds, sometimes before the culprit's exit is recorded. A rank that
+    // failed on its own (its own error, or killed by a signal other than the teardown's SIGTERM) is the cause;
+    // a collective or rendezvous error is a consequence, named only when there is nothing else.
+    struct Candidate {
+        int rank = -1;
+        QDateTime time;
+        bool primary = false;
+        QString cause;
+    };
+    Candidate best;
+    for (auto it = m_record.exits.begin(); it != m_record.exits.end(); ++it) {
+        const RankExit& exit = it.value();
+        if (exit.status == 0 || (m_tearingDown && exit.seenAt >= m_teardownAt))
+            continue;
+        Candidate candidate{it.key(), exit.seenAt, exit.signal() != 0 && exit.signal() != 15,
+                            describeStatus(exit.status)};
+        if (const auto error = m_firstErrors.constFind(it.key()); error != m_firstErrors.cend()) {
+            static const QStringList consequences = {"collective", "rendezvous", "terminated"};
+            candidate.time = error->time;
+            candidate.primary = !consequences.contains(error->kind);
+            candidate.cause =
+                QStringLiteral("%1 (%2: %3)").arg(describeStatus(exit.status), error->kind, error->message.left(200));
+        }
+        const bool better = best.rank < 0 || (candidate.primary && !best.primary) ||
+                            (candidate.primary == best.primary && candidate.time < best.time);
+        if (better)
+            best = candidate;
+    }
+    if (best.rank < 0)
+        return;
+    m_record.firstFailedRank = best.rank;
+    m_record.summary =
+        QStringLiteral("rank %1 on %2 failed first: %3").arg(best.rank).arg(hostOfRank(best.rank), best.cause);
 }
 
 void RunEngine::onFailed(int node, int kind, const QString& message) {
@@ -345,6 +391,7 @@ void RunEngine::onDrained(int node) {
     QString state = QStringLiteral("finished");
     const bool anyFailed = std::any_of(m_record.exits.begin(), m_record.exits.end(),
                                        [](const RankExit& exit) { return exit.status != 0; });
+    noteFailure(); // every error event is in now
     if (m_launchFailed || m_record.firstFailedRank >= 0)
         state = QStringLiteral("failed");
     else if (m_stopRequested)
@@ -378,7 +425,8 @@ void RunEngine::teardown(int graceSeconds) {
         NodeWorker* worker = m_workers[i];
         if (!worker || m_stoppedNodes.contains(i))
             continue;
-        QMetaObject::invokeMethod(worker, [worker, graceSeconds] { worker->stop(graceSeconds); }, Qt::QueuedConnection);
+        QMetaObject::invokeMethod(
+            worker, [worker, graceSeconds] { worker->stop(graceSeconds); }, Qt::QueuedConnection);
     }
     if (m_stoppedNodes.size() == m_workers.size())
         emit stopped(m_processesLeft);

@@ -11,9 +11,9 @@
 
 #include <QDateTime>
 #include <QHash>
-#include <QSet>
 #include <QObject>
 #include <QPointer>
+#include <QSet>
 #include <QVector>
 
 #include <functional>
@@ -99,6 +99,7 @@ private:
     void parse(int rank, RankStream stream, QByteArrayView bytes);
     void replayStored();
     void teardown(int graceSeconds);
+    void noteFailure();
     void finish(const QString& state);
     void saveRecord();
     void releaseWorkers();
@@ -111,6 +112,12 @@ private:
     QVector<QThread*> m_threads;
     QVector<QPointer<NodeWorker>> m_workers;
     QHash<int, RankParsers*> m_parsers;
+    struct FirstError {
+        QDateTime time;
+        QString kind;
+        QString message;
+    };
+    QHash<int, FirstError> m_firstErrors; // the first error event of each rank
     QSet<int> m_drainedNodes;
     QSet<int> m_stoppedNodes;
     int m_processesLeft = 0;

@@ -111,7 +111,9 @@ struct SshTransport::Impl {
 
 SshTransport::SshTransport(SshOptions options) : m_options(std::move(options)), m_impl(std::make_unique<Impl>()) {}
 
-SshTransport::~SshTransport() { m_impl->closeAll(); }
+SshTransport::~SshTransport() {
+    m_impl->closeAll();
+}
 
 void SshTransport::fail(TransportErrorKind kind, const QString& what) const {
     throw TransportError(kind, m_options.host, what);
@@ -126,9 +128,32 @@ void SshTransport::failFromSession(const QString& what) const {
          detail.isEmpty() ? what : what + QStringLiteral(": ") + detail);
 }
 
-bool SshTransport::isConnected() const { return m_impl->session && ssh_is_connected(m_impl->session); }
+QString SshTransport::resolveHostName(const SshOptions& options) {
+    ssh_session session = ssh_new();
+    if (!session)
+        return options.host;
+    ssh_options_set(session, SSH_OPTIONS_HOST, options.host.toUtf8().constData());
+    if (options.sshConfigPath != QLatin1String("none")) {
+        const QByteArray config = options.sshConfigPath.toUtf8();
+        ssh_options_parse_config(session, config.isEmpty() ? nullptr : config.constData());
+    }
+    char* value = nullptr;
+    QString resolved = options.host;
+    if (ssh_options_get(session, SSH_OPTIONS_HOST, &value) == SSH_OK && value) {
+        resolved = QString::fromUtf8(value);
+        ssh_string_free_char(value);
+    }
+    ssh_free(session);
+    return resolved;
+}
 
-void SshTransport::disconnect() { m_impl->closeAll(); }
+bool SshTransport::isConnected() const {
+    return m_impl->session && ssh_is_connected(m_impl->session);
+}
+
+void SshTransport::disconnect() {
+    m_impl->closeAll();
+}
 
 void SshTransport::connect() {
     m_impl->closeAll();
@@ -196,8 +221,10 @@ void SshTransport::verifyHostKey() {
     case SSH_KNOWN_HOSTS_OTHER: {
         unsigned int port = 22;
         ssh_options_get_port(session, &port);
-        const QStringList knownKeys = knownFingerprints(m_options.knownHostsPath, m_options.host, static_cast<int>(port));
-        const QString known = knownKeys.isEmpty() ? QStringLiteral("another key") : knownKeys.join(QStringLiteral(", "));
+        const QStringList knownKeys =
+            knownFingerprints(m_options.knownHostsPath, m_options.host, static_cast<int>(port));
+        const QString known =
+            knownKeys.isEmpty() ? QStringLiteral("another key") : knownKeys.join(QStringLiteral(", "));
         fail(TransportErrorKind::HostKeyChanged,
              QStringLiteral("host key CHANGED: known_hosts has %1, the server offers %2. Refused: this may be an "
                             "attack, or the node was reinstalled; remove the old entry with ssh-keygen -R "
@@ -206,9 +233,9 @@ void SshTransport::verifyHostKey() {
     }
     case SSH_KNOWN_HOSTS_NOT_FOUND:
     case SSH_KNOWN_HOSTS_UNKNOWN: {
-        const bool accepted = m_options.acceptUnknownHost ||
-                              (m_options.confirmUnknownHost &&
-                               m_options.confirmUnknownHost(m_options.host, m_serverFingerprint));
+        const bool accepted =
+            m_options.acceptUnknownHost ||
+            (m_options.confirmUnknownHost && m_options.confirmUnknownHost(m_options.host, m_serverFingerprint));
         if (!accepted)
             fail(TransportErrorKind::HostKeyUnknown,
                  QStringLiteral("unknown host key %1: not in known_hosts. Check the fingerprint and accept it "
@@ -240,11 +267,11 @@ void SshTransport::authenticate() {
             if (path.startsWith(QLatin1String("~/")))
                 path = QDir::homePath() + path.mid(1);
             ssh_key key = nullptr;
-            if (ssh_pki_import_privkey_file(path.toUtf8().constData(), nullptr, passphraseCallback, &m_options,
-                                            &key) != SSH_OK)
-                fail(TransportErrorKind::Auth,
-                     QStringLiteral("cannot load identity file %1 (missing, unreadable or wrong passphrase)")
-                         .arg(path));
+            if (ssh_pki_import_privkey_file(path.toUtf8().constData(), nullptr, passphraseCallback, &m_options, &key) !=
+                SSH_OK)
+                fail(
+                    TransportErrorKind::Auth,
+                    QStringLiteral("cannot load identity file %1 (missing, unreadable or wrong passphrase)").arg(path));
             result = ssh_userauth_publickey(session, nullptr, key);
             ssh_key_free(key);
             if (result == SSH_AUTH_SUCCESS)
@@ -433,7 +460,8 @@ QByteArray SshTransport::readFrom(const QString& path, qint64 offset, qint64 max
     QByteArray data;
     char buffer[65536];
     while (data.size() < maxBytes) {
-        const ssize_t n = sftp_read(file, buffer, static_cast<size_t>(std::min<qint64>(sizeof buffer, maxBytes - data.size())));
+        const ssize_t n =
+            sftp_read(file, buffer, static_cast<size_t>(std::min<qint64>(sizeof buffer, maxBytes - data.size())));
         if (n < 0)
             failFromSession(QStringLiteral("cannot read %1").arg(path));
         if (n == 0)

@@ -61,6 +61,10 @@ public:
     // The SHA256 fingerprint of the server's key, as `ssh-keygen -l` prints it; empty before connect().
     [[nodiscard]] QString serverFingerprint() const { return m_serverFingerprint; }
 
+    // What the host of `options` names after ~/.ssh/config: an alias's HostName, else the host itself.
+    // Other nodes rendezvous with this name, and they cannot read this machine's ssh config.
+    [[nodiscard]] static QString resolveHostName(const SshOptions& options);
+
     // SFTP writes never exceed this: OpenSSH's sftp-server rejects larger requests.
     static constexpr qint64 kSftpChunkBytes = 128 * 1024;
 

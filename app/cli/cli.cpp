@@ -22,8 +22,8 @@ struct Command {
 
 const QList<Command>& commands() {
     static const QList<Command> list = {
-        {"check", "check JOB [--json]", "Pre-flight every node of a job: reachability, OS, disk, GPUs, LibTorch, "
-                                        "master port, network interfaces."},
+        {"check", "check JOB [--mode debug|submit] [--json]",
+         "Pre-flight every node of a job: reachability, OS, disk, GPUs, LibTorch, master port, network interfaces."},
         {"run", "run JOB [--mode debug|submit] [--detach]",
          "Deploy and launch a job, show per-rank progress, summarise at the end."},
         {"attach", "attach RUN", "Reattach to a run (after a dropped link or from another terminal)."},
@@ -48,8 +48,8 @@ QString topLevelDescription() {
     text += QStringLiteral("\nRUN is a run id, a unique prefix of one, or 'latest'. Runs are stored in "
                            "$RANKSCOPE_HOME (default ~/.local/share/rankscope).\n"
                            "Exit status: 0 success, 1 a rank failed or the run was stopped (or event lines "
-                           "could not be decoded), 2 usage error, 3 invalid job file, 4 a node could not be "
-                           "reached or prepared.");
+                           "could not be decoded, or a node failed its check), 2 usage error, 3 invalid job "
+                           "file, 4 a node could not be reached or prepared.");
     return text;
 }
 
@@ -88,6 +88,8 @@ int run(const QStringList& arguments) {
         parser.addOption(json);
     if (command == QLatin1String("run"))
         parser.addOptions({mode, detach});
+    if (command == QLatin1String("check"))
+        parser.addOption(mode);
     if (command == QLatin1String("logs"))
         parser.addOptions({rank, stream, followOption});
     if (!parser.parse(arguments))
@@ -119,7 +121,7 @@ int run(const QStringList& arguments) {
     if (command == QLatin1String("check")) {
         if (auto error = needOne(QStringLiteral("JOB")))
             return *error;
-        return runCheckCommand(rest.front(), parser.isSet(json), flags);
+        return runCheckCommand(rest.front(), parser.value(mode), parser.isSet(json), flags);
     }
     if (command == QLatin1String("run")) {
         if (auto error = needOne(QStringLiteral("JOB")))

@@ -50,11 +50,10 @@ RunMonitor::RunMonitor(remote::RunEngine* engine, bool interactive, FILE* out)
     connect(engine, &remote::RunEngine::linkLost, this, [this](int, const QString& host, const QString& message) {
         printLine(QStringLiteral("[%1] link lost (%2); the run goes on, reconnecting").arg(host, message));
     });
-    connect(engine, &remote::RunEngine::linkRestored, this, [this](int, const QString& host) {
-        printLine(QStringLiteral("[%1] reconnected, catching up").arg(host));
-    });
+    connect(engine, &remote::RunEngine::linkRestored, this,
+            [this](int, const QString& host) { printLine(QStringLiteral("[%1] reconnected, catching up").arg(host)); });
     connect(engine, &remote::RunEngine::stopped, this, [this](int left) {
-        printLine(left == 0 ? QStringLiteral("teardown verified: no process of the run is left on any node")
+        printLine(left == 0  ? QStringLiteral("teardown verified: no process of the run is left on any node")
                   : left < 0 ? QStringLiteral("teardown could not be verified on every node")
                              : QStringLiteral("teardown: %1 process group(s) still alive").arg(left));
     });
@@ -76,7 +75,8 @@ QString RunMonitor::rankLine(int rank) const {
     if (!state || !state->started)
         return QStringLiteral("rank %1 %2  starting").arg(rank, 3).arg(host, -12);
     const qint64 total = state->totalSteps > 0 ? state->totalSteps : 0;
-    const qint64 done = state->stepsPerEpoch > 0 ? (state->epoch - 1) * state->stepsPerEpoch + state->step : state->step;
+    const qint64 done =
+        state->stepsPerEpoch > 0 ? (state->epoch - 1) * state->stepsPerEpoch + state->step : state->step;
     const double fraction = total > 0 ? static_cast<double>(done) / static_cast<double>(total) : 0.0;
     QString line = QStringLiteral("rank %1 %2 %3 %4%  epoch %5/%6 step %7/%8")
                        .arg(rank, 3)
@@ -114,8 +114,8 @@ void RunMonitor::printLine(const QString& line) {
 
 void RunMonitor::redraw() {
     const int world = std::max(m_engine->record().worldSize, m_summary.worldSize());
-    if (world == 0)
-        return;
+    if (world == 0 || m_engine->record().state == QLatin1String("launching"))
+        return; // deploying: the node messages say what happens
     if (!m_interactive) {
         if (m_sincePlainReport.elapsed() < 10000)
             return;

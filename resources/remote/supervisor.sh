@@ -16,7 +16,8 @@ publish() { # publish FILE VALUE: readers never see a half-written file
     printf '%s\n' "$2" >"$1.tmp" && mv -f "$1.tmp" "$1"
 }
 
-group_alive() { kill -0 -- "-$1" 2>/dev/null; }
+# dash's kill takes no "--": "-PGID" right after the signal names a process group.
+group_alive() { kill -0 "-$1" 2>/dev/null; }
 
 rank_groups() {
     for f in rank*.pid; do
@@ -26,14 +27,14 @@ rank_groups() {
 
 stop_ranks() { # stop_ranks GRACE: TERM, wait, KILL; prints how many process groups survived
     grace=$1
-    for g in $(rank_groups); do kill -TERM -- "-$g" 2>/dev/null; done
+    for g in $(rank_groups); do kill -TERM "-$g" 2>/dev/null; done
     waited=0
     while :; do
         alive=0
         for g in $(rank_groups); do group_alive "$g" && alive=$((alive + 1)); done
         [ "$alive" -eq 0 ] && break
         if [ "$waited" -ge "$((grace * 10))" ]; then
-            for g in $(rank_groups); do kill -KILL -- "-$g" 2>/dev/null; done
+            for g in $(rank_groups); do kill -KILL "-$g" 2>/dev/null; done
             sleep 0.2
             break
         fi

@@ -33,11 +33,15 @@ inline bool storeMatchesNodes(const RunStore& store, const RunRecord& record, QS
     for (const RunNodeRecord& node : record.nodes)
         for (const int rank : node.ranks)
             for (const RankStream stream : kRankStreams) {
-                const QString remote = node.runDir + QStringLiteral("/rank%1.%2").arg(rank).arg(rankStreamSuffix(stream));
+                const QString remote =
+                    node.runDir + QStringLiteral("/rank%1.%2").arg(rank).arg(rankStreamSuffix(stream));
                 const QByteArray expected = readAll(remote);
                 const QByteArray got = readAll(store.streamPath(record.id, rank, stream));
                 if (expected != got) {
-                    *mismatch = QStringLiteral("%1: node has %2 bytes, store %3").arg(remote).arg(expected.size()).arg(got.size());
+                    *mismatch = QStringLiteral("%1: node has %2 bytes, store %3")
+                                    .arg(remote)
+                                    .arg(expected.size())
+                                    .arg(got.size());
                     return false;
                 }
             }

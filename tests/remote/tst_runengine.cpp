@@ -4,6 +4,7 @@
 #include "enginetestutil.h"
 #include "fixtures/sshdfixture.h"
 
+#include <QProcess>
 #include <QRandomGenerator>
 #include <QTemporaryDir>
 
@@ -15,9 +16,8 @@ namespace {
 const QString kTrainer = QStringLiteral(RANKSCOPE_BIN_DIR "/rankscope-trainer");
 
 QJsonObject trainerJson(int maxSteps, const QJsonArray& extra = {}) {
-    return QJsonObject{{"dataset", "synthetic"}, {"model", "mlp"},      {"epochs", 1},
-                       {"max_steps", maxSteps},  {"batch_size", 16},     {"backend", "gloo"},
-                       {"device", "cpu"},        {"extra_args", extra}};
+    return QJsonObject{{"dataset", "synthetic"}, {"model", "mlp"},    {"epochs", 1},     {"max_steps", maxSteps},
+                       {"batch_size", 16},       {"backend", "gloo"}, {"device", "cpu"}, {"extra_args", extra}};
 }
 
 } // namespace
@@ -53,6 +53,9 @@ private:
     QTemporaryDir m_dir;
 
 private slots:
+    // A failed check must not leave its run behind: end every process started from this test's directory.
+    void cleanupTestCase() { QProcess::execute(QStringLiteral("pkill"), {QStringLiteral("-f"), m_dir.path()}); }
+
     void initTestCase() {
         qRegisterMetaType<RunRecord>();
         QString error;
@@ -137,8 +140,9 @@ private slots:
         script.write("#!/bin/sh\nprintf '%s\\0' \"$@\"\nprintf 'ENV=%s\\0' \"$RS_WEIRD\"\n");
         script.close();
         script.setPermissions(script.permissions() | QFileDevice::ExeOwner);
-        const QStringList weird = {"a b", "it's", "$HOME", "x;touch /tmp/rankscope-pwned", "`id`", "l1\nl2",
-                                   "*", "\"q\"", "back\\slash", "$(id)"};
+        const QStringList weird = {"a b",         "it's",   "$HOME", "x;touch /tmp/rankscope-pwned",
+                                   "`id`",        "l1\nl2", "*",     "\"q\"",
+                                   "back\\slash", "$(id)"};
         const QString weirdEnv = QStringLiteral("$(touch /tmp/rankscope-pwned) 'x' \"y\" `z` ;&|<>");
         QJsonObject job{{"version", 1},
                         {"name", "quoting"},

@@ -36,7 +36,7 @@ private:
             return error.kind();
         }
         return TransportErrorKind::Protocol == TransportErrorKind::Dns ? TransportErrorKind::Dns
-                                                                        : static_cast<TransportErrorKind>(-1);
+                                                                       : static_cast<TransportErrorKind>(-1);
     }
 
     SshdFixture m_sshd;
@@ -72,9 +72,10 @@ private slots:
     void metacharactersArriveLiterally() {
         SshTransport transport(options(m_sshd.knownHostsPath()));
         transport.connect();
-        const QStringList words = {QStringLiteral("a b"), QStringLiteral("it's"), QStringLiteral("$HOME"),
-                                   QStringLiteral("x;rm -rf /tmp/nothing"), QStringLiteral("`id`"),
-                                   QStringLiteral("line1\nline2"), QStringLiteral("*"), QStringLiteral("\"q\"")};
+        const QStringList words = {QStringLiteral("a b"),   QStringLiteral("it's"),
+                                   QStringLiteral("$HOME"), QStringLiteral("x;rm -rf /tmp/nothing"),
+                                   QStringLiteral("`id`"),  QStringLiteral("line1\nline2"),
+                                   QStringLiteral("*"),     QStringLiteral("\"q\"")};
         ShellCommand command(QStringLiteral("printf"), QStringList{QStringLiteral("%s\\0")} + words);
         command.setEnvironment(QStringLiteral("RS_VALUE"), QStringLiteral("$(echo pwned) 'x' \"y\" `z`"));
         const ExecResult args = transport.exec(command.toString());

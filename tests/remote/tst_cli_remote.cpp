@@ -1,0 +1,176 @@
+// SPDX-License-Identifier: MIT
+// rankscope-cli's remote commands as a user types them, against a private sshd on loopback: run, runs, logs,
+// stop, a failing rank, a bad job file, and a ~/.ssh/config alias.
+#include "enginetestutil.h"
+#include "fixtures/sshdfixture.h"
+
+#include <QProcess>
+#include <QRandomGenerator>
+#include <QTemporaryDir>
+
+using namespace rankscope;
+using namespace rankscope::test;
+
+namespace {
+
+struct CliResult {
+    int exitCode = -1;
+    QByteArray out;
+    QByteArray err;
+};
+
+} // namespace
+
+class tst_CliRemote final : public QObject {
+    Q_OBJECT
+
+private:
+    CliResult cli(const QStringList& arguments, int timeoutMs = 120000) const {
+        QProcess process;
+        QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
+        environment.insert(QStringLiteral("RANKSCOPE_HOME"), m_dir.filePath(QStringLiteral("home")));
+        process.setProcessEnvironment(environment);
+        process.start(QStringLiteral(RANKSCOPE_BIN_DIR "/rankscope-cli"), arguments);
+        if (!process.waitForFinished(timeoutMs)) {
+            process.kill();
+            process.waitForFinished();
+        }
+        return {process.exitStatus() == QProcess::NormalExit ? process.exitCode() : -1, process.readAllStandardOutput(),
+                process.readAllStandardError()};
+    }
+    QStringList connection() const {
+        return {QStringLiteral("--known-hosts"), m_sshd.knownHostsPath(), QStringLiteral("--ssh-config"), m_sshConfig};
+    }
+    QString writeJob(const QString& name, const QJsonObject& trainer, const QString& host = {}) const {
+        QJsonObject node{{"name", "loop"},
+                         {"host", host.isEmpty() ? m_sshd.host() : host},
+                         {"work_dir", m_dir.filePath(QStringLiteral("work"))},
+                         {"procs", 2}};
+        if (host.isEmpty()) {
+            node.insert("port", m_sshd.port());
+            node.insert("user", m_sshd.userName());
+            node.insert("identity_file", m_sshd.userKeyPath());
+        }
+        const QJsonObject job{{"version", 1},
+                              {"name", name},
+                              {"mode", "submit"},
+                              {"deploy", "binary"},
+                              {"master_port", 20000 + QRandomGenerator::global()->bounded(20000)},
+                              {"nodes", QJsonArray{node}},
+                              {"trainer", trainer}};
+        const QString path = m_dir.filePath(name + QStringLiteral(".json"));
+        QFile file(path);
+        file.open(QIODevice::WriteOnly);
+        file.write(QJsonDocument(job).toJson());
+        return path;
+    }
+    static QJsonObject trainer(int steps, const QJsonArray& extra = {}, int epochs = 1) {
+        return QJsonObject{{"dataset", "synthetic"}, {"model", "mlp"},    {"epochs", epochs},   {"max_steps", steps},
+                           {"batch_size", 16},       {"backend", "gloo"}, {"extra_args", extra}};
+    }
+
+    SshdFixture m_sshd;
+    QTemporaryDir m_dir;
+    QString m_sshConfig;
+
+private slots:
+    // A failed check must not leave its run behind: end every process started from this test's directory.
+    void cleanupTestCase() { QProcess::execute(QStringLiteral("pkill"), {QStringLiteral("-f"), m_dir.path()}); }
+
+    void initTestCase() {
+        QString error;
+        QVERIFY2(m_sshd.start(&error), qPrintable(error));
+        m_sshConfig = m_dir.filePath(QStringLiteral("ssh_config"));
+        QFile config(m_sshConfig);
+        QVERIFY(config.open(QIODevice::WriteOnly));
+        config.write(QStringLiteral("Host rs-alias\n  HostName %1\n  Port %2\n  User %3\n  IdentityFile %4\n")
+                         .arg(m_sshd.host())
+                         .arg(m_sshd.port())
+                         .arg(m_sshd.userName(), m_sshd.userKeyPath())
+                         .toUtf8());
+    }
+
+    void badJobIsRejectedWithItsPaths() {
+        const QString path = m_dir.filePath(QStringLiteral("bad.json"));
+        QFile file(path);
+        QVERIFY(file.open(QIODevice::WriteOnly));
+        file.write(R"({"version": 1, "nodes": [{"host": "a", "port": 70000}, {"port": "x"}],
+                       "trainer": {"model": "gpt"}})");
+        file.close();
+        const CliResult result = cli({QStringLiteral("run"), path});
+        QCOMPARE(result.exitCode, 3);
+        QVERIFY2(result.err.contains("nodes[0].port: must be 1-65535"), result.err.constData());
+        QVERIFY2(result.err.contains("nodes[1].host"), result.err.constData());
+        QVERIFY2(result.err.contains("nodes[1].port"), result.err.constData());
+        QVERIFY2(result.err.contains("trainer.model"), result.err.constData());
+    }
+
+    void runThroughAnSshConfigAliasShowsProgressAndSummary() {
+        const CliResult result = cli(QStringList{QStringLiteral("run"), writeJob(QStringLiteral("alias"), trainer(8),
+                                                                                 QStringLiteral("rs-alias"))} +
+                                     connection());
+        QVERIFY2(result.exitCode == 0, (result.out + result.err).constData());
+        QVERIFY2(result.out.contains("finished"), result.out.constData());
+        QVERIFY(result.out.contains("final loss"));
+        const CliResult runs = cli({QStringLiteral("runs")});
+        QVERIFY(runs.out.contains("alias"));
+        QVERIFY(runs.out.contains("finished"));
+    }
+
+    void failingRankIsNamedWithHostAndStatus() {
+        const CliResult result =
+            cli(QStringList{QStringLiteral("run"),
+                            writeJob(QStringLiteral("failing"),
+                                     trainer(50, QJsonArray{"--fail-at-step", "3", "--fail-rank", "1"}))} +
+                connection());
+        QCOMPARE(result.exitCode, 1);
+        QVERIFY2(result.err.contains("rank 1 on " + m_sshd.host().toUtf8() + " failed first: exit status"),
+                 result.err.constData());
+    }
+
+    void detachedRunIsFollowedAndStoppedWithNothingLeft() {
+        const CliResult started =
+            cli(QStringList{QStringLiteral("run"),
+                            writeJob(QStringLiteral("detached"),
+                                     trainer(0, QJsonArray{"--slow-ms", "50", "--slow-rank", "0"}, 1000)),
+                            QStringLiteral("--detach")} +
+                connection());
+        QVERIFY2(started.exitCode == 0, (started.out + started.err).constData());
+        QVERIFY(started.out.contains("running detached"));
+        RunStore store(m_dir.filePath(QStringLiteral("home")));
+        const QString id = store.list().value(0).id;
+        QCOMPARE(store.list().value(0).state, QStringLiteral("running"));
+        QTest::qWait(3000); // nobody is attached: the run goes on by itself
+
+        // logs --follow catches up from the node and keeps printing; stop it after a while.
+        QProcess follow;
+        QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
+        environment.insert(QStringLiteral("RANKSCOPE_HOME"), m_dir.filePath(QStringLiteral("home")));
+        follow.setProcessEnvironment(environment);
+        follow.start(QStringLiteral(RANKSCOPE_BIN_DIR "/rankscope-cli"),
+                     QStringList{QStringLiteral("logs"), id, QStringLiteral("--rank"), QStringLiteral("0"),
+                                 QStringLiteral("--stream"), QStringLiteral("err"), QStringLiteral("--follow")} +
+                         connection());
+        QByteArray followed;
+        QTRY_VERIFY2_WITH_TIMEOUT((followed += follow.readAllStandardOutput()).contains("[rank 0] epoch 1/1000 step"),
+                                  (followed + follow.readAllStandardError()).constData(), 30000);
+        follow.terminate();
+        QVERIFY(follow.waitForFinished(10000));
+
+        const CliResult stopped = cli(QStringList{QStringLiteral("stop"), id} + connection());
+        QVERIFY2(stopped.exitCode == 0, (stopped.out + stopped.err).constData());
+        QVERIFY2(stopped.out.contains("no process of the run is left"), stopped.out.constData());
+        QCOMPARE(store.load(id)->state, QStringLiteral("stopped"));
+        QCOMPARE(store.load(id)->exits.value(0).status, 128 + 15); // it was still training: SIGTERM ended it
+        QProcess pgrep;
+        pgrep.start(QStringLiteral("pgrep"), {QStringLiteral("-af"), id});
+        pgrep.waitForFinished();
+        QCOMPARE(pgrep.readAllStandardOutput(), QByteArray());
+        // Everything the ranks wrote until they ended is in the store.
+        QString mismatch;
+        QVERIFY2(storeMatchesNodes(store, *store.load(id), &mismatch), qPrintable(mismatch));
+    }
+};
+
+QTEST_GUILESS_MAIN(tst_CliRemote)
+#include "tst_cli_remote.moc"
