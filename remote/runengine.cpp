@@ -132,6 +132,7 @@ void RunEngine::reset() {
     m_parsers.clear();
     m_drainedNodes.clear();
     m_firstErrors.clear();
+    m_lastStderrLine.clear();
     m_stoppedNodes.clear();
     m_processesLeft = 0;
     m_stopRequested = m_tearingDown = m_finished = m_launchFailed = false;
@@ -151,6 +152,13 @@ bool RunEngine::launch(const JobSpec& original, RunMode mode, QString* error) {
         const QString resolved = SshTransport::resolveHostName(ssh);
         if (resolved != node.host)
             node.address = resolved;
+    }
+    if (job.launcher == Launcher::Torchrun) {
+        // Refused rather than silently launched another way: the user asked for torchrun's semantics.
+        if (error)
+            *error = QStringLiteral("launcher: \"torchrun\" is not supported by this engine yet; use \"direct\" "
+                                    "(the ranks get the same torchrun environment)");
+        return false;
     }
     const RankPlan plan = planRanks(job, mode);
     if (plan.ranks.isEmpty()) {
@@ -306,6 +314,8 @@ void RunEngine::parse(int rank, RankStream stream, QByteArrayView bytes) {
     QVector<RankLogLine> lines;
     for (const LinePiece& piece : splitter.feed(bytes)) {
         lines.append({rank, stream, lineCount + 1, QString::fromUtf8(piece.bytes)});
+        if (stream == RankStream::Err && !piece.bytes.trimmed().isEmpty())
+            m_lastStderrLine.insert(rank, lines.back().text.trimmed().left(300));
         if (piece.endsLine)
             ++lineCount;
     }
@@ -346,6 +356,10 @@ void RunEngine::noteFailure() {
             continue;
         Candidate candidate{it.key(), exit.seenAt, exit.signal() != 0 && exit.signal() != 15,
                             describeStatus(exit.status)};
+        if (const QString said = m_lastStderrLine.value(it.key()); !said.isEmpty() && exit.signal() == 0) {
+            candidate.primary = true; // ended by itself, saying why
+            candidate.cause += QStringLiteral(" (its last words: %1)").arg(said);
+        }
         if (const auto error = m_firstErrors.constFind(it.key()); error != m_firstErrors.cend()) {
             static const QStringList consequences = {"collective", "rendezvous", "terminated"};
             candidate.time = error->time;

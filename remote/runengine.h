@@ -117,6 +117,7 @@ private:
         QString kind;
         QString message;
     };
+    QHash<int, QString> m_lastStderrLine; // what a rank that dies without an error event said last
     QHash<int, FirstError> m_firstErrors; // the first error event of each rank
     QSet<int> m_drainedNodes;
     QSet<int> m_stoppedNodes;

@@ -11,7 +11,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
+#include <thread>
 
 namespace rankscope::trainer {
 namespace {
@@ -49,7 +51,32 @@ std::string localAddressTowards(const std::string& host, int port) {
     return address;
 }
 
+// Waits until something accepts connections on host:port, trying every 20 ms. LibTorch's TCPStore client
+// sleeps a whole second after a refused connect; a rank that starts before rank 0's store is listening
+// (a coin toss, both load LibTorch for about as long) would lose that second at every launch.
+void waitForListener(const std::string& host, int port, std::chrono::milliseconds timeout) {
+    addrinfo hints{};
+    hints.ai_socktype = SOCK_STREAM;
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+        addrinfo* found = nullptr;
+        if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) == 0 && found != nullptr) {
+            const int fd = socket(found->ai_family, SOCK_STREAM, 0);
+            const bool up = fd >= 0 && connect(fd, found->ai_addr, found->ai_addrlen) == 0;
+            if (fd >= 0)
+                close(fd);
+            freeaddrinfo(found);
+            if (up)
+                return;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    // Past the deadline the TCPStore itself reports the failure, with its own message.
+}
+
 c10::intrusive_ptr<c10d::Store> connectStore(const CommunicatorOptions& o) {
+    if (o.rank != 0)
+        waitForListener(o.host, o.port, std::chrono::duration_cast<std::chrono::milliseconds>(o.timeout));
     c10d::TCPStoreOptions storeOptions;
     storeOptions.port = static_cast<std::uint16_t>(o.port);
     storeOptions.isServer = o.rank == 0;
