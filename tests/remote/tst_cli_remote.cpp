@@ -8,6 +8,8 @@
 #include <QRandomGenerator>
 #include <QTemporaryDir>
 
+#include <csignal>
+
 using namespace rankscope;
 using namespace rankscope::test;
 
@@ -126,6 +128,35 @@ private slots:
         QCOMPARE(result.exitCode, 1);
         QVERIFY2(result.err.contains("rank 1 on " + m_sshd.host().toUtf8() + " failed first: exit status"),
                  result.err.constData());
+    }
+
+    void ctrlCStopsTheRunOnTheNodes() {
+        QProcess run;
+        QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
+        environment.insert(QStringLiteral("RANKSCOPE_HOME"), m_dir.filePath(QStringLiteral("home")));
+        run.setProcessEnvironment(environment);
+        run.setProcessChannelMode(QProcess::MergedChannels);
+        run.start(QStringLiteral(RANKSCOPE_BIN_DIR "/rankscope-cli"),
+                  QStringList{QStringLiteral("run"),
+                              writeJob(QStringLiteral("interrupted"),
+                                       trainer(0, QJsonArray{"--slow-ms", "50", "--slow-rank", "0"}, 1000))} +
+                      connection());
+        QByteArray output;
+        QTRY_VERIFY_WITH_TIMEOUT((output += run.readAll()).contains("started on every node"), 60000);
+        QTest::qWait(2000);
+        ::kill(static_cast<pid_t>(run.processId()), SIGINT);
+        QVERIFY(run.waitForFinished(60000));
+        output += run.readAll();
+        QVERIFY2(run.exitCode() == 1, output.constData());
+        QVERIFY2(output.contains("no process of the run is left"), output.constData());
+        RunStore store(m_dir.filePath(QStringLiteral("home")));
+        const RunRecord record = store.list().value(0);
+        QCOMPARE(record.name, QStringLiteral("interrupted"));
+        QCOMPARE(record.state, QStringLiteral("stopped"));
+        QProcess pgrep;
+        pgrep.start(QStringLiteral("pgrep"), {QStringLiteral("-af"), record.id});
+        pgrep.waitForFinished();
+        QCOMPARE(pgrep.readAllStandardOutput(), QByteArray());
     }
 
     void detachedRunIsFollowedAndStoppedWithNothingLeft() {

@@ -166,6 +166,49 @@ private slots:
         QVERIFY(!QFile::exists(QStringLiteral("/tmp/rankscope-pwned")));
     }
 
+    void eventsAndLogLinesAreNeverMistakenForEachOther() {
+        // A "trainer" that prints an event-looking line on stdout and writes a plain line into its events file.
+        const QString fake = m_dir.filePath(QStringLiteral("two streams.sh"));
+        QFile script(fake);
+        QVERIFY(script.open(QIODevice::WriteOnly));
+        script.write("#!/bin/sh\n"
+                     "while [ \"$1\" != --events ]; do shift; done\n"
+                     "echo '@rankscope {\"v\":\"1.0\",\"type\":\"heartbeat\",\"rank\":9,\"time\":1,\"phase\":\"init\","
+                     "\"step\":0,\"collective_started\":0,\"collective_finished\":0}'\n"
+                     "printf '%s\\n' '@rankscope {\"v\":\"1.0\",\"type\":\"heartbeat\",\"rank\":0,\"time\":2,"
+                     "\"phase\":\"init\",\"step\":0,\"collective_started\":0,\"collective_finished\":0}' "
+                     "'not an event' >\"$2\"\n");
+        script.close();
+        script.setPermissions(script.permissions() | QFileDevice::ExeOwner);
+        QJsonObject job{{"version", 1},
+                        {"name", "streams"},
+                        {"mode", "debug"},
+                        {"trainer", trainerJson(1)},
+                        {"debug", QJsonObject{{"node", "local"}, {"procs", 1}, {"verbose", false}}}};
+        RunStore store(m_dir.filePath(QStringLiteral("store-streams")));
+        remote::EngineOptions options = engineOptions();
+        options.localTrainer = fake;
+        remote::RunEngine engine(&store, options);
+        QSignalSpy events(&engine, &remote::RunEngine::events);
+        QSignalSpy lines(&engine, &remote::RunEngine::logLines);
+        QString error;
+        QVERIFY2(engine.launch(jobFrom(job), RunMode::Debug, &error), qPrintable(error));
+        QCOMPARE(waitForEnd(engine, 60000).state, QStringLiteral("finished"));
+        QVector<TrainerEvent> all;
+        for (const auto& call : events)
+            all += call.front().value<QVector<TrainerEvent>>();
+        QCOMPARE(all.size(), 1); // only the events file's event
+        QCOMPARE(all.front().rank, 0);
+        QStringList outLines;
+        QStringList eventFileLines;
+        for (const auto& call : lines)
+            for (const remote::RankLogLine& line : call.front().value<QVector<remote::RankLogLine>>())
+                (line.stream == RankStream::Out ? outLines : eventFileLines) << line.text;
+        QCOMPARE(outLines.size(), 1); // the event-looking line on stdout stays a log line
+        QVERIFY(outLines.front().startsWith(QLatin1String("@rankscope {")));
+        QCOMPARE(eventFileLines, QStringList{QStringLiteral("not an event")});
+    }
+
     void unknownHostStopsTheLaunchNamingTheHost() {
         RunStore store(m_dir.filePath(QStringLiteral("store-unknown")));
         remote::RunEngine engine(&store, engineOptions(m_dir.filePath(QStringLiteral("no_known_hosts"))));
