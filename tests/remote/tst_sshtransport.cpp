@@ -5,6 +5,7 @@
 #include "remote/shellcommand.h"
 #include "remote/sshtransport.h"
 
+#include <QProcess>
 #include <QRandomGenerator>
 #include <QTemporaryDir>
 #include <QTest>
@@ -139,6 +140,34 @@ private slots:
         QCOMPARE(connectError(wrong, &message), TransportErrorKind::Auth);
         QVERIFY(!message.contains(QLatin1String("wrong horse")));
         QVERIFY(message.contains(m_sshd.passphraseKeyPath()));
+    }
+
+    void sshAgentAuthenticates() {
+        // A real ssh-agent holding the user key; no identity file in the options.
+        const QString socket = m_dir.filePath(QStringLiteral("agent.sock"));
+        QProcess agent;
+        agent.start(QStringLiteral("ssh-agent"), {QStringLiteral("-D"), QStringLiteral("-a"), socket});
+        QVERIFY(agent.waitForStarted());
+        const auto stopAgent = qScopeGuard([&] {
+            agent.kill();
+            agent.waitForFinished();
+        });
+        QTRY_VERIFY(QFile::exists(socket));
+        QProcess add;
+        QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
+        environment.insert(QStringLiteral("SSH_AUTH_SOCK"), socket);
+        add.setProcessEnvironment(environment);
+        add.start(QStringLiteral("ssh-add"), {m_sshd.userKeyPath()});
+        QVERIFY(add.waitForFinished() && add.exitCode() == 0);
+
+        const QByteArray previous = qgetenv("SSH_AUTH_SOCK");
+        qputenv("SSH_AUTH_SOCK", socket.toUtf8());
+        const auto restore = qScopeGuard([&] { qputenv("SSH_AUTH_SOCK", previous); });
+        SshOptions o = options(m_sshd.knownHostsPath());
+        o.identityFile.clear();
+        SshTransport transport(o);
+        transport.connect();
+        QCOMPARE(transport.exec(QStringLiteral("echo via-agent")).out, QByteArray("via-agent\n"));
     }
 
     void connectionFailuresNameTheirCause() {
