@@ -37,13 +37,11 @@ private:
                            {"trainer", trainer}};
     }
     static QJsonObject trainer(int steps, int slowMs) {
-        return QJsonObject{{"dataset", "synthetic"},
-                           {"model", "mlp"},
-                           {"epochs", 1},
-                           {"max_steps", steps},
-                           {"batch_size", 16},
-                           {"backend", "gloo"},
-                           {"extra_args", QJsonArray{"--slow-rank", "0", "--slow-ms", QString::number(slowMs)}}};
+        QJsonObject trainer{{"dataset", "synthetic"}, {"model", "mlp"},   {"epochs", 1},
+                            {"max_steps", steps},     {"batch_size", 16}, {"backend", "gloo"}};
+        if (slowMs > 0)
+            trainer.insert("extra_args", QJsonArray{"--slow-rank", "0", "--slow-ms", QString::number(slowMs)});
+        return trainer;
     }
     remote::EngineOptions options() const {
         remote::EngineOptions o;
