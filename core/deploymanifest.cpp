@@ -6,6 +6,7 @@
 #include <QDirIterator>
 #include <QFile>
 #include <QHash>
+#include <QSet>
 
 #include <algorithm>
 
@@ -57,6 +58,7 @@ std::optional<DeployManifest> DeployManifest::fromDirectory(const QString& root,
 
 std::optional<DeployManifest> DeployManifest::parse(QByteArrayView text, QString* error) {
     DeployManifest manifest;
+    QSet<QString> seen;
     int lineNumber = 0;
     for (const QByteArray& line : text.toByteArray().split('\n')) {
         ++lineNumber;
@@ -71,11 +73,15 @@ std::optional<DeployManifest> DeployManifest::parse(QByteArrayView text, QString
             entry.size = line.mid(first + 1, second - first - 1).toLongLong(&sizeOk);
             entry.path = QString::fromUtf8(line.mid(second + 1));
         }
-        if (!sizeOk || entry.sha256.size() != 64 || !isSafeRelativePath(entry.path)) {
+        const bool hexHash = entry.sha256.size() == 64 &&
+                             std::all_of(entry.sha256.begin(), entry.sha256.end(),
+                                         [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+        if (!sizeOk || entry.size < 0 || !hexHash || !isSafeRelativePath(entry.path) || seen.contains(entry.path)) {
             if (error)
                 *error = QStringLiteral("manifest line %1: not 'SHA256 SIZE SAFE-PATH'").arg(lineNumber);
             return std::nullopt;
         }
+        seen.insert(entry.path);
         manifest.m_entries.append(entry);
     }
     return manifest;

@@ -219,7 +219,7 @@ bool RunStore::appendStream(const QString& id, int rank, RankStream stream, qint
         return false;
     }
     const qint64 have = file.size();
-    if (offset > have) {
+    if (offset < 0 || offset > have) {
         if (error)
             *error = QStringLiteral("rank %1 %2: gap, have %3 bytes but got data from offset %4")
                          .arg(rank)

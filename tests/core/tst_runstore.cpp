@@ -1,0 +1,561 @@
+// SPDX-License-Identifier: MIT
+#include "core/runstore.h"
+
+#include <QDir>
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QRegularExpression>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+#include <QTest>
+
+using rankscope::RankExit;
+using rankscope::RankStream;
+using rankscope::RunNodeRecord;
+using rankscope::RunRecord;
+using rankscope::RunStore;
+
+namespace {
+
+QDateTime utc(const char* iso) {
+    return QDateTime::fromString(QString::fromLatin1(iso), Qt::ISODateWithMs);
+}
+
+// A record with every field set to something other than its default.
+RunRecord fullRecord(const QString& id) {
+    RunRecord record;
+    record.id = id;
+    record.name = QStringLiteral("resnet sweep");
+    record.mode = QStringLiteral("submit");
+    record.state = QStringLiteral("failed");
+    record.created = utc("2024-03-01T12:00:00.123Z");
+    record.ended = utc("2024-03-01T12:34:56.789Z");
+    record.job = QJsonObject{{"name", "resnet"},
+                             {"nprocs_per_node", 2},
+                             {"env", QJsonObject{{"NCCL_DEBUG", "INFO"}}},
+                             {"args", QJsonArray{"--epochs", 3}},
+                             {"hosts", QJsonArray{QJsonObject{{"host", "node-a"}, {"port", 2222}}}}};
+    record.worldSize = 4;
+    record.nodes = {
+        {QStringLiteral("local"), QStringLiteral("127.0.0.1"), true, QStringLiteral("/tmp/rs/run"), {0, 1}},
+        {QStringLiteral("node-b"), QStringLiteral("10.0.0.2"), false, QStringLiteral("/scratch/rs/run"), {2, 3}}};
+    record.exits.insert(0, RankExit{0, utc("2024-03-01T12:34:50.000Z")});
+    record.exits.insert(2, RankExit{137, utc("2024-03-01T12:34:55.500Z")});
+    record.exits.insert(3, RankExit{1, utc("2024-03-01T12:34:56.001Z")});
+    record.firstFailedRank = 2;
+    record.summary = QStringLiteral("rank 2 on node-b killed by SIGKILL");
+    return record;
+}
+
+RunRecord minimalRecord(const QString& id) {
+    RunRecord record;
+    record.id = id;
+    record.name = QStringLiteral("run ") + id;
+    record.mode = QStringLiteral("debug");
+    record.state = QStringLiteral("running");
+    record.created = QDateTime::currentDateTimeUtc();
+    return record;
+}
+
+void compareRecords(const RunRecord& actual, const RunRecord& expected) {
+    QCOMPARE(actual.id, expected.id);
+    QCOMPARE(actual.name, expected.name);
+    QCOMPARE(actual.mode, expected.mode);
+    QCOMPARE(actual.state, expected.state);
+    QCOMPARE(actual.created, expected.created);
+    QCOMPARE(actual.ended.isValid(), expected.ended.isValid());
+    if (expected.ended.isValid())
+        QCOMPARE(actual.ended, expected.ended);
+    QCOMPARE(actual.job, expected.job);
+    QCOMPARE(actual.worldSize, expected.worldSize);
+    QCOMPARE(actual.nodes.size(), expected.nodes.size());
+    for (qsizetype i = 0; i < expected.nodes.size(); ++i) {
+        QCOMPARE(actual.nodes[i].name, expected.nodes[i].name);
+        QCOMPARE(actual.nodes[i].host, expected.nodes[i].host);
+        QCOMPARE(actual.nodes[i].local, expected.nodes[i].local);
+        QCOMPARE(actual.nodes[i].runDir, expected.nodes[i].runDir);
+        QCOMPARE(actual.nodes[i].ranks, expected.nodes[i].ranks);
+    }
+    QCOMPARE(actual.exits.keys(), expected.exits.keys());
+    for (auto it = expected.exits.begin(); it != expected.exits.end(); ++it) {
+        QCOMPARE(actual.exits.value(it.key()).status, it->status);
+        QCOMPARE(actual.exits.value(it.key()).seenAt, it->seenAt);
+        QCOMPARE(actual.exits.value(it.key()).signal(), it->signal());
+    }
+    QCOMPARE(actual.firstFailedRank, expected.firstFailedRank);
+    QCOMPARE(actual.summary, expected.summary);
+}
+
+QByteArray readAll(const QString& path) {
+    QFile file(path);
+    return file.open(QIODevice::ReadOnly) ? file.readAll() : QByteArray();
+}
+
+QStringList idsOf(const QVector<RunRecord>& runs) {
+    QStringList ids;
+    for (const RunRecord& run : runs)
+        ids.append(run.id);
+    return ids;
+}
+
+// Restores an environment variable when the test leaves, however it leaves.
+class EnvironmentGuard final {
+public:
+    explicit EnvironmentGuard(const char* name)
+        : m_name(name), m_wasSet(qEnvironmentVariableIsSet(name)), m_value(qgetenv(name)) {}
+    ~EnvironmentGuard() {
+        if (m_wasSet)
+            qputenv(m_name, m_value);
+        else
+            qunsetenv(m_name);
+    }
+    EnvironmentGuard(const EnvironmentGuard&) = delete;
+    EnvironmentGuard& operator=(const EnvironmentGuard&) = delete;
+
+private:
+    const char* m_name;
+    bool m_wasSet;
+    QByteArray m_value;
+};
+
+constexpr char kRunId[] = "20240301-120000-abcd";
+
+} // namespace
+
+class tst_RunStore final : public QObject {
+    Q_OBJECT
+
+private slots:
+    void signalOfExitStatus_data();
+    void signalOfExitStatus();
+    void recordJsonRoundTrip();
+    void recordWithoutIdIsRejected();
+    void saveLoadRoundTrip();
+    void loadReportsMissingAndDamagedRuns();
+    void newRunId();
+    void listIsNewestFirst();
+    void listIncludesRunMissingFromIndex();
+    void indexContent();
+    void resolveId_data();
+    void resolveId();
+    void resolveLatestInEmptyStore();
+    void streamPathAndSize();
+    void appendStream_data();
+    void appendStream();
+    void appendStreamGapIsRefused();
+    void reattachNeverDuplicatesOrLosesBytes();
+    void defaultRootHonoursRankscopeHome();
+};
+
+void tst_RunStore::signalOfExitStatus_data() {
+    QTest::addColumn<int>("status");
+    QTest::addColumn<int>("signal");
+
+    QTest::newRow("success") << 0 << 0;
+    QTest::newRow("exit 1") << 1 << 0;
+    QTest::newRow("exit 127") << 127 << 0;
+    QTest::newRow("exit 128") << 128 << 0;
+    QTest::newRow("SIGHUP") << 129 << 1;
+    QTest::newRow("SIGABRT") << 134 << 6;
+    QTest::newRow("SIGKILL") << 137 << 9;
+    QTest::newRow("SIGSEGV") << 139 << 11;
+    QTest::newRow("SIGTERM") << 143 << 15;
+    QTest::newRow("signal 31") << 159 << 31;
+    QTest::newRow("exit 160") << 160 << 0;
+    QTest::newRow("exit 255") << 255 << 0;
+}
+
+void tst_RunStore::signalOfExitStatus() {
+    QFETCH(int, status);
+    QFETCH(int, signal);
+    const RankExit rankExit{status, {}};
+    QCOMPARE(rankExit.signal(), signal);
+}
+
+void tst_RunStore::recordJsonRoundTrip() {
+    const RunRecord record = fullRecord(QString::fromLatin1(kRunId));
+    const std::optional<RunRecord> back = RunRecord::fromJson(record.toJson());
+    QVERIFY(back);
+    compareRecords(*back, record);
+    QCOMPARE(back->exits.value(2).signal(), 9);
+    QCOMPARE(back->nodeOfRank(0), 0);
+    QCOMPARE(back->nodeOfRank(3), 1);
+    QCOMPARE(back->nodeOfRank(4), -1);
+
+    // A run still going has no end time and no failed rank; both must survive as "unset".
+    RunRecord running = minimalRecord(QString::fromLatin1(kRunId));
+    const std::optional<RunRecord> runningBack = RunRecord::fromJson(running.toJson());
+    QVERIFY(runningBack);
+    QVERIFY(!runningBack->ended.isValid());
+    QCOMPARE(runningBack->firstFailedRank, -1);
+    compareRecords(*runningBack, running);
+}
+
+void tst_RunStore::recordWithoutIdIsRejected() {
+    QJsonObject object = fullRecord(QString::fromLatin1(kRunId)).toJson();
+    object.remove(QStringLiteral("id"));
+    QVERIFY(!RunRecord::fromJson(object));
+    QVERIFY(!RunRecord::fromJson(QJsonObject()));
+
+    // A record written by an older version, with only an id: every other field takes its "unset" value.
+    const std::optional<RunRecord> bare = RunRecord::fromJson(QJsonObject{{"id", kRunId}});
+    QVERIFY(bare);
+    QCOMPARE(bare->firstFailedRank, -1);
+    QCOMPARE(bare->worldSize, 0);
+    QVERIFY(!bare->ended.isValid());
+    QVERIFY(bare->nodes.isEmpty());
+    QVERIFY(bare->exits.isEmpty());
+}
+
+void tst_RunStore::saveLoadRoundTrip() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    RunStore store(dir.path());
+    QCOMPARE(store.root(), dir.path());
+    const RunRecord record = fullRecord(QString::fromLatin1(kRunId));
+    QString error;
+    QVERIFY2(store.save(record, &error), qPrintable(error));
+    QCOMPARE(store.runDir(record.id), dir.path() + QStringLiteral("/runs/") + record.id);
+    QVERIFY(QFile::exists(store.runDir(record.id) + QStringLiteral("/run.json")));
+
+    // A fresh store on the same root reads only what is on disk.
+    const std::optional<RunRecord> loaded = RunStore(dir.path()).load(record.id, &error);
+    QVERIFY2(loaded, qPrintable(error));
+    compareRecords(*loaded, record);
+
+    // Saving again replaces the record rather than adding a second one.
+    RunRecord finished = record;
+    finished.state = QStringLiteral("finished");
+    QVERIFY(store.save(finished));
+    QCOMPARE(store.load(record.id)->state, QStringLiteral("finished"));
+    QCOMPARE(store.list().size(), 1);
+}
+
+void tst_RunStore::loadReportsMissingAndDamagedRuns() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    RunStore store(dir.path());
+
+    QString error;
+    QVERIFY(!store.load(QStringLiteral("20990101-000000-ffff"), &error));
+    QVERIFY2(error.contains(QStringLiteral("20990101-000000-ffff")), qPrintable(error));
+
+    const QString damaged = QStringLiteral("20240101-000000-dead");
+    QVERIFY(QDir().mkpath(store.runDir(damaged)));
+    QFile file(store.runDir(damaged) + QStringLiteral("/run.json"));
+    QVERIFY(file.open(QIODevice::WriteOnly));
+    file.write("{\"id\": \"2024");
+    file.close();
+    error.clear();
+    QVERIFY(!store.load(damaged, &error));
+    QVERIFY2(error.contains(damaged) && error.contains(QStringLiteral("damaged")), qPrintable(error));
+    QVERIFY(store.list().isEmpty());
+}
+
+void tst_RunStore::newRunId() {
+    const RunStore store(QStringLiteral("/nonexistent"));
+    const QDateTime when = utc("2024-03-01T09:05:07.000Z");
+    const QString id = store.newRunId(when);
+    QVERIFY2(QRegularExpression(QStringLiteral("^20240301-090507-[0-9a-f]{4}$")).match(id).hasMatch(), qPrintable(id));
+    // Ids sort by time as strings, which is what list() relies on.
+    QVERIFY(store.newRunId(when.addSecs(1)) > id);
+    QVERIFY(store.newRunId(when.addDays(-1)) < id);
+}
+
+void tst_RunStore::listIsNewestFirst() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    RunStore store(dir.path());
+    QVERIFY(store.list().isEmpty());
+
+    const QDateTime start = utc("2024-03-01T23:59:58.000Z");
+    const QString oldest = store.newRunId(start);
+    const QString middle = store.newRunId(start.addSecs(3)); // the next day
+    const QString newest = store.newRunId(start.addDays(30));
+    for (const QString& id : {middle, newest, oldest}) // saved out of order
+        QVERIFY(store.save(minimalRecord(id)));
+    QCOMPARE(idsOf(store.list()), (QStringList{newest, middle, oldest}));
+}
+
+void tst_RunStore::listIncludesRunMissingFromIndex() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    RunStore store(dir.path());
+    QVERIFY(store.save(minimalRecord(QStringLiteral("20240101-000000-1111"))));
+
+    // A crash after run.json was written but before the index was: only the run directory exists.
+    const QString orphan = QStringLiteral("20240202-000000-2222");
+    QVERIFY(QDir().mkpath(store.runDir(orphan)));
+    QFile file(store.runDir(orphan) + QStringLiteral("/run.json"));
+    QVERIFY(file.open(QIODevice::WriteOnly));
+    file.write(QJsonDocument(minimalRecord(orphan).toJson()).toJson());
+    file.close();
+    QVERIFY(!readAll(dir.path() + QStringLiteral("/runs/index.json")).contains(orphan.toUtf8()));
+    // A directory without run.json is not a run.
+    QVERIFY(QDir().mkpath(store.runDir(QStringLiteral("20240303-000000-3333"))));
+
+    QCOMPARE(idsOf(store.list()), (QStringList{orphan, QStringLiteral("20240101-000000-1111")}));
+    QCOMPARE(store.resolveId(QStringLiteral("latest")), orphan);
+}
+
+void tst_RunStore::indexContent() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    RunStore store(dir.path());
+    const RunRecord older = fullRecord(QStringLiteral("20240301-120000-abcd"));
+    RunRecord newer = minimalRecord(QStringLiteral("20240302-080000-0123"));
+    newer.created = utc("2024-03-02T08:00:00.500Z");
+    newer.worldSize = 8;
+    newer.summary = QStringLiteral("running on 2 nodes");
+    QVERIFY(store.save(older));
+    QVERIFY(store.save(newer));
+
+    QJsonParseError parseError;
+    const QJsonDocument index =
+        QJsonDocument::fromJson(readAll(dir.path() + QStringLiteral("/runs/index.json")), &parseError);
+    QCOMPARE(parseError.error, QJsonParseError::NoError);
+    const QJsonArray runs = index.object().value(QStringLiteral("runs")).toArray();
+    QCOMPARE(runs.size(), 2);
+    const QJsonObject first = runs.at(0).toObject();
+    QCOMPARE(first, (QJsonObject{{"id", newer.id},
+                                 {"name", newer.name},
+                                 {"mode", "debug"},
+                                 {"state", "running"},
+                                 {"created", "2024-03-02T08:00:00.500Z"},
+                                 {"world_size", 8},
+                                 {"summary", "running on 2 nodes"}}));
+    const QJsonObject second = runs.at(1).toObject();
+    QCOMPARE(second.value(QStringLiteral("id")).toString(), older.id);
+    QCOMPARE(second.value(QStringLiteral("state")).toString(), QStringLiteral("failed"));
+    QCOMPARE(second.value(QStringLiteral("summary")).toString(), older.summary);
+    // The index is for listings: the job and the nodes stay in run.json only.
+    QVERIFY(!second.contains(QStringLiteral("job")));
+    QVERIFY(!second.contains(QStringLiteral("nodes")));
+
+    // Saving a run again updates its entry in place.
+    newer.state = QStringLiteral("finished");
+    QVERIFY(store.save(newer));
+    const QJsonArray updated = QJsonDocument::fromJson(readAll(dir.path() + QStringLiteral("/runs/index.json")))
+                                   .object()
+                                   .value(QStringLiteral("runs"))
+                                   .toArray();
+    QCOMPARE(updated.size(), 2);
+    QCOMPARE(updated.at(0).toObject().value(QStringLiteral("state")).toString(), QStringLiteral("finished"));
+}
+
+void tst_RunStore::resolveId_data() {
+    QTest::addColumn<QString>("query");
+    QTest::addColumn<QString>("id");            // empty: refused
+    QTest::addColumn<QStringList>("inMessage"); // what the error names when refused
+
+    QTest::newRow("latest") << "latest"
+                            << "20240302-090000-1234" << QStringList();
+    QTest::newRow("full id") << "20240101-120000-aaab"
+                             << "20240101-120000-aaab" << QStringList();
+    QTest::newRow("unique prefix") << "20240302"
+                                   << "20240302-090000-1234" << QStringList();
+    QTest::newRow("prefix of a run in the middle") << "20240201"
+                                                   << "20240201-000000-5678" << QStringList();
+    QTest::newRow("full id that prefixes another") << "20240101-120000-aaaa"
+                                                   << "20240101-120000-aaaa" << QStringList();
+    QTest::newRow("ambiguous") << "20240101-120000-aa" << QString()
+                               << QStringList{"matches several runs", "20240101-120000-aaaa", "20240101-120000-aaab",
+                                              "20240101-120000-aaaa9"};
+    QTest::newRow("unknown") << "2023" << QString() << QStringList{"no run '2023'"};
+    QTest::newRow("longer than any id") << "20240302-090000-12345" << QString()
+                                        << QStringList{"no run '20240302-090000-12345'"};
+}
+
+void tst_RunStore::resolveId() {
+    QFETCH(QString, query);
+    QFETCH(QString, id);
+    QFETCH(QStringList, inMessage);
+
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    RunStore store(dir.path());
+    for (const char* runId : {"20240101-120000-aaaa", "20240101-120000-aaab", "20240101-120000-aaaa9",
+                              "20240302-090000-1234", "20240201-000000-5678"})
+        QVERIFY(store.save(minimalRecord(QString::fromLatin1(runId))));
+
+    QString error;
+    QCOMPARE(store.resolveId(query, &error), id);
+    if (id.isEmpty()) {
+        for (const QString& part : inMessage)
+            QVERIFY2(error.contains(part), qPrintable(error));
+    }
+}
+
+void tst_RunStore::resolveLatestInEmptyStore() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    RunStore store(dir.path());
+    QString error;
+    QCOMPARE(store.resolveId(QStringLiteral("latest"), &error), QString());
+    QVERIFY2(error.contains(dir.path()), qPrintable(error));
+}
+
+void tst_RunStore::streamPathAndSize() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    RunStore store(dir.path());
+    const QString id = QString::fromLatin1(kRunId);
+    QVERIFY(store.save(minimalRecord(id)));
+
+    QCOMPARE(rankscope::rankStreamSuffix(RankStream::Out), QStringLiteral("out"));
+    QCOMPARE(rankscope::rankStreamSuffix(RankStream::Err), QStringLiteral("err"));
+    QCOMPARE(rankscope::rankStreamSuffix(RankStream::Events), QStringLiteral("events"));
+    QCOMPARE(store.streamPath(id, 3, RankStream::Err), store.runDir(id) + QStringLiteral("/rank3.err"));
+    QCOMPARE(store.streamPath(id, 12, RankStream::Events), store.runDir(id) + QStringLiteral("/rank12.events"));
+    QCOMPARE(store.streamPath(id, 0, RankStream::Out), store.runDir(id) + QStringLiteral("/rank0.out"));
+
+    for (const RankStream stream : rankscope::kRankStreams)
+        QCOMPARE(store.streamSize(id, 1, stream), 0);
+    QVERIFY(store.appendStream(id, 1, RankStream::Out, 0, "hello\n"));
+    QCOMPARE(store.streamSize(id, 1, RankStream::Out), 6);
+    // Each rank and stream is its own file.
+    QCOMPARE(store.streamSize(id, 1, RankStream::Err), 0);
+    QCOMPARE(store.streamSize(id, 0, RankStream::Out), 0);
+    QCOMPARE(readAll(store.streamPath(id, 1, RankStream::Out)), QByteArray("hello\n"));
+}
+
+void tst_RunStore::appendStream_data() {
+    QTest::addColumn<QList<qint64>>("offsets");
+    QTest::addColumn<QList<QByteArray>>("chunks");
+    QTest::addColumn<QList<bool>>("accepted");
+    QTest::addColumn<QByteArray>("content");
+
+    QTest::newRow("one chunk") << QList<qint64>{0} << QList<QByteArray>{"abc"} << QList<bool>{true}
+                               << QByteArray("abc");
+    QTest::newRow("sequential") << QList<qint64>{0, 3, 6} << QList<QByteArray>{"abc", "def", "g\n"}
+                                << QList<bool>{true, true, true} << QByteArray("abcdefg\n");
+    QTest::newRow("overlap appends only the new tail")
+        << QList<qint64>{0, 1} << QList<QByteArray>{"abc", "bcdef"} << QList<bool>{true, true} << QByteArray("abcdef");
+    QTest::newRow("overlap from the start")
+        << QList<qint64>{0, 0} << QList<QByteArray>{"abc", "abcdef"} << QList<bool>{true, true} << QByteArray("abcdef");
+    QTest::newRow("exact duplicate ignored")
+        << QList<qint64>{0, 0} << QList<QByteArray>{"abc", "abc"} << QList<bool>{true, true} << QByteArray("abc");
+    QTest::newRow("earlier chunk redelivered")
+        << QList<qint64>{0, 3, 3, 0} << QList<QByteArray>{"abc", "def", "def", "abc"}
+        << QList<bool>{true, true, true, true} << QByteArray("abcdef");
+    QTest::newRow("stale chunk inside what we have")
+        << QList<qint64>{0, 2} << QList<QByteArray>{"abcdef", "cd"} << QList<bool>{true, true} << QByteArray("abcdef");
+    QTest::newRow("empty chunk") << QList<qint64>{0, 3} << QList<QByteArray>{"abc", ""} << QList<bool>{true, true}
+                                 << QByteArray("abc");
+    QTest::newRow("binary bytes") << QList<qint64>{0, 2} << QList<QByteArray>{QByteArray("\0\n", 2), "\xff\r"}
+                                  << QList<bool>{true, true} << QByteArray("\0\n\xff\r", 4);
+    QTest::newRow("gap at the start") << QList<qint64>{2} << QList<QByteArray>{"cd"} << QList<bool>{false}
+                                      << QByteArray();
+    QTest::newRow("gap refused, file unchanged")
+        << QList<qint64>{0, 4} << QList<QByteArray>{"abc", "efg"} << QList<bool>{true, false} << QByteArray("abc");
+    QTest::newRow("gap then the missing bytes")
+        << QList<qint64>{0, 5, 3, 5} << QList<QByteArray>{"abc", "fg", "de", "fg"}
+        << QList<bool>{true, false, true, true} << QByteArray("abcdefg");
+}
+
+void tst_RunStore::appendStream() {
+    QFETCH(QList<qint64>, offsets);
+    QFETCH(QList<QByteArray>, chunks);
+    QFETCH(QList<bool>, accepted);
+    QFETCH(QByteArray, content);
+
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    RunStore store(dir.path());
+    const QString id = QString::fromLatin1(kRunId);
+    QVERIFY(store.save(minimalRecord(id)));
+    for (qsizetype i = 0; i < chunks.size(); ++i) {
+        const QByteArray before = readAll(store.streamPath(id, 0, RankStream::Events));
+        QString error;
+        QCOMPARE(store.appendStream(id, 0, RankStream::Events, offsets[i], chunks[i], &error), accepted[i]);
+        if (!accepted[i]) {
+            QVERIFY(!error.isEmpty());
+            QCOMPARE(readAll(store.streamPath(id, 0, RankStream::Events)), before);
+        }
+    }
+    QCOMPARE(readAll(store.streamPath(id, 0, RankStream::Events)), content);
+    QCOMPARE(store.streamSize(id, 0, RankStream::Events), content.size());
+}
+
+void tst_RunStore::appendStreamGapIsRefused() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    RunStore store(dir.path());
+    const QString id = QString::fromLatin1(kRunId);
+    QVERIFY(store.save(minimalRecord(id)));
+    QVERIFY(store.appendStream(id, 3, RankStream::Err, 0, "12345"));
+
+    QString error;
+    QVERIFY(!store.appendStream(id, 3, RankStream::Err, 9, "xyz", &error));
+    QVERIFY2(error.contains(QStringLiteral("rank 3")), qPrintable(error));
+    QVERIFY2(error.contains(QStringLiteral("err")), qPrintable(error));
+    QVERIFY2(error.contains(QStringLiteral("5")) && error.contains(QStringLiteral("9")), qPrintable(error));
+    QCOMPARE(readAll(store.streamPath(id, 3, RankStream::Err)), QByteArray("12345"));
+    QCOMPARE(store.streamSize(id, 3, RankStream::Err), 5);
+
+    // A negative offset is nonsense, not an overlap: refused too.
+    QVERIFY(!store.appendStream(id, 3, RankStream::Err, -2, "xx12345678", &error));
+    QCOMPARE(readAll(store.streamPath(id, 3, RankStream::Err)), QByteArray("12345"));
+}
+
+void tst_RunStore::reattachNeverDuplicatesOrLosesBytes() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const QString id = QString::fromLatin1(kRunId);
+    QByteArray node; // the file on the node, as it grows
+    for (int i = 0; i < 500; ++i)
+        node += QByteArray::number(i) + " {\"step\":" + QByteArray::number(i * 7) + "}\n";
+
+    {
+        RunStore store(dir.path());
+        QVERIFY(store.save(minimalRecord(id)));
+        // First attach: chunks of uneven sizes, cut mid-line, until the connection drops.
+        qint64 offset = 0;
+        for (const qint64 size : {1, 17, 300, 4, 1000}) {
+            QVERIFY(store.appendStream(id, 1, RankStream::Events, offset, node.mid(offset, size)));
+            offset += size;
+        }
+        // The last chunk was in flight when the link dropped and arrives again after reattach.
+        QVERIFY(store.appendStream(id, 1, RankStream::Events, offset - 1000, node.mid(offset - 1000, 1000)));
+    }
+
+    // Reattach with a new store: it reads from the local size, but the node resends a little earlier too.
+    RunStore store(dir.path());
+    qint64 offset = store.streamSize(id, 1, RankStream::Events);
+    QCOMPARE(offset, 1322);
+    QVERIFY(store.appendStream(id, 1, RankStream::Events, offset - 50, node.mid(offset - 50, 200)));
+    offset += 150;
+    while (offset < node.size()) {
+        QVERIFY(store.appendStream(id, 1, RankStream::Events, offset, node.mid(offset, 777)));
+        offset = store.streamSize(id, 1, RankStream::Events);
+    }
+    QCOMPARE(readAll(store.streamPath(id, 1, RankStream::Events)), node);
+}
+
+void tst_RunStore::defaultRootHonoursRankscopeHome() {
+    const EnvironmentGuard guard("RANKSCOPE_HOME");
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const QString home = dir.filePath(QStringLiteral("rankscope home"));
+
+    qputenv("RANKSCOPE_HOME", home.toLocal8Bit());
+    QCOMPARE(RunStore::defaultRoot(), home);
+    RunStore store;
+    QCOMPARE(store.root(), home);
+    QVERIFY(store.save(minimalRecord(QString::fromLatin1(kRunId))));
+    QVERIFY(QFile::exists(home + QStringLiteral("/runs/") + QString::fromLatin1(kRunId) + QStringLiteral("/run.json")));
+    QVERIFY(QFile::exists(home + QStringLiteral("/runs/index.json")));
+
+    // Unset or empty: the user's data directory.
+    const QString fallback =
+        QStandardPaths::writableLocation(QStandardPaths::GenericDataLocation) + QStringLiteral("/rankscope");
+    qputenv("RANKSCOPE_HOME", QByteArray());
+    QCOMPARE(RunStore::defaultRoot(), fallback);
+    qunsetenv("RANKSCOPE_HOME");
+    QCOMPARE(RunStore::defaultRoot(), fallback);
+    QCOMPARE(RunStore().root(), fallback);
+}
+
+QTEST_GUILESS_MAIN(tst_RunStore)
+#include "tst_runstore.moc"
