@@ -4,6 +4,7 @@
 #include "core/deploymanifest.h"
 #include "remote/shellcommand.h"
 
+#include <QDateTime>
 #include <QDir>
 #include <QFile>
 #include <QTimer>
@@ -249,6 +250,9 @@ void NodeWorker::startSupervisor(const QString& mode) {
 
 void NodeWorker::startFollowing() {
     m_drained = false;
+    // Time without a pulse counts only while the node is reachable.
+    m_sincePulseChanged.invalidate();
+    m_sincePulseChecked.invalidate();
     if (!m_pollTimer) {
         m_pollTimer = new QTimer(this);
         m_pollTimer->setInterval(m_options.pollIntervalMs);
@@ -291,6 +295,8 @@ bool NodeWorker::pollOnce() {
             m_exitsTail = m_exitsTail.mid(end + 1);
         }
     }
+    if (!allEndedBefore)
+        checkPulse();
     for (const int rank : std::as_const(m_ranks)) {
         for (const RankStream stream : kRankStreams) {
             const auto key = qMakePair(rank, static_cast<int>(stream));
@@ -308,6 +314,28 @@ bool NodeWorker::pollOnce() {
         }
     }
     return allEndedBefore;
+}
+
+void NodeWorker::checkPulse() {
+    if (m_sincePulseChecked.isValid() && m_sincePulseChecked.elapsed() < 2000)
+        return;
+    m_sincePulseChecked.start();
+    // Read whole: the supervisor replaces the file (rename), so a handle kept open would show the old one.
+    const QByteArray pulse = m_transport->readWhole(m_runDir + QStringLiteral("/alive")).value_or(QByteArray());
+    if (pulse != m_lastPulse || !m_sincePulseChanged.isValid()) {
+        m_lastPulse = pulse;
+        m_sincePulseChanged.start();
+        return;
+    }
+    if (m_sincePulseChanged.elapsed() < m_options.lostAfterMs)
+        return;
+    const double now = static_cast<double>(QDateTime::currentMSecsSinceEpoch()) / 1000.0;
+    for (const int rank : std::as_const(m_ranks)) {
+        if (!m_exits.contains(rank)) {
+            m_exits.insert(rank, kLostStatus);
+            emit rankExited(m_node, rank, kLostStatus, now);
+        }
+    }
 }
 
 void NodeWorker::handleLinkError(const TransportError& error) {

@@ -4,6 +4,7 @@
 #include "core/runstore.h"
 #include "remote/transport.h"
 
+#include <QElapsedTimer>
 #include <QHash>
 #include <QObject>
 #include <QPair>
@@ -49,8 +50,13 @@ struct StreamOffsets {
     qint64 exits = 0;
 };
 
+// The exit status of a rank whose node stopped answering: its supervisor's pulse stopped before the rank's
+// status was written (node rebooted, supervisor killed).
+inline constexpr int kLostStatus = -1;
+
 struct NodeWorkerOptions {
     int pollIntervalMs = 20;
+    int lostAfterMs = 15000; // no pulse for this long, with ranks still unaccounted for: they are lost
     int reconnectIntervalMs = 1000;
     qint64 maxReadBytes = 1 << 20;
 };
@@ -77,7 +83,7 @@ signals:
     void failed(int node, int errorKind, const QString& message);
     void launched(int node, const QString& runDir);
     void data(int node, int rank, int stream, qint64 offset, const QByteArray& bytes);
-    void rankExited(int node, int rank, int status, double unixTime);
+    void rankExited(int node, int rank, int status, double unixTime); // status kLostStatus: node went silent
     void linkLost(int node, const QString& message);
     void linkRestored(int node);
     void drained(int node); // every rank ended and every byte of its files was delivered
@@ -86,6 +92,7 @@ signals:
 private:
     void poll();
     bool pollOnce();
+    void checkPulse();
     void handleLinkError(const TransportError& error);
     void tryReconnect();
     void startFollowing();
@@ -110,6 +117,9 @@ private:
     StreamOffsets m_offsets;
     QHash<int, int> m_exits;
     QByteArray m_exitsTail; // an exits line not yet complete
+    QByteArray m_lastPulse; // the supervisor's "alive" file, last seen
+    QElapsedTimer m_sincePulseChanged;
+    QElapsedTimer m_sincePulseChecked;
     bool m_drained = false;
     bool m_shuttingDown = false;
 };

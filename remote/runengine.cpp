@@ -70,6 +70,8 @@ QByteArray cachedSha256(const QString& path, const QString& cacheFile) {
 }
 
 QString describeStatus(int status) {
+    if (status == kLostStatus)
+        return QStringLiteral("lost: its node's supervisor stopped answering before the rank ended (node down?)");
     if (status > 128 && status < 160) {
         static const char* const names[] = {"",        "SIGHUP",  "SIGINT",  "SIGQUIT", "SIGILL",  "SIGTRAP",
                                             "SIGABRT", "SIGBUS",  "SIGFPE",  "SIGKILL", "SIGUSR1", "SIGSEGV",
@@ -381,7 +383,8 @@ void RunEngine::noteFailure() {
         const RankExit& exit = it.value();
         if (exit.status == 0 || (m_tearingDown && exit.seenAt >= m_teardownAt))
             continue;
-        Candidate candidate{it.key(), exit.seenAt, exit.signal() != 0 && exit.signal() != 15,
+        Candidate candidate{it.key(), exit.seenAt,
+                            exit.status == kLostStatus || (exit.signal() != 0 && exit.signal() != 15),
                             describeStatus(exit.status)};
         if (const QString said = m_lastStderrLine.value(it.key()); !said.isEmpty() && exit.signal() == 0) {
             candidate.primary = true; // ended by itself, saying why

@@ -15,6 +15,8 @@ QString bar(double fraction, int width) {
 }
 
 QString exitText(int status) {
+    if (status == remote::kLostStatus)
+        return QStringLiteral("lost (node down?)");
     if (status > 128 && status < 160) {
         static const char* const names[] = {"",        "SIGHUP",  "SIGINT",  "SIGQUIT", "SIGILL",  "SIGTRAP",
                                             "SIGABRT", "SIGBUS",  "SIGFPE",  "SIGKILL", "SIGUSR1", "SIGSEGV",

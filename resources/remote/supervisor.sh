@@ -9,7 +9,8 @@
 # Files in RUNDIR: ranks (one rank number per line), rankR.cmd (the rank's command, written by the engine
 # with every word quoted), rankR.out, rankR.err, rankR.events, rankR.pid, rankR.exit (written when the rank
 # ends: its wait status, 128+N for signal N), exits ("RANK STATUS UNIXTIME" per ended rank, in the order
-# they ended), supervisor.pid, supervisor.log, failed, stopping, done.
+# they ended), alive (rewritten every 2 s while the supervisor lives), supervisor.pid, supervisor.log,
+# failed, stopping, done.
 set -u
 
 publish() { # publish FILE VALUE: readers never see a half-written file
@@ -73,10 +74,20 @@ start)
     mode=${3:-debug}
     publish supervisor.pid "$$"
     trap '' HUP
+    watchers=
     for r in $(cat ranks); do
         watch_rank "$r" "$mode" &
+        watchers="$watchers $!"
     done
-    wait
+    # A pulse for the engine: "alive" is rewritten every 2 s while the supervisor lives. When it stops
+    # changing before every rank has an exit status, the node went down (reboot, OOM killer, kill -9).
+    supervisor=$$
+    (while kill -0 "$supervisor" 2>/dev/null; do
+        date +%s >alive.tmp && mv -f alive.tmp alive
+        sleep 2
+    done) </dev/null >/dev/null 2>&1 &
+    # shellcheck disable=SC2086 # one word per watcher
+    wait $watchers
     : >done
     ;;
 stop)

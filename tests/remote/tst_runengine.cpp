@@ -209,6 +209,37 @@ private slots:
         QCOMPARE(eventFileLines, QStringList{QStringLiteral("not an event")});
     }
 
+    void silentNodeIsReportedLost() {
+        // Everything of the run dies at once, supervisor included, as when a node reboots: no exit status is
+        // ever written, and the supervisor's pulse stops.
+        RunStore store(m_dir.filePath(QStringLiteral("store-lost")));
+        remote::EngineOptions options = engineOptions();
+        options.worker.lostAfterMs = 3000;
+        remote::RunEngine engine(&store, options);
+        QSignalSpy events(&engine, &remote::RunEngine::events);
+        QJsonObject job{{"version", 1},
+                        {"name", "lost"},
+                        {"deploy", "binary"},
+                        {"master_port", 29600 + QRandomGenerator::global()->bounded(300)},
+                        {"nodes", QJsonArray{loopbackNode("loop")}},
+                        {"trainer", trainerJson(0, QJsonArray{"--slow-rank", "0", "--slow-ms", "50"})}};
+        QJsonObject trainer = job.value("trainer").toObject();
+        trainer.insert("epochs", 1000);
+        job.insert("trainer", trainer);
+        QString error;
+        QVERIFY2(engine.launch(jobFrom(job), RunMode::Submit, &error), qPrintable(error));
+        QTRY_VERIFY_WITH_TIMEOUT(events.size() > 5, 60000);
+        QTest::qWait(2500); // at least one pulse seen
+        QCOMPARE(QProcess::execute(QStringLiteral("pkill"),
+                                   {QStringLiteral("-9"), QStringLiteral("-f"), engine.record().id}),
+                 0);
+        const RunRecord record = waitForEnd(engine, 60000);
+        QCOMPARE(record.state, QStringLiteral("failed"));
+        QCOMPARE(record.exits.value(0).status, remote::kLostStatus);
+        QCOMPARE(record.exits.value(1).status, remote::kLostStatus);
+        QVERIFY2(record.summary.contains(QLatin1String("lost")), qPrintable(record.summary));
+    }
+
     void unknownHostStopsTheLaunchNamingTheHost() {
         RunStore store(m_dir.filePath(QStringLiteral("store-unknown")));
         remote::RunEngine engine(&store, engineOptions(m_dir.filePath(QStringLiteral("no_known_hosts"))));
