@@ -40,6 +40,28 @@ QString rankStreamSuffix(RankStream stream) {
     return {};
 }
 
+QString signalName(int signal) {
+    static const char* const names[] = {"",        "SIGHUP",  "SIGINT",  "SIGQUIT", "SIGILL",  "SIGTRAP",
+                                        "SIGABRT", "SIGBUS",  "SIGFPE",  "SIGKILL", "SIGUSR1", "SIGSEGV",
+                                        "SIGUSR2", "SIGPIPE", "SIGALRM", "SIGTERM"};
+    return signal > 0 && signal < 16 ? QString::fromLatin1(names[signal]) : QStringLiteral("signal %1").arg(signal);
+}
+
+QString describeExitStatus(int status) {
+    if (status == kLostExitStatus)
+        return QStringLiteral("lost: its node's supervisor stopped answering before the rank ended (node down?)");
+    const int signal = RankExit{status, {}}.signal();
+    return signal != 0 ? QStringLiteral("killed by %1").arg(signalName(signal))
+                       : QStringLiteral("exit status %1").arg(status);
+}
+
+QString shortExitStatus(int status) {
+    if (status == kLostExitStatus)
+        return QStringLiteral("lost");
+    const int signal = RankExit{status, {}}.signal();
+    return signal != 0 ? signalName(signal) : QStringLiteral("exit %1").arg(status);
+}
+
 QJsonObject RunRecord::toJson() const {
     QJsonArray nodeArray;
     for (const RunNodeRecord& node : nodes) {

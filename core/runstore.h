@@ -25,6 +25,16 @@ struct RunNodeRecord {
     QVector<int> ranks;
 };
 
+// The status of a rank whose node stopped answering before the rank's own status was written.
+inline constexpr int kLostExitStatus = -1;
+
+// "SIGKILL" for 9; "signal N" for one without a common name.
+[[nodiscard]] QString signalName(int signal);
+// One sentence: "killed by SIGKILL", "exit status 1", "lost: ...". Statuses are as the shell reports them.
+[[nodiscard]] QString describeExitStatus(int status);
+// A table cell: "SIGKILL", "exit 1", "lost".
+[[nodiscard]] QString shortExitStatus(int status);
+
 struct RankExit {
     int status = 0; // wait status as the shell reports it: 128+N for signal N
     QDateTime seenAt;

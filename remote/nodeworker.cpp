@@ -332,8 +332,8 @@ void NodeWorker::checkPulse() {
     const double now = static_cast<double>(QDateTime::currentMSecsSinceEpoch()) / 1000.0;
     for (const int rank : std::as_const(m_ranks)) {
         if (!m_exits.contains(rank)) {
-            m_exits.insert(rank, kLostStatus);
-            emit rankExited(m_node, rank, kLostStatus, now);
+            m_exits.insert(rank, kLostExitStatus);
+            emit rankExited(m_node, rank, kLostExitStatus, now);
         }
     }
 }

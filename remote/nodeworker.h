@@ -50,10 +50,6 @@ struct StreamOffsets {
     qint64 exits = 0;
 };
 
-// The exit status of a rank whose node stopped answering: its supervisor's pulse stopped before the rank's
-// status was written (node rebooted, supervisor killed).
-inline constexpr int kLostStatus = -1;
-
 struct NodeWorkerOptions {
     int pollIntervalMs = 20;
     int lostAfterMs = 15000; // no pulse for this long, with ranks still unaccounted for: they are lost
@@ -83,7 +79,7 @@ signals:
     void failed(int node, int errorKind, const QString& message);
     void launched(int node, const QString& runDir);
     void data(int node, int rank, int stream, qint64 offset, const QByteArray& bytes);
-    void rankExited(int node, int rank, int status, double unixTime); // status kLostStatus: node went silent
+    void rankExited(int node, int rank, int status, double unixTime); // kLostExitStatus: the node went silent
     void linkLost(int node, const QString& message);
     void linkRestored(int node);
     void drained(int node); // every rank ended and every byte of its files was delivered

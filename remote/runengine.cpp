@@ -69,20 +69,6 @@ QByteArray cachedSha256(const QString& path, const QString& cacheFile) {
     return sha;
 }
 
-QString describeStatus(int status) {
-    if (status == kLostStatus)
-        return QStringLiteral("lost: its node's supervisor stopped answering before the rank ended (node down?)");
-    if (status > 128 && status < 160) {
-        static const char* const names[] = {"",        "SIGHUP",  "SIGINT",  "SIGQUIT", "SIGILL",  "SIGTRAP",
-                                            "SIGABRT", "SIGBUS",  "SIGFPE",  "SIGKILL", "SIGUSR1", "SIGSEGV",
-                                            "SIGUSR2", "SIGPIPE", "SIGALRM", "SIGTERM"};
-        const int signal = status - 128;
-        return signal < 16 ? QStringLiteral("killed by %1").arg(QLatin1String(names[signal]))
-                           : QStringLiteral("killed by signal %1").arg(signal);
-    }
-    return QStringLiteral("exit status %1").arg(status);
-}
-
 } // namespace
 
 RunEngine::RunEngine(RunStore* store, EngineOptions options, QObject* parent)
@@ -384,8 +370,8 @@ void RunEngine::noteFailure() {
         if (exit.status == 0 || (m_tearingDown && exit.seenAt >= m_teardownAt))
             continue;
         Candidate candidate{it.key(), exit.seenAt,
-                            exit.status == kLostStatus || (exit.signal() != 0 && exit.signal() != 15),
-                            describeStatus(exit.status)};
+                            exit.status == kLostExitStatus || (exit.signal() != 0 && exit.signal() != 15),
+                            describeExitStatus(exit.status)};
         if (const QString said = m_lastStderrLine.value(it.key()); !said.isEmpty() && exit.signal() == 0) {
             candidate.primary = true; // ended by itself, saying why
             candidate.cause += QStringLiteral(" (its last words: %1)").arg(said);
@@ -394,8 +380,8 @@ void RunEngine::noteFailure() {
             static const QStringList consequences = {"collective", "rendezvous", "terminated"};
             candidate.time = error->time;
             candidate.primary = !consequences.contains(error->kind);
-            candidate.cause =
-                QStringLiteral("%1 (%2: %3)").arg(describeStatus(exit.status), error->kind, error->message.left(200));
+            candidate.cause = QStringLiteral("%1 (%2: %3)")
+                                  .arg(describeExitStatus(exit.status), error->kind, error->message.left(200));
         }
         const bool better = best.rank < 0 || (candidate.primary && !best.primary) ||
                             (candidate.primary == best.primary && candidate.time < best.time);

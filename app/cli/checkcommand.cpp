@@ -125,21 +125,11 @@ int runCheckCommand(const QString& jobPath, bool json, const ConnectionFlags& fl
 
 int runCheckCommand(const QString& jobPath, const QString& mode, bool json, const ConnectionFlags& flags) {
     QTextStream err(stderr);
-    const JobParseResult job = loadJobFile(jobPath);
-    if (!job.ok()) {
-        for (const JobIssue& issue : job.issues)
-            err << jobPath << ": " << issue.toString() << '\n';
-        return kExitInvalidJob;
-    }
-    RunMode runMode = job.job->mode;
-    if (mode == QLatin1String("debug"))
-        runMode = RunMode::Debug;
-    else if (mode == QLatin1String("submit"))
-        runMode = RunMode::Submit;
-    else if (!mode.isEmpty()) {
-        err << "rankscope-cli check: --mode must be debug or submit, not '" << mode << "'\n";
-        return kExitUsage;
-    }
+    int exitCode = kExitOk;
+    const std::optional<CommandJob> loaded = loadCommandJob(QStringLiteral("check"), jobPath, mode, &exitCode);
+    if (!loaded)
+        return exitCode;
+    const RunMode runMode = loaded->mode;
 
     // No prompts: a check asks nothing. A key with a passphrase must be in ssh-agent; an unknown host is
     // reported with its fingerprint unless --accept-new-host-keys trusts it.
@@ -156,13 +146,13 @@ int runCheckCommand(const QString& jobPath, const QString& mode, bool json, cons
     QEventLoop loop;
     QObject::connect(&check, &remote::ClusterCheck::finished, &loop, &QEventLoop::quit);
     QString error;
-    if (!check.start(*job.job, runMode, &error)) {
+    if (!check.start(loaded->job, runMode, &error)) {
         err << "rankscope-cli check: " << error << '\n';
         return kExitInvalidJob;
     }
     if (progress)
         std::fprintf(stderr, "checking %d node(s) of %s (%s mode)\n", static_cast<int>(check.result().nodes.size()),
-                     qPrintable(job.job->name), runModeName(runMode).latin1());
+                     qPrintable(loaded->job.name), runModeName(runMode).latin1());
     loop.exec();
 
     const ClusterCheckResult& result = check.result();

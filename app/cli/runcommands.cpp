@@ -121,26 +121,37 @@ QString resolveRun(RunStore& store, const QString& command, const QString& run) 
 
 } // namespace
 
-int runRunCommand(const QString& jobPath, const QString& mode, bool detach, const ConnectionFlags& flags) {
+std::optional<CommandJob> loadCommandJob(const QString& command, const QString& jobPath, const QString& mode,
+                                         int* exitCode) {
     const JobParseResult job = loadJobFile(jobPath);
     if (!job.ok()) {
         for (const JobIssue& issue : job.issues)
             QTextStream(stderr) << jobPath << ": " << issue.toString() << '\n';
-        return kExitInvalidJob;
+        *exitCode = kExitInvalidJob;
+        return std::nullopt;
     }
-    RunMode runMode = job.job->mode;
+    CommandJob loaded{*job.job, job.job->mode};
     if (mode == QLatin1String("debug"))
-        runMode = RunMode::Debug;
+        loaded.mode = RunMode::Debug;
     else if (mode == QLatin1String("submit"))
-        runMode = RunMode::Submit;
+        loaded.mode = RunMode::Submit;
     else if (!mode.isEmpty()) {
-        printError(QStringLiteral("run"), QStringLiteral("--mode must be debug or submit, not '%1'").arg(mode));
-        return kExitUsage;
+        printError(command, QStringLiteral("--mode must be debug or submit, not '%1'").arg(mode));
+        *exitCode = kExitUsage;
+        return std::nullopt;
     }
+    return loaded;
+}
+
+int runRunCommand(const QString& jobPath, const QString& mode, bool detach, const ConnectionFlags& flags) {
+    int exitCode = kExitOk;
+    const std::optional<CommandJob> job = loadCommandJob(QStringLiteral("run"), jobPath, mode, &exitCode);
+    if (!job)
+        return exitCode;
     RunStore store;
     remote::RunEngine engine(&store, engineOptions(flags));
     QString error;
-    if (!engine.launch(*job.job, runMode, &error)) {
+    if (!engine.launch(job->job, job->mode, &error)) {
         printError(QStringLiteral("run"), error);
         return kExitLaunchFailed;
     }

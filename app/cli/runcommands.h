@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include "core/jobspec.h"
+
 #include <QString>
 
 #include <optional>
@@ -13,6 +15,15 @@ struct ConnectionFlags {
     QString sshConfig;
     bool acceptNewHostKeys = false;
 };
+
+// JOB as a command runs it: loaded and validated (every issue printed with its JSON path), in the mode that
+// --mode names or else the job's own. Nothing, with *exitCode set, when it cannot run.
+struct CommandJob {
+    JobSpec job;
+    RunMode mode = RunMode::Submit;
+};
+[[nodiscard]] std::optional<CommandJob> loadCommandJob(const QString& command, const QString& jobPath,
+                                                       const QString& mode, int* exitCode);
 
 [[nodiscard]] int runRunCommand(const QString& jobPath, const QString& mode, bool detach, const ConnectionFlags& flags);
 [[nodiscard]] int runAttachCommand(const QString& run, const ConnectionFlags& flags);

@@ -14,19 +14,6 @@ QString bar(double fraction, int width) {
     return QString(filled, QChar(0x2588)) + QString(width - filled, QChar(0x2591));
 }
 
-QString exitText(int status) {
-    if (status == remote::kLostStatus)
-        return QStringLiteral("lost (node down?)");
-    if (status > 128 && status < 160) {
-        static const char* const names[] = {"",        "SIGHUP",  "SIGINT",  "SIGQUIT", "SIGILL",  "SIGTRAP",
-                                            "SIGABRT", "SIGBUS",  "SIGFPE",  "SIGKILL", "SIGUSR1", "SIGSEGV",
-                                            "SIGUSR2", "SIGPIPE", "SIGALRM", "SIGTERM"};
-        const int signal = status - 128;
-        return signal < 16 ? QString::fromLatin1(names[signal]) : QStringLiteral("signal %1").arg(signal);
-    }
-    return QStringLiteral("exit %1").arg(status);
-}
-
 } // namespace
 
 RunMonitor::RunMonitor(remote::RunEngine* engine, bool interactive, FILE* out)
@@ -47,7 +34,7 @@ RunMonitor::RunMonitor(remote::RunEngine* engine, bool interactive, FILE* out)
     });
     connect(engine, &remote::RunEngine::rankExited, this, [this](int rank, const QString& host, int status) {
         if (status != 0)
-            printLine(QStringLiteral("rank %1 on %2 ended: %3").arg(rank).arg(host, exitText(status)));
+            printLine(QStringLiteral("rank %1 on %2 ended: %3").arg(rank).arg(host, shortExitStatus(status)));
     });
     connect(engine, &remote::RunEngine::linkLost, this, [this](int, const QString& host, const QString& message) {
         printLine(QStringLiteral("[%1] link lost (%2); the run goes on, reconnecting").arg(host, message));
@@ -145,7 +132,8 @@ void RunMonitor::printSummary(const RunRecord& record) {
         const auto number = [](const std::optional<double>& value, int decimals) {
             return value ? QString::number(*value, 'f', decimals) : QStringLiteral("-");
         };
-        const QString exit = record.exits.contains(rank) ? exitText(record.exits[rank].status) : QStringLiteral("?");
+        const QString exit =
+            record.exits.contains(rank) ? shortExitStatus(record.exits[rank].status) : QStringLiteral("?");
         std::fprintf(m_out, "%-5d %-14s %-10s %-10s %-10s %-9s %s\n", rank, qPrintable(m_engine->hostOfRank(rank)),
                      qPrintable(number(state ? state->loss : std::nullopt, 4)),
                      qPrintable(number(state ? state->valAccuracy : std::nullopt, 4)),

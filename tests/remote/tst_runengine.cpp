@@ -235,8 +235,8 @@ private slots:
                  0);
         const RunRecord record = waitForEnd(engine, 60000);
         QCOMPARE(record.state, QStringLiteral("failed"));
-        QCOMPARE(record.exits.value(0).status, remote::kLostStatus);
-        QCOMPARE(record.exits.value(1).status, remote::kLostStatus);
+        QCOMPARE(record.exits.value(0).status, kLostExitStatus);
+        QCOMPARE(record.exits.value(1).status, kLostExitStatus);
         QVERIFY2(record.summary.contains(QLatin1String("lost")), qPrintable(record.summary));
     }
 
