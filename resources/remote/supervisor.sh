@@ -9,7 +9,7 @@
 # Files in RUNDIR: ranks (one rank number per line), rankR.cmd (the rank's command, written by the engine
 # with every word quoted), rankR.out, rankR.err, rankR.events, rankR.pid, rankR.exit (written when the rank
 # ends: its wait status, 128+N for signal N), exits ("RANK STATUS UNIXTIME" per ended rank, in the order
-# they ended), alive (rewritten every 2 s while the supervisor lives), supervisor.pid, supervisor.log,
+# they ended), alive (rewritten every 2 s while the supervisor lives, by pulse.pid), supervisor.pid, supervisor.log,
 # failed, stopping, done.
 set -u
 
@@ -86,8 +86,10 @@ start)
         date +%s >alive.tmp && mv -f alive.tmp alive
         sleep 2
     done) </dev/null >/dev/null 2>&1 &
+    publish pulse.pid "$!"
     # shellcheck disable=SC2086 # one word per watcher
     wait $watchers
+    kill "$(cat pulse.pid)" 2>/dev/null # no process of the run outlives the supervisor
     : >done
     ;;
 stop)
@@ -102,6 +104,11 @@ stop)
     if [ -f supervisor.pid ] && kill -0 "$(cat supervisor.pid)" 2>/dev/null; then
         kill -KILL "$(cat supervisor.pid)" 2>/dev/null
         left=$((left + 1))
+    fi
+    if [ -f pulse.pid ]; then
+        kill "$(cat pulse.pid)" 2>/dev/null
+        sleep 0.1
+        kill -0 "$(cat pulse.pid)" 2>/dev/null && left=$((left + 1))
     fi
     echo "left=$left"
     ;;
