@@ -149,7 +149,7 @@ void RunEngine::reset() {
     m_lastStderrLine.clear();
     m_stoppedNodes.clear();
     m_processesLeft = 0;
-    m_stopRequested = m_tearingDown = m_finished = m_launchFailed = false;
+    m_stopRequested = m_tearingDown = m_finished = m_launchFailed = m_unfollowed = false;
     m_teardownAt = {};
 }
 
@@ -397,13 +397,23 @@ void RunEngine::noteFailure() {
 
 void RunEngine::onFailed(int node, int kind, const QString& message) {
     const QString host = m_record.nodes.value(node).host;
-    if (m_record.summary.isEmpty() || !m_launchFailed)
-        m_record.summary = QStringLiteral("%1: %2 (%3)")
-                               .arg(host, message, transportErrorKindName(static_cast<TransportErrorKind>(kind)));
-    m_launchFailed = true;
+    const QString cause =
+        QStringLiteral("%1: %2 (%3)").arg(host, message, transportErrorKindName(static_cast<TransportErrorKind>(kind)));
     emit nodeProgress(node, host, QStringLiteral("failed: %1").arg(message));
     m_drainedNodes.insert(node);
     m_stoppedNodes.insert(node);
+    if (m_record.state != QLatin1String("launching")) {
+        // Following a running run: a node that cannot be reached (a changed host key, refused credentials)
+        // is not a reason to stop the ranks on the others. Say so, and finish once the others are done.
+        m_unfollowed = true;
+        m_record.summary = QStringLiteral("cannot follow %1").arg(cause);
+        if (m_drainedNodes.size() == m_workers.size())
+            finish(QStringLiteral("lost"));
+        return;
+    }
+    if (m_record.summary.isEmpty() || !m_launchFailed)
+        m_record.summary = cause;
+    m_launchFailed = true;
     if (!m_tearingDown)
         teardown(m_options.failureGraceSeconds);
     else if (m_stoppedNodes.size() == m_workers.size())
@@ -426,6 +436,8 @@ void RunEngine::onDrained(int node) {
         state = QStringLiteral("failed");
     else if (m_stopRequested)
         state = QStringLiteral("stopped");
+    else if (m_unfollowed)
+        state = QStringLiteral("lost"); // some node's ranks were never seen to end
     else if (anyFailed)
         state = QStringLiteral("failed");
     finish(state);

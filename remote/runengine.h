@@ -127,6 +127,7 @@ private:
     bool m_tearingDown = false;
     bool m_finished = false;
     bool m_launchFailed = false;
+    bool m_unfollowed = false; // attached, and a node could not be reached
 };
 
 } // namespace rankscope::remote

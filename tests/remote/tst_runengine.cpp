@@ -132,6 +132,49 @@ private slots:
         }
     }
 
+    void nodeThatCannotBeFollowedIsNotStopped() {
+        RunStore store(m_dir.filePath(QStringLiteral("store-unfollowed")));
+        QJsonObject job{{"version", 1},
+                        {"name", "unfollowed"},
+                        {"deploy", "binary"},
+                        {"master_port", 29600 + QRandomGenerator::global()->bounded(300)},
+                        {"nodes", QJsonArray{loopbackNode("loop")}},
+                        {"trainer", trainerJson(0, QJsonArray{"--slow-rank", "0", "--slow-ms", "50"})}};
+        QJsonObject trainer = job.value("trainer").toObject();
+        trainer.insert("epochs", 1000);
+        job.insert("trainer", trainer);
+        QString runId;
+        {
+            remote::RunEngine engine(&store, engineOptions());
+            QSignalSpy launched(&engine, &remote::RunEngine::launched);
+            QString error;
+            QVERIFY2(engine.launch(jobFrom(job), RunMode::Submit, &error), qPrintable(error));
+            QTRY_VERIFY_WITH_TIMEOUT(!launched.isEmpty(), 60000);
+            runId = engine.record().id;
+            engine.detach();
+        }
+        // Reattaching with a known_hosts that disagrees with the node: refused, and the run left alone.
+        const QString wrong = m_dir.filePath(QStringLiteral("changed_known_hosts"));
+        QVERIFY(m_sshd.writeKnownHosts(wrong, false));
+        remote::RunEngine engine(&store, engineOptions(wrong));
+        QString error;
+        QVERIFY2(engine.attach(runId, &error), qPrintable(error));
+        const RunRecord record = waitForEnd(engine, 30000);
+        QCOMPARE(record.state, QStringLiteral("lost"));
+        QVERIFY2(record.summary.contains(QLatin1String("host-key-changed")), qPrintable(record.summary));
+        QProcess pgrep;
+        pgrep.start(QStringLiteral("pgrep"), {QStringLiteral("-f"), runId});
+        pgrep.waitForFinished();
+        QVERIFY(!pgrep.readAllStandardOutput().isEmpty()); // still training
+
+        remote::RunEngine stopper(&store, engineOptions());
+        QVERIFY2(stopper.attach(runId, &error), qPrintable(error));
+        QSignalSpy stopped(&stopper, &remote::RunEngine::stopped);
+        stopper.stop();
+        QCOMPARE(waitForEnd(stopper, 60000).state, QStringLiteral("stopped"));
+        QCOMPARE(stopped.value(0).value(0).toInt(), 0);
+    }
+
     void metacharactersReachTheTrainerUnchanged() {
         // The "trainer" here prints what it received, NUL-separated, so every byte can be compared.
         const QString dumper = m_dir.filePath(QStringLiteral("dump args.sh"));
