@@ -2,7 +2,6 @@
 #include "remote/runengine.h"
 
 #include "core/rankplan.h"
-#include "remote/localtransport.h"
 #include "remote/transportfactory.h"
 
 #include <QCoreApplication>
