@@ -21,7 +21,6 @@ namespace rankscope::remote {
 struct DeployPlan {
     QString strategy = QStringLiteral("auto");       // auto | build | binary
     QString sourceRoot;                              // trainer sources (a directory or a Qt resource path)
-    QString toolsRoot;                               // supervisor.sh, build-trainer.sh, probe.sh
     QString localTrainer;                            // this machine's prebuilt rankscope-trainer
     QByteArray localTrainerSha256;                   // hex, computed once per launch
     QString localPlatform;                           // "x86_64 debian 12": a node that says the same runs the binary
