@@ -131,12 +131,14 @@ int runCheckCommand(const QString& jobPath, const QString& mode, bool json, cons
         return exitCode;
     const RunMode runMode = loaded->mode;
 
-    // No prompts: a check asks nothing. A key with a passphrase must be in ssh-agent; an unknown host is
-    // reported with its fingerprint unless --accept-new-host-keys trusts it.
+    // A passphrase or password is asked on the terminal, as `run` does; an unknown host is reported with its
+    // fingerprint unless --accept-new-host-keys trusts it.
     remote::ConnectionOptions options;
     options.knownHostsPath = flags.knownHosts;
     options.sshConfigPath = flags.sshConfig;
     options.acceptNewHostKeys = flags.acceptNewHostKeys;
+    options.passphrase = askSecret;
+    options.password = askSecret;
     remote::ClusterCheck check(options);
     const bool progress = !json && isatty(fileno(stderr)) != 0;
     QObject::connect(&check, &remote::ClusterCheck::nodeChecked, &check, [progress](const NodeCheck& node) {

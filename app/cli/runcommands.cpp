@@ -49,33 +49,6 @@ void installInterruptHandler(const std::function<void()>& onInterrupt) {
     sigaction(SIGTERM, &action, nullptr);
 }
 
-// Reads a secret from the terminal with echo off; never from the environment or a file.
-std::optional<QString> askSecret(const QString& prompt) {
-    FILE* tty = std::fopen("/dev/tty", "r+");
-    if (!tty)
-        return std::nullopt;
-    std::fprintf(tty, "%s", qPrintable(prompt));
-    std::fflush(tty);
-    termios old{};
-    const bool isTerminal = tcgetattr(fileno(tty), &old) == 0;
-    if (isTerminal) {
-        termios silent = old;
-        silent.c_lflag &= static_cast<tcflag_t>(~ECHO);
-        tcsetattr(fileno(tty), TCSAFLUSH, &silent);
-    }
-    char buffer[1024] = {};
-    const bool ok = std::fgets(buffer, sizeof buffer, tty) != nullptr;
-    if (isTerminal)
-        tcsetattr(fileno(tty), TCSAFLUSH, &old);
-    std::fprintf(tty, "\n");
-    std::fclose(tty);
-    QString secret = QString::fromUtf8(buffer).chopped(buffer[0] && buffer[std::strlen(buffer) - 1] == '\n' ? 1 : 0);
-    std::fill(std::begin(buffer), std::end(buffer), '\0');
-    if (!ok)
-        return std::nullopt;
-    return secret;
-}
-
 remote::EngineOptions engineOptions(const ConnectionFlags& flags) {
     remote::EngineOptions options;
     options.knownHostsPath = flags.knownHosts;
@@ -120,6 +93,32 @@ QString resolveRun(RunStore& store, const QString& command, const QString& run) 
 }
 
 } // namespace
+
+std::optional<QString> askSecret(const QString& prompt) {
+    FILE* tty = std::fopen("/dev/tty", "r+");
+    if (!tty)
+        return std::nullopt;
+    std::fprintf(tty, "%s", qPrintable(prompt));
+    std::fflush(tty);
+    termios old{};
+    const bool isTerminal = tcgetattr(fileno(tty), &old) == 0;
+    if (isTerminal) {
+        termios silent = old;
+        silent.c_lflag &= static_cast<tcflag_t>(~ECHO);
+        tcsetattr(fileno(tty), TCSAFLUSH, &silent);
+    }
+    char buffer[1024] = {};
+    const bool ok = std::fgets(buffer, sizeof buffer, tty) != nullptr;
+    if (isTerminal)
+        tcsetattr(fileno(tty), TCSAFLUSH, &old);
+    std::fprintf(tty, "\n");
+    std::fclose(tty);
+    QString secret = QString::fromUtf8(buffer).chopped(buffer[0] && buffer[std::strlen(buffer) - 1] == '\n' ? 1 : 0);
+    std::fill(std::begin(buffer), std::end(buffer), '\0');
+    if (!ok)
+        return std::nullopt;
+    return secret;
+}
 
 std::optional<CommandJob> loadCommandJob(const QString& command, const QString& jobPath, const QString& mode,
                                          int* exitCode) {

@@ -25,6 +25,10 @@ struct CommandJob {
 [[nodiscard]] std::optional<CommandJob> loadCommandJob(const QString& command, const QString& jobPath,
                                                        const QString& mode, int* exitCode);
 
+// Asks on the terminal (/dev/tty) with echo off: a key's passphrase or a password, never read from the
+// environment or a file, never stored. Nothing when there is no terminal.
+[[nodiscard]] std::optional<QString> askSecret(const QString& prompt);
+
 [[nodiscard]] int runRunCommand(const QString& jobPath, const QString& mode, bool detach, const ConnectionFlags& flags);
 [[nodiscard]] int runAttachCommand(const QString& run, const ConnectionFlags& flags);
 [[nodiscard]] int runStopCommand(const QString& run, const ConnectionFlags& flags);
