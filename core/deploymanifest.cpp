@@ -5,12 +5,22 @@
 #include <QDir>
 #include <QDirIterator>
 #include <QFile>
+#include <QFileInfo>
 #include <QHash>
 #include <QSet>
 
 #include <algorithm>
 
 namespace rankscope {
+
+QByteArray sha256OfFile(const QString& path) {
+    QFile file(path);
+    if (!file.open(QIODevice::ReadOnly))
+        return {};
+    QCryptographicHash hash(QCryptographicHash::Sha256);
+    hash.addData(&file);
+    return hash.result().toHex();
+}
 
 bool DeployManifest::isSafeRelativePath(const QString& path) {
     if (path.isEmpty() || path.startsWith(QLatin1Char('/')) || path.contains(QLatin1Char('\\')))
@@ -30,21 +40,19 @@ std::optional<DeployManifest> DeployManifest::fromDirectory(const QString& root,
     QDirIterator it(root, QDir::Files | QDir::Hidden | QDir::NoDotAndDotDot, QDirIterator::Subdirectories);
     while (it.hasNext()) {
         const QString file = it.next();
-        QFile input(file);
-        if (!input.open(QIODevice::ReadOnly)) {
+        const QByteArray sha256 = sha256OfFile(file);
+        if (sha256.isEmpty()) {
             if (error)
-                *error = QStringLiteral("cannot read %1: %2").arg(file, input.errorString());
+                *error = QStringLiteral("cannot read %1").arg(file);
             return std::nullopt;
         }
-        QCryptographicHash hash(QCryptographicHash::Sha256);
-        hash.addData(&input);
         const QString relative = base.relativeFilePath(file);
         if (!isSafeRelativePath(relative)) {
             if (error)
                 *error = QStringLiteral("%1: unsafe path in the deploy tree").arg(relative);
             return std::nullopt;
         }
-        manifest.m_entries.append({relative, hash.result().toHex(), input.size()});
+        manifest.m_entries.append({relative, sha256, QFileInfo(file).size()});
     }
     if (manifest.m_entries.isEmpty()) {
         if (error)

@@ -9,6 +9,9 @@
 
 namespace rankscope {
 
+// The hex SHA-256 of a file's content; empty when the file cannot be read. Names deployed builds and binaries.
+[[nodiscard]] QByteArray sha256OfFile(const QString& path);
+
 struct ManifestEntry {
     QString path;      // relative, '/'-separated, never leaving the deploy root
     QByteArray sha256; // hex

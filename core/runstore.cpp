@@ -233,13 +233,15 @@ qint64 RunStore::streamSize(const QString& id, int rank, RankStream stream) cons
 }
 
 bool RunStore::appendStream(const QString& id, int rank, RankStream stream, qint64 offset, QByteArrayView bytes,
-                            QString* error) {
+                            QString* error, qint64* appended) {
     QFile file(streamPath(id, rank, stream));
     if (!file.open(QIODevice::ReadWrite | QIODevice::Append)) {
         if (error)
             *error = QStringLiteral("cannot write %1: %2").arg(file.fileName(), file.errorString());
         return false;
     }
+    if (appended)
+        *appended = 0;
     const qint64 have = file.size();
     if (offset < 0 || offset > have) {
         if (error)
@@ -259,6 +261,8 @@ bool RunStore::appendStream(const QString& id, int rank, RankStream stream, qint
             *error = QStringLiteral("cannot write %1: %2").arg(file.fileName(), file.errorString());
         return false;
     }
+    if (appended)
+        *appended = fresh.size();
     return true;
 }
 

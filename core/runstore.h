@@ -83,9 +83,10 @@ public:
     [[nodiscard]] QString streamPath(const QString& id, int rank, RankStream stream) const;
     [[nodiscard]] qint64 streamSize(const QString& id, int rank, RankStream stream) const;
     // Appends bytes that start at `offset` of the node's file. Bytes the store already has are skipped;
-    // a gap (offset beyond the local size) is refused so that it can never be papered over.
+    // a gap (offset beyond the local size) is refused so that it can never be papered over. `appended`
+    // receives how many bytes, from the end of `bytes`, were new: the part a reader has not parsed yet.
     bool appendStream(const QString& id, int rank, RankStream stream, qint64 offset, QByteArrayView bytes,
-                      QString* error = nullptr);
+                      QString* error = nullptr, qint64* appended = nullptr);
 
 private:
     void saveIndex() const;

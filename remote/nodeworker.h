@@ -128,6 +128,3 @@ struct ExitLine {
 [[nodiscard]] QVector<ExitLine> parseExitLines(const QByteArray& completeLines);
 
 } // namespace rankscope::remote
-
-Q_DECLARE_METATYPE(rankscope::remote::NodeLaunch)
-Q_DECLARE_METATYPE(rankscope::remote::StreamOffsets)

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
 #include "remote/runengine.h"
 
+#include "core/deploymanifest.h"
 #include "core/rankplan.h"
 #include "remote/transportfactory.h"
 
 #include <QCoreApplication>
-#include <QCryptographicHash>
 #include <QDateTime>
 #include <QDir>
 #include <QFile>
@@ -33,15 +33,6 @@ QString deployName(DeployStrategy strategy) {
         break;
     }
     return QStringLiteral("auto");
-}
-
-QByteArray sha256OfFile(const QString& path) {
-    QFile file(path);
-    if (!file.open(QIODevice::ReadOnly))
-        return {};
-    QCryptographicHash hash(QCryptographicHash::Sha256);
-    hash.addData(&file);
-    return hash.result().toHex();
 }
 
 // Hashing the 27 MB trainer took 125-185 ms of every launch; the hash is kept next to the run store, keyed by
@@ -289,15 +280,14 @@ void RunEngine::replayStored() {
 
 void RunEngine::onData(int /*node*/, int rank, int stream, qint64 offset, const QByteArray& bytes) {
     const auto kind = static_cast<RankStream>(stream);
-    const qint64 have = m_store->streamSize(m_record.id, rank, kind);
     QString error;
-    if (!m_store->appendStream(m_record.id, rank, kind, offset, bytes, &error)) {
+    qint64 appended = 0;
+    if (!m_store->appendStream(m_record.id, rank, kind, offset, bytes, &error, &appended)) {
         qWarning("rankscope: %s", qPrintable(error));
         return;
     }
-    const qint64 skip = have - offset;
-    if (skip < bytes.size())
-        parse(rank, kind, QByteArrayView(bytes).sliced(std::max<qint64>(0, skip)));
+    if (appended > 0) // only bytes the store did not have yet are parsed: a re-delivered chunk is not
+        parse(rank, kind, QByteArrayView(bytes).last(appended));
 }
 
 void RunEngine::parse(int rank, RankStream stream, QByteArrayView bytes) {

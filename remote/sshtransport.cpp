@@ -472,14 +472,8 @@ QByteArray SshTransport::readFrom(const QString& path, qint64 offset, qint64 max
 }
 
 std::optional<QByteArray> SshTransport::readWhole(const QString& path) {
-    auto* session = static_cast<sftp_session>(sftp());
-    sftp_attributes attributes = sftp_stat(session, path.toUtf8().constData());
-    if (!attributes) {
-        if (sftp_get_error(session) == SSH_FX_NO_SUCH_FILE)
-            return std::nullopt;
-        failFromSession(QStringLiteral("cannot stat %1").arg(path));
-    }
-    sftp_attributes_free(attributes);
+    if (!fileSize(path))
+        return std::nullopt;
     QByteArray whole;
     while (true) {
         const QByteArray part = readFrom(path, whole.size(), 1 << 20);

@@ -468,10 +468,15 @@ void tst_RunStore::appendStream() {
     for (qsizetype i = 0; i < chunks.size(); ++i) {
         const QByteArray before = readAll(store.streamPath(id, 0, RankStream::Events));
         QString error;
-        QCOMPARE(store.appendStream(id, 0, RankStream::Events, offsets[i], chunks[i], &error), accepted[i]);
+        qint64 appended = -1;
+        QCOMPARE(store.appendStream(id, 0, RankStream::Events, offsets[i], chunks[i], &error, &appended), accepted[i]);
+        const QByteArray after = readAll(store.streamPath(id, 0, RankStream::Events));
+        // `appended` is exactly the tail of the chunk that was new: what the engine parses.
+        QCOMPARE(appended, after.size() - before.size());
+        QCOMPARE(after.right(appended), chunks[i].right(appended));
         if (!accepted[i]) {
             QVERIFY(!error.isEmpty());
-            QCOMPARE(readAll(store.streamPath(id, 0, RankStream::Events)), before);
+            QCOMPARE(after, before);
         }
     }
     QCOMPARE(readAll(store.streamPath(id, 0, RankStream::Events)), content);

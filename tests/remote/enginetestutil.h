@@ -48,6 +48,16 @@ inline bool storeMatchesNodes(const RunStore& store, const RunRecord& record, QS
     return true;
 }
 
+// Whether a QSignalSpy on RunEngine::events saw `rank` (any rank when -1) reach `step`.
+inline bool steppedTo(const QSignalSpy& events, int rank, qint64 step) {
+    for (const auto& call : events)
+        for (const TrainerEvent& event : call.front().value<QVector<TrainerEvent>>())
+            if ((rank < 0 || event.rank == rank) && event.type == TrainerEventType::Step &&
+                event.integer("step") >= step)
+                return true;
+    return false;
+}
+
 // The step numbers of one rank's stored events: each exactly once, in order, none missing.
 inline bool stepsAreContiguous(const QByteArray& events, int* steps) {
     qint64 expected = 1;

@@ -50,13 +50,6 @@ private:
         o.localTrainer = QStringLiteral(RANKSCOPE_BIN_DIR "/rankscope-trainer");
         return o;
     }
-    static bool stepped(const QSignalSpy& spy, int rank, int step) {
-        for (const auto& call : spy)
-            for (const TrainerEvent& event : call.front().value<QVector<TrainerEvent>>())
-                if (event.rank == rank && event.type == TrainerEventType::Step && event.integer("step") >= step)
-                    return true;
-        return false;
-    }
     static QByteArray processesOf(const QString& runId) {
         QProcess pgrep;
         pgrep.start(QStringLiteral("pgrep"), {QStringLiteral("-af"), runId});
@@ -146,7 +139,7 @@ private slots:
         QVERIFY2(engine.launch(jobFrom(job(QStringLiteral("link"), QStringLiteral("binary"), trainer(120, 100))),
                                RunMode::Submit, &error),
                  qPrintable(error));
-        QTRY_VERIFY_WITH_TIMEOUT(stepped(events, 1, 5), 60000);
+        QTRY_VERIFY_WITH_TIMEOUT(steppedTo(events, 1, 5), 60000);
 
         QVERIFY(m_nodes.setLinkUp(1, false, &error));
         QElapsedTimer down;
@@ -182,7 +175,7 @@ private slots:
         QVERIFY2(engine.launch(jobFrom(job(QStringLiteral("kill"), QStringLiteral("binary"), trainer(100000, 50))),
                                RunMode::Submit, &error),
                  qPrintable(error));
-        QTRY_VERIFY_WITH_TIMEOUT(stepped(events, 0, 3) && stepped(events, 1, 3), 60000);
+        QTRY_VERIFY_WITH_TIMEOUT(steppedTo(events, 0, 3) && steppedTo(events, 1, 3), 60000);
         const QString runDir = engine.record().nodes[1].runDir;
         const qint64 pid = readAll(runDir + QStringLiteral("/rank1.pid")).trimmed().toLongLong();
         QVERIFY(pid > 0);

@@ -15,9 +15,9 @@ namespace {
 
 const QString kTrainer = QStringLiteral(RANKSCOPE_BIN_DIR "/rankscope-trainer");
 
-QJsonObject trainerJson(int maxSteps, const QJsonArray& extra = {}) {
-    return QJsonObject{{"dataset", "synthetic"}, {"model", "mlp"},    {"epochs", 1},     {"max_steps", maxSteps},
-                       {"batch_size", 16},       {"backend", "gloo"}, {"device", "cpu"}, {"extra_args", extra}};
+QJsonObject trainerJson(int maxSteps, const QJsonArray& extra = {}, int epochs = 1) {
+    return QJsonObject{{"dataset", "synthetic"}, {"model", "mlp"},    {"epochs", epochs}, {"max_steps", maxSteps},
+                       {"batch_size", 16},       {"backend", "gloo"}, {"device", "cpu"},  {"extra_args", extra}};
 }
 
 } // namespace
@@ -105,15 +105,7 @@ private slots:
             QString error;
             QVERIFY2(engine.launch(jobFrom(job), RunMode::Submit, &error), qPrintable(error));
             // Leave once the ranks are stepping: like closing the app, or a dropped link.
-            QTRY_VERIFY_WITH_TIMEOUT(
-                [&] {
-                    for (const auto& call : events)
-                        for (const TrainerEvent& event : call.front().value<QVector<TrainerEvent>>())
-                            if (event.type == TrainerEventType::Step && event.integer("step") >= 5)
-                                return true;
-                    return false;
-                }(),
-                60000);
+            QTRY_VERIFY_WITH_TIMEOUT(steppedTo(events, -1, 5), 60000);
             runId = engine.record().id;
             engine.detach();
         }
@@ -139,10 +131,7 @@ private slots:
                         {"deploy", "binary"},
                         {"master_port", 29600 + QRandomGenerator::global()->bounded(300)},
                         {"nodes", QJsonArray{loopbackNode("loop")}},
-                        {"trainer", trainerJson(0, QJsonArray{"--slow-rank", "0", "--slow-ms", "50"})}};
-        QJsonObject trainer = job.value("trainer").toObject();
-        trainer.insert("epochs", 1000);
-        job.insert("trainer", trainer);
+                        {"trainer", trainerJson(0, QJsonArray{"--slow-rank", "0", "--slow-ms", "50"}, 1000)}};
         QString runId;
         {
             remote::RunEngine engine(&store, engineOptions());
@@ -265,10 +254,7 @@ private slots:
                         {"deploy", "binary"},
                         {"master_port", 29600 + QRandomGenerator::global()->bounded(300)},
                         {"nodes", QJsonArray{loopbackNode("loop")}},
-                        {"trainer", trainerJson(0, QJsonArray{"--slow-rank", "0", "--slow-ms", "50"})}};
-        QJsonObject trainer = job.value("trainer").toObject();
-        trainer.insert("epochs", 1000);
-        job.insert("trainer", trainer);
+                        {"trainer", trainerJson(0, QJsonArray{"--slow-rank", "0", "--slow-ms", "50"}, 1000)}};
         QString error;
         QVERIFY2(engine.launch(jobFrom(job), RunMode::Submit, &error), qPrintable(error));
         QTRY_VERIFY_WITH_TIMEOUT(events.size() > 5, 60000);

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "benchcommon.h"
 
-#include <QCryptographicHash>
 #include <QEventLoop>
 #include <QFile>
 #include <QJsonDocument>
@@ -106,15 +105,6 @@ std::optional<JobSpec> jobFromJson(const QJsonObject& json, QString* error) {
 
 int freshMasterPort() {
     return 20000 + static_cast<int>(QRandomGenerator::global()->bounded(20000));
-}
-
-QByteArray sha256Hex(const QString& path) {
-    QFile file(path);
-    if (!file.open(QIODevice::ReadOnly))
-        return {};
-    QCryptographicHash hash(QCryptographicHash::Sha256);
-    hash.addData(&file);
-    return hash.result().toHex();
 }
 
 QStringList opensshOptions(const OpensshTarget& target) {

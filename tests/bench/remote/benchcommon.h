@@ -52,8 +52,6 @@ bool waitUntil(const std::function<bool()>& done, int timeoutMs);
 [[nodiscard]] std::optional<JobSpec> jobFromJson(const QJsonObject& json, QString* error);
 // A random master port, so that back-to-back launches never meet a port in TIME_WAIT.
 [[nodiscard]] int freshMasterPort();
-// sha256 of a file, hex: the engine names a deployed binary's directory bin-<first 16 hex digits>.
-[[nodiscard]] QByteArray sha256Hex(const QString& path);
 
 // How the OpenSSH client reaches one of the fixtures' servers.
 struct OpensshTarget {

@@ -4,6 +4,7 @@
 // engine's no-change redeploy, against one ssh command doing the same checks, and where the time goes.
 #include "benchnodes.h"
 
+#include "core/deploymanifest.h"
 #include "core/rankplan.h"
 #include "remote/nodeworker.h"
 #include "remote/shellcommand.h"
@@ -255,7 +256,7 @@ std::optional<DeploySample> redeployWithWorker(BenchNodes& nodes, const QString&
     launch.mode = QStringLiteral("submit");
     launch.deploy.strategy = QStringLiteral("binary");
     launch.deploy.localTrainer = trainer;
-    launch.deploy.localTrainerSha256 = sha256Hex(trainer);
+    launch.deploy.localTrainerSha256 = sha256OfFile(trainer);
     const double begin = timing->elapsedMs();
     worker.launch(launch);
     waitUntil([&] { return drained || !error->isEmpty(); }, 30000);
@@ -388,7 +389,7 @@ QJsonObject runLaunchBench(const BenchArgs& args, QString* error) {
             return {};
     }
     const QString deployed =
-        QStringLiteral("/trainer/bin-%1/rankscope-trainer").arg(QString::fromLatin1(sha256Hex(trainer).left(16)));
+        QStringLiteral("/trainer/bin-%1/rankscope-trainer").arg(QString::fromLatin1(sha256OfFile(trainer).left(16)));
     QVector<double> engineMs, sshMs, redeployIn, redeployEx, sshCheckMs, sshTrueMs, helpMs, soloMs, togetherMs,
         rank0FirstMs;
     QVector<double> engineLead, sshLead, engineStartup, sshStartup;
