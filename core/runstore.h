@@ -17,6 +17,16 @@ enum class RankStream { Out, Err, Events };
 [[nodiscard]] QString rankStreamSuffix(RankStream stream); // "out", "err", "events"
 inline constexpr RankStream kRankStreams[] = {RankStream::Out, RankStream::Err, RankStream::Events};
 
+// One log line of one rank's stdout or stderr (or a non-event line of its events stream), as the engine
+// delivers it to every front end.
+struct RankLogLine {
+    int rank = 0;
+    RankStream stream = RankStream::Out;
+    qint64 lineNumber = 0; // 1-based within its stream
+    QString text;
+    double receivedAt = 0.0; // Unix seconds when the engine read the line: the order of a merged view
+};
+
 struct RunNodeRecord {
     QString name;
     QString host;

@@ -294,6 +294,7 @@ void RunEngine::parse(int rank, RankStream stream, QByteArrayView bytes) {
     RankParsers*& parsers = m_parsers[rank];
     if (!parsers)
         parsers = new RankParsers;
+    const double now = static_cast<double>(QDateTime::currentMSecsSinceEpoch()) / 1000.0;
     if (stream == RankStream::Events) {
         const ParsedBatch batch = parsers->events.feed(bytes);
         for (const TrainerEvent& event : batch.events)
@@ -308,7 +309,7 @@ void RunEngine::parse(int rank, RankStream stream, QByteArrayView bytes) {
         if (!batch.logLines.isEmpty()) {
             QVector<RankLogLine> lines;
             for (const LogLine& line : batch.logLines)
-                lines.append({rank, stream, line.lineNumber, line.text});
+                lines.append({rank, stream, line.lineNumber, line.text, now});
             emit logLines(lines);
         }
         return;
@@ -317,7 +318,7 @@ void RunEngine::parse(int rank, RankStream stream, QByteArrayView bytes) {
     qint64& lineCount = stream == RankStream::Out ? parsers->outLines : parsers->errLines;
     QVector<RankLogLine> lines;
     for (const LinePiece& piece : splitter.feed(bytes)) {
-        lines.append({rank, stream, lineCount + 1, QString::fromUtf8(piece.bytes)});
+        lines.append({rank, stream, lineCount + 1, QString::fromUtf8(piece.bytes), now});
         if (stream == RankStream::Err && !piece.bytes.trimmed().isEmpty())
             m_lastStderrLine.insert(rank, lines.back().text.trimmed().left(300));
         if (piece.endsLine)

@@ -38,14 +38,6 @@ struct EngineOptions {
     QString trainerSources = QStringLiteral(":/rankscope/trainer");
 };
 
-// One log line of one rank's stdout or stderr.
-struct RankLogLine {
-    int rank = 0;
-    RankStream stream = RankStream::Out;
-    qint64 lineNumber = 0;
-    QString text;
-};
-
 // The engine every front end drives: it launches a job's ranks on their nodes (or attaches to a stored
 // run), follows every rank's files into the run store byte for byte, parses them in core, and tears the
 // run down. One node per worker thread; this object lives on the caller's thread and only receives
@@ -73,7 +65,7 @@ signals:
     void nodeProgress(int node, const QString& host, const QString& message);
     void launched(const QString& runId);
     void events(const QVector<rankscope::TrainerEvent>& events); // a batch, any ranks, each in stream order
-    void logLines(const QVector<rankscope::remote::RankLogLine>& lines);
+    void logLines(const QVector<rankscope::RankLogLine>& lines);
     void decodeErrors(int rank, const QVector<rankscope::DecodeError>& errors);
     void rankExited(int rank, const QString& host, int status);
     void linkLost(int node, const QString& host, const QString& message);
@@ -132,4 +124,4 @@ private:
 
 } // namespace rankscope::remote
 
-Q_DECLARE_METATYPE(rankscope::remote::RankLogLine)
+Q_DECLARE_METATYPE(rankscope::RankLogLine)

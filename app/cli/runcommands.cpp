@@ -280,8 +280,8 @@ int runLogsCommand(const QString& run, std::optional<int> rank, const QString& s
     }
     // --follow: attach to the run; the engine replays what is stored, then delivers new lines as they come.
     remote::RunEngine engine(&store, engineOptions(flags));
-    QObject::connect(&engine, &remote::RunEngine::logLines, [&](const QVector<remote::RankLogLine>& lines) {
-        for (const remote::RankLogLine& line : lines) {
+    QObject::connect(&engine, &remote::RunEngine::logLines, [&](const QVector<RankLogLine>& lines) {
+        for (const RankLogLine& line : lines) {
             if ((rank && line.rank != *rank) || !streams.contains(line.stream))
                 continue;
             if (prefix)

@@ -234,7 +234,7 @@ private slots:
         QStringList outLines;
         QStringList eventFileLines;
         for (const auto& call : lines)
-            for (const remote::RankLogLine& line : call.front().value<QVector<remote::RankLogLine>>())
+            for (const RankLogLine& line : call.front().value<QVector<RankLogLine>>())
                 (line.stream == RankStream::Out ? outLines : eventFileLines) << line.text;
         QCOMPARE(outLines.size(), 1); // the event-looking line on stdout stays a log line
         QVERIFY(outLines.front().startsWith(QLatin1String("@rankscope {")));
