@@ -25,8 +25,9 @@ namespace {
 
 using Issues = QVector<JobIssue>;
 
-const QStringList kTopKeys = {"version", "name",     "nodes", "hostfile",    "node_defaults", "trainer",
-                              "env",     "launcher", "mode",  "master_port", "debug",         "deploy"};
+const QStringList kTopKeys = {"version", "name",     "nodes",    "hostfile",    "node_defaults", "trainer",
+                              "env",     "launcher", "torchrun", "mode",       "master_port",   "debug",
+                              "deploy"};
 const QStringList kNodeKeys = {"host", "name", "port", "user", "identity_file", "address", "work_dir", "gpus", "procs"};
 const QStringList kTrainerKeys = {"dataset", "model",     "data_dir", "epochs", "max_steps", "batch_size",
                                   "lr",      "optimizer", "backend",  "device", "extra_args"};
@@ -318,6 +319,7 @@ void readHeader(const QJsonObject& root, JobSpec& job, Issues& issues) {
     // The name lists are in enum order.
     if (const auto launcher = r.oneOf("launcher", kLaunchers))
         job.launcher = static_cast<Launcher>(kLaunchers.indexOf(*launcher));
+    assign(job.torchrun, r.string("torchrun", Text::Word));
     if (const auto mode = r.oneOf("mode", kModes))
         job.mode = static_cast<RunMode>(kModes.indexOf(*mode));
     if (const auto deploy = r.oneOf("deploy", kDeployStrategies))
@@ -678,7 +680,7 @@ bool operator==(const DebugSpec& a, const DebugSpec& b) {
 
 bool operator==(const JobSpec& a, const JobSpec& b) {
     return a.version == b.version && a.name == b.name && a.nodes == b.nodes && a.trainer == b.trainer &&
-           a.env == b.env && a.launcher == b.launcher && a.mode == b.mode && a.masterPort == b.masterPort &&
+           a.env == b.env && a.launcher == b.launcher && a.torchrun == b.torchrun && a.mode == b.mode && a.masterPort == b.masterPort &&
            a.debug == b.debug && a.deploy == b.deploy;
 }
 
@@ -783,6 +785,8 @@ QJsonObject jobToJson(const JobSpec& job) {
                                              {"verbose", job.debug.verbose}}}};
     if (!job.name.isEmpty())
         object.insert("name", job.name);
+    if (job.torchrun != JobSpec().torchrun)
+        object.insert("torchrun", job.torchrun);
     QJsonArray nodes;
     for (const NodeSpec& node : job.nodes)
         nodes.append(nodeToJson(node));

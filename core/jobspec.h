@@ -86,6 +86,7 @@ struct JobSpec {
     TrainerSpec trainer;
     QList<QPair<QString, QString>> env;   // "env": {"NCCL_DEBUG": "INFO"} kept in file order
     Launcher launcher = Launcher::Direct; // "launcher": "direct" | "torchrun"
+    QString torchrun = QStringLiteral("torchrun"); // "torchrun": the command on the nodes (launcher torchrun)
     RunMode mode = RunMode::Submit;       // "mode": "debug" | "submit"
     int masterPort = kDefaultMasterPort;  // "master_port"
     DebugSpec debug;

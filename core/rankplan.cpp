@@ -83,12 +83,17 @@ QStringList trainerArguments(const JobSpec& job, RunMode mode) {
 
 Environment rankEnvironment(const JobSpec& job, RunMode mode, const RankPlan& plan, const PlanNode& node,
                             int localRank) {
-    Environment env = {
-        {"RANK", QString::number(node.firstRank + localRank)}, {"LOCAL_RANK", QString::number(localRank)},
-        {"WORLD_SIZE", QString::number(plan.worldSize)},       {"LOCAL_WORLD_SIZE", QString::number(node.node.procs)},
-        {"GROUP_RANK", QString::number(node.groupRank)},       {"MASTER_ADDR", plan.masterAddress},
-        {"MASTER_PORT", QString::number(plan.masterPort)},
-    };
+    Environment env;
+    if (plan.launcher == Launcher::Direct)
+        env = {
+            {"RANK", QString::number(node.firstRank + localRank)},
+            {"LOCAL_RANK", QString::number(localRank)},
+            {"WORLD_SIZE", QString::number(plan.worldSize)},
+            {"LOCAL_WORLD_SIZE", QString::number(node.node.procs)},
+            {"GROUP_RANK", QString::number(node.groupRank)},
+            {"MASTER_ADDR", plan.masterAddress},
+            {"MASTER_PORT", QString::number(plan.masterPort)},
+        };
     // Each rank gets its own GPU; parseJob guarantees procs <= gpus on a GPU node.
     if (node.node.gpus > 0)
         env.append({"CUDA_VISIBLE_DEVICES", QString::number(localRank)});
@@ -107,6 +112,25 @@ QString tcpInitMethod(const QString& host, int port) {
     return QStringLiteral("tcp://%1:%2").arg(shown).arg(port);
 }
 
+QStringList torchrunCommand(const RankPlan& plan, int nodeIndex, const QString& logDir) {
+    const PlanNode& node = plan.nodes.at(nodeIndex);
+    return {plan.torchrun,
+            QStringLiteral("--nnodes=%1").arg(plan.nodes.size()),
+            QStringLiteral("--node_rank=%1").arg(node.groupRank),
+            QStringLiteral("--nproc_per_node=%1").arg(node.node.procs),
+            QStringLiteral("--master_addr=%1").arg(plan.masterAddress),
+            QStringLiteral("--master_port=%1").arg(plan.masterPort),
+            // A failed rank fails the run, as with the direct launcher; restarting it is not RankScope's call.
+            QStringLiteral("--max_restarts=0"),
+            // Each rank writes its own files, so torchrun's redirection stays unused. "0" (the default)
+            // would be the natural value, but torchrun 1.13 under Python 3.11 cannot parse it (Std.from_str
+            // returns None for 0) and dies before starting anything; "1" parses everywhere.
+            QStringLiteral("--redirects=1"),
+            QStringLiteral("--tee=1"),
+            QStringLiteral("--log_dir=%1").arg(logDir),
+            QStringLiteral("--no_python")};
+}
+
 RankPlan planRanks(const JobSpec& job, RunMode mode) {
     RankPlan plan;
     plan.mode = mode;
@@ -117,6 +141,8 @@ RankPlan planRanks(const JobSpec& job, RunMode mode) {
         plan.worldSize += node.node.procs;
     plan.masterAddress = withoutBrackets(plan.nodes.first().node.rendezvousAddress());
     plan.masterPort = job.masterPort;
+    plan.launcher = job.launcher;
+    plan.torchrun = job.torchrun;
 
     const QString initMethod = tcpInitMethod(plan.masterAddress, plan.masterPort);
     const QStringList trainerArgs = trainerArguments(job, mode);
@@ -130,10 +156,10 @@ RankPlan planRanks(const JobSpec& job, RunMode mode) {
             rank.nodeIndex = static_cast<int>(n);
             rank.localWorldSize = node.node.procs;
             rank.env = rankEnvironment(job, mode, plan, node, localRank);
-            rank.args = QStringList{"--rank",        QString::number(rank.rank),
-                                    "--world-size",  QString::number(plan.worldSize),
-                                    "--init-method", initMethod} +
-                        trainerArgs;
+            if (plan.launcher == Launcher::Direct)
+                rank.args = QStringList{"--rank",       QString::number(rank.rank), "--world-size",
+                                        QString::number(plan.worldSize), "--init-method", initMethod};
+            rank.args += trainerArgs;
             plan.ranks.append(rank);
         }
     }

@@ -231,6 +231,16 @@ void NodeWorker::writeRunFiles(const NodeLaunch& launch, const QString& trainer)
         rankList += QByteArray::number(rank.rank) + '\n';
     }
     m_transport->writeFile(m_runDir + QStringLiteral("/ranks"), rankList);
+    if (!launch.launcherCommand.isEmpty()) {
+        QStringList arguments = launch.launcherCommand.mid(1);
+        arguments << QStringLiteral("/bin/sh") << toolPath(m_workDir, QStringLiteral("supervisor.sh"))
+                  << QStringLiteral("rank") << m_runDir << launch.mode;
+        ShellCommand command(launch.launcherCommand.first(), arguments);
+        for (const auto& [name, value] : launch.launcherEnvironment)
+            command.setEnvironment(name, value);
+        const QString script = QStringLiteral("cd %1 && exec %2\n").arg(shellQuote(m_runDir), command.toString());
+        m_transport->writeFile(m_runDir + QStringLiteral("/launcher.cmd"), script.toUtf8());
+    }
 }
 
 void NodeWorker::startSupervisor(const QString& mode) {

@@ -41,6 +41,11 @@ struct NodeLaunch {
     QString mode; // debug | submit
     QVector<RankLaunch> ranks;
     DeployPlan deploy;
+    // Empty: the supervisor starts every rank itself. Otherwise the command that starts this node's ranks
+    // (torchrun ... --no_python), run in the run directory with `launcherEnvironment`; the supervisor's
+    // `rank` entry point is appended, and each process it starts runs the rankR.cmd of its RANK.
+    QStringList launcherCommand;
+    QList<QPair<QString, QString>> launcherEnvironment;
 };
 
 // Where streaming resumes: bytes already stored per (rank, stream), and in the node's exits file.

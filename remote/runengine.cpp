@@ -157,13 +157,6 @@ bool RunEngine::launch(const JobSpec& original, RunMode mode, QString* error) {
         if (resolved != node.host)
             node.address = resolved;
     }
-    if (job.launcher == Launcher::Torchrun) {
-        // Refused rather than silently launched another way: the user asked for torchrun's semantics.
-        if (error)
-            *error = QStringLiteral("launcher: \"torchrun\" is not supported by this engine yet; use \"direct\" "
-                                    "(the ranks get the same torchrun environment)");
-        return false;
-    }
     const RankPlan plan = planRanks(job, mode);
     if (plan.ranks.isEmpty()) {
         if (error)
@@ -212,6 +205,11 @@ bool RunEngine::launch(const JobSpec& original, RunMode mode, QString* error) {
         for (const RankAssignment& rank : plan.ranks)
             if (rank.nodeIndex == i)
                 launch.ranks.append({rank.rank, rank.env, rank.args});
+        if (plan.launcher == Launcher::Torchrun) {
+            // Relative: launcher.cmd runs in the node's run directory.
+            launch.launcherCommand = torchrunCommand(plan, i, QStringLiteral("torchrun"));
+            launch.launcherEnvironment = job.env;
+        }
         NodeWorker* worker = startWorker(i, makeTransport(plan.nodes[i].node, plan.nodes[i].local));
         QMetaObject::invokeMethod(
             worker, [worker, launch] { worker->launch(launch); }, Qt::QueuedConnection);

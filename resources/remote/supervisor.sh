@@ -5,6 +5,11 @@
 #   supervisor.sh start RUNDIR MODE   start every rank listed in RUNDIR/ranks, detached from the caller
 #   supervisor.sh stop RUNDIR GRACE   SIGTERM every rank's process group, SIGKILL after GRACE s, verify
 #   supervisor.sh status RUNDIR       one line per rank: RANK PID running|exited STATUS
+#   supervisor.sh rank RUNDIR MODE    run the rankR.cmd of this process's $RANK and record its exit: the
+#                                     entry point of a launcher (torchrun --no_python) that starts the ranks
+#
+# With RUNDIR/launcher.cmd (torchrun), `start` runs that one command instead of starting each rank; it
+# starts the node's ranks through `rank`, and the files below are the same either way.
 #
 # Files in RUNDIR: ranks (one rank number per line), rankR.cmd (the rank's command, written by the engine
 # with every word quoted), rankR.out, rankR.err, rankR.events, rankR.pid, rankR.exit (written when the rank
@@ -21,7 +26,7 @@ publish() { # publish FILE VALUE: readers never see a half-written file
 group_alive() { kill -0 "-$1" 2>/dev/null; }
 
 rank_groups() {
-    for f in rank*.pid; do
+    for f in rank*.pid launcher.pid; do
         [ -f "$f" ] && cat "$f"
     done
 }
@@ -47,6 +52,40 @@ stop_ranks() { # stop_ranks GRACE: TERM, wait, KILL; prints how many process gro
     echo "$left"
 }
 
+wait_for() { # wait_for PID: sets waited to its wait status, also when a trapped signal interrupts the wait
+    # Not called as $(...): a subshell cannot wait for its parent's children.
+    while :; do
+        wait "$1"
+        waited=$?
+        kill -0 "$1" 2>/dev/null || break
+    done
+}
+
+# The launcher's worker (`rank`) passes TERM and INT on to its rank's process group.
+forward() {
+    forward_signal=$1
+    [ -n "${pid:-}" ] && kill "-$1" "-$pid" 2>/dev/null
+}
+
+start_launcher() { # runs launcher.cmd; afterwards, ranks it never started get an exit status and a reason
+    setsid /bin/sh launcher.cmd </dev/null >launcher.out 2>launcher.err &
+    publish launcher.pid "$!"
+    wait_for "$(cat launcher.pid)"
+    lstatus=$waited
+    publish launcher.exit "$lstatus"
+    [ "$(stop_ranks 2)" -eq 0 ] || echo "supervisor: process groups survived SIGKILL after the launcher ended" >&2
+    [ "$lstatus" -eq 0 ] && lstatus=1
+    for r in $(cat ranks); do
+        [ -f "rank$r.exit" ] && continue
+        {
+            echo "rankscope: the launcher (launcher.cmd) ended with status $lstatus before rank $r recorded an exit; its last words:"
+            tail -n 5 launcher.err 2>/dev/null
+        } >>"rank$r.err"
+        publish "rank$r.exit" "$lstatus"
+        echo "$r $lstatus $(date +%s.%N)" >>exits
+    done
+}
+
 watch_rank() { # watch_rank RANK MODE: runs in a background subshell of the supervisor
     r=$1
     # Not a process group leader here, so setsid makes the rank its own session and group without forking:
@@ -54,14 +93,16 @@ watch_rank() { # watch_rank RANK MODE: runs in a background subshell of the supe
     setsid /bin/sh "rank$r.cmd" </dev/null >"rank$r.out" 2>"rank$r.err" &
     pid=$!
     publish "rank$r.pid" "$pid"
-    wait "$pid"
-    status=$?
+    [ -n "${forward_signal:-}" ] && kill "-$forward_signal" "-$pid" 2>/dev/null
+    wait_for "$pid"
+    status=$waited
     publish "rank$r.exit" "$status"
     # One line per ended rank, appended: the engine follows this file like the logs, by offset.
     echo "$r $status $(date +%s.%N)" >>exits
     if [ "$status" -ne 0 ] && [ "$2" = submit ] && [ ! -e stopping ]; then
         : >failed
-        stop_ranks 5 >/dev/null
+        # Under a launcher, the launcher ends the node's other ranks itself (and waits for this process).
+        [ -z "${under_launcher:-}" ] && stop_ranks 5 >/dev/null
     fi
 }
 
@@ -75,10 +116,15 @@ start)
     publish supervisor.pid "$$"
     trap '' HUP
     watchers=
-    for r in $(cat ranks); do
-        watch_rank "$r" "$mode" &
-        watchers="$watchers $!"
-    done
+    if [ -f launcher.cmd ]; then
+        start_launcher &
+        watchers=$!
+    else
+        for r in $(cat ranks); do
+            watch_rank "$r" "$mode" &
+            watchers="$watchers $!"
+        done
+    fi
     # A pulse for the engine: "alive" is rewritten every 2 s while the supervisor lives. When it stops
     # changing before every rank has an exit status, the node went down (reboot, OOM killer, kill -9).
     supervisor=$$
@@ -112,6 +158,18 @@ stop)
     fi
     echo "left=$left"
     ;;
+rank)
+    r=${RANK:-}
+    if [ -z "$r" ] || ! grep -qx "$r" ranks; then
+        echo "supervisor: the launcher started a process with RANK=${r:-(unset)}, but this node runs ranks $(tr '\n' ' ' <ranks)" >&2
+        exit 2
+    fi
+    under_launcher=1
+    trap 'forward TERM' TERM
+    trap 'forward INT' INT
+    watch_rank "$r" "${3:-debug}"
+    exit "$(cat "rank$r.exit")"
+    ;;
 status)
     for r in $(cat ranks); do
         pid=$(cat "rank$r.pid" 2>/dev/null || echo -)
@@ -125,7 +183,7 @@ status)
     done
     ;;
 *)
-    echo "usage: supervisor.sh start|stop|status RUNDIR [MODE|GRACE]" >&2
+    echo "usage: supervisor.sh start|stop|status|rank RUNDIR [MODE|GRACE]" >&2
     exit 2
     ;;
 esac

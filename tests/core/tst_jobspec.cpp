@@ -153,7 +153,7 @@ void tst_JobSpec::defaults() {
 void tst_JobSpec::everyField() {
     const JobSpec job = parseOk(R"({
         "version": 1, "name": "full", "mode": "debug", "launcher": "torchrun", "deploy": "binary",
-        "master_port": 29400,
+        "master_port": 29400, "torchrun": "/opt/conda/bin/torchrun",
         "nodes": [{"host": "10.0.0.1", "name": "a", "port": 2222, "user": "alice", "identity_file": "~/.ssh/k",
                    "address": "192.168.1.1", "work_dir": "/scratch/rs", "gpus": 4, "procs": 2}],
         "trainer": {"dataset": "cifar10", "model": "resnet18", "data_dir": "/data", "epochs": 3, "max_steps": 100,
@@ -165,6 +165,7 @@ void tst_JobSpec::everyField() {
     QCOMPARE(job.name, QStringLiteral("full"));
     QCOMPARE(job.mode, RunMode::Debug);
     QCOMPARE(job.launcher, Launcher::Torchrun);
+    QCOMPARE(job.torchrun, QStringLiteral("/opt/conda/bin/torchrun"));
     QCOMPARE(job.deploy, DeployStrategy::Binary);
     QCOMPARE(job.masterPort, 29400);
     QCOMPARE(job.nodes.size(), 1);
@@ -224,6 +225,8 @@ void tst_JobSpec::rejectsMistake_data() {
     top("mode", R"("mode": "run")", "mode", "must be one of debug, submit");
     top("mode not a string", R"("mode": 1)", "mode", "must be one of debug, submit");
     top("launcher", R"("launcher": "mpirun")", "launcher", "must be one of direct, torchrun");
+    top("torchrun empty", R"("torchrun": "")", "torchrun", "must not be empty");
+    top("torchrun option", R"("torchrun": "--help")", "torchrun", "must not start with '-'");
     top("deploy", R"("deploy": "copy")", "deploy", "must be one of auto, build, binary");
     top("master_port 0", R"("master_port": 0)", "master_port", "must be 1-65535");
     top("master_port 65536", R"("master_port": 65536)", "master_port", "must be 1-65535");
@@ -610,7 +613,7 @@ void tst_JobSpec::roundTrip_data() {
     QTest::newRow("local debug") << QByteArray(R"({"mode": "debug", "debug": {"procs": 4, "verbose": false}})");
     QTest::newRow("every field") << QByteArray(R"({
         "version": 1, "name": "full", "mode": "debug", "launcher": "torchrun", "deploy": "build",
-        "master_port": 1234,
+        "master_port": 1234, "torchrun": "/usr/local/bin/torchrun",
         "node_defaults": {"user": "u"},
         "nodes": [{"host": "10.0.0.1", "name": "a", "port": 2222, "user": "alice", "identity_file": "~/.ssh/k",
                    "address": "fe80::1", "work_dir": "/scratch/rs", "gpus": 4, "procs": 2},

@@ -72,6 +72,8 @@ private slots:
     void initMethod();
     void invalidJobGivesEmptyPlan_data();
     void invalidJobGivesEmptyPlan();
+    void torchrunSetsTheRankEnvironmentItself();
+    void torchrunCommandPerNode();
 };
 
 void tst_RankPlan::submitTwoByTwoNodes() {
@@ -337,5 +339,41 @@ void tst_RankPlan::invalidJobGivesEmptyPlan() {
     QVERIFY(plan.ranks.isEmpty());
 }
 
+
+// Under torchrun the rank variables and flags come from torchrun (its MASTER_PORT is its agent's store):
+// the plan must not set them a second time, and keeps everything else.
+void tst_RankPlan::torchrunSetsTheRankEnvironmentItself() {
+    QByteArray json = kTwoByTwo;
+    json.replace("\"master_port\": 29400,", "\"master_port\": 29400, \"launcher\": \"torchrun\",");
+    const RankPlan plan = planRanks(job(json), RunMode::Submit);
+    QCOMPARE(plan.ranks.size(), 4);
+    for (const RankAssignment& rank : plan.ranks) {
+        for (const char* name : {"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "MASTER_ADDR",
+                                 "MASTER_PORT"})
+            QCOMPARE(value(rank.env, QLatin1String(name)), QStringLiteral("<unset>"));
+        QCOMPARE(value(rank.env, "CUDA_VISIBLE_DEVICES"), QString::number(rank.localRank));
+        QCOMPARE(value(rank.env, "NCCL_SOCKET_IFNAME"), QStringLiteral("eth0"));
+        QCOMPARE(flagValue(rank.args, "--rank"), QStringLiteral("<absent>"));
+        QCOMPARE(flagValue(rank.args, "--init-method"), QStringLiteral("<absent>"));
+        QCOMPARE(flagValue(rank.args, "--dataset"), QStringLiteral("cifar10"));
+        QCOMPARE(rank.args.mid(rank.args.size() - 2), (QStringList{"--amp", "bf16"}));
+    }
+}
+
+void tst_RankPlan::torchrunCommandPerNode() {
+    QByteArray json = kTwoByTwo;
+    json.replace("\"master_port\": 29400,",
+                 "\"master_port\": 29400, \"launcher\": \"torchrun\", \"torchrun\": \"/opt/conda/bin/torchrun\",");
+    const RankPlan plan = planRanks(job(json), RunMode::Submit);
+    const QStringList second = rankscope::torchrunCommand(plan, 1, QStringLiteral("logs"));
+    QCOMPARE(second.first(), QStringLiteral("/opt/conda/bin/torchrun"));
+    QCOMPARE(second.last(), QStringLiteral("--no_python"));
+    for (const char* flag : {"--nnodes=2", "--node_rank=1", "--nproc_per_node=2", "--master_addr=10.0.0.1",
+                             "--master_port=29400", "--max_restarts=0", "--log_dir=logs"})
+        QVERIFY2(second.contains(QLatin1String(flag)), flag);
+    // "0" crashes torchrun 1.13 under Python 3.11 before it starts anything.
+    QVERIFY(!second.contains(QStringLiteral("--redirects=0")) && !second.contains(QStringLiteral("--tee=0")));
+    QVERIFY(rankscope::torchrunCommand(plan, 0, QStringLiteral("logs")).contains(QStringLiteral("--node_rank=0")));
+}
 QTEST_GUILESS_MAIN(tst_RankPlan)
 #include "tst_rankplan.moc"

@@ -75,16 +75,19 @@ void waitForListener(const std::string& host, int port, std::chrono::millisecond
 }
 
 c10::intrusive_ptr<c10d::Store> connectStore(const CommunicatorOptions& o) {
-    if (o.rank != 0)
+    const bool hostsStore = o.rank == 0 && o.agentStorePrefix.empty();
+    if (!hostsStore)
         waitForListener(o.host, o.port, std::chrono::duration_cast<std::chrono::milliseconds>(o.timeout));
     c10d::TCPStoreOptions storeOptions;
     storeOptions.port = static_cast<std::uint16_t>(o.port);
-    storeOptions.isServer = o.rank == 0;
+    storeOptions.isServer = hostsStore;
     storeOptions.numWorkers = static_cast<std::size_t>(o.worldSize);
     storeOptions.waitWorkers = true;
     storeOptions.timeout = o.timeout;
     compat::configureStoreOptions(storeOptions);
-    auto store = c10::make_intrusive<c10d::TCPStore>(o.host, storeOptions);
+    c10::intrusive_ptr<c10d::Store> store = c10::make_intrusive<c10d::TCPStore>(o.host, storeOptions);
+    if (!o.agentStorePrefix.empty())
+        store = c10::make_intrusive<c10d::PrefixStore>(o.agentStorePrefix, store);
     // Namespaced as Python's init_process_group does, so that other users of the store cannot collide.
     return c10::make_intrusive<c10d::PrefixStore>("rankscope", store);
 }

@@ -39,6 +39,7 @@ struct CommunicatorOptions {
     int worldSize = 1;
     std::string host = "127.0.0.1";
     int port = 0;
+    std::string agentStorePrefix; // non-empty: a launcher's agent hosts the store; every rank is a client
     std::string backend = "gloo";
     std::chrono::milliseconds timeout{std::chrono::minutes(30)};
     int cudaDevice = 0;

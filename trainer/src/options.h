@@ -25,6 +25,9 @@ struct TrainerOptions {
     int localWorldSize = 1;
     std::string masterAddr = "127.0.0.1";
     int masterPort = 0;  // 0: pick a free port (world size 1 only)
+    // torchrun's agent on node 0 already hosts the TCPStore at MASTER_ADDR:MASTER_PORT
+    // (TORCHELASTIC_USE_AGENT_STORE=True): every rank is then a client, under the attempt's prefix.
+    std::string agentStorePrefix; // "/worker/attempt_N"; empty: rank 0 hosts the store
     std::string backend; // gloo | nccl; empty until resolved
     std::string device;  // cpu | cuda; empty until resolved
     std::chrono::milliseconds timeout{std::chrono::minutes(30)};

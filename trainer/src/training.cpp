@@ -159,6 +159,7 @@ void Trainer::setUp() {
     co.worldSize = m_o.worldSize;
     co.host = m_o.masterAddr;
     co.port = m_o.masterPort;
+    co.agentStorePrefix = m_o.agentStorePrefix;
     co.backend = m_o.backend;
     co.timeout = m_o.timeout;
     // A launcher that gives each rank its own CUDA_VISIBLE_DEVICES leaves one visible device: the local
