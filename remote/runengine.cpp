@@ -264,6 +264,17 @@ bool RunEngine::attach(const QString& runId, QString* error) {
     return true;
 }
 
+bool RunEngine::open(const QString& runId, QString* error) {
+    const auto record = m_store->load(runId, error);
+    if (!record)
+        return false;
+    reset();
+    m_record = *record;
+    m_finished = true; // nothing to follow
+    replayStored();
+    return true;
+}
+
 void RunEngine::replayStored() {
     // Everything already on disk goes through the same parsers first, so that a front end attaching to a
     // run sees its history, and a line cut by the interruption is completed by the bytes that follow.
@@ -274,6 +285,8 @@ void RunEngine::replayStored() {
                 if (file.open(QIODevice::ReadOnly))
                     parse(rank, stream, file.readAll());
             }
+    for (auto it = m_record.exits.cbegin(); it != m_record.exits.cend(); ++it)
+        emit rankExited(it.key(), hostOfRank(it.key()), it.value().status);
 }
 
 void RunEngine::onData(int /*node*/, int rank, int stream, qint64 offset, const QByteArray& bytes) {
@@ -472,6 +485,7 @@ void RunEngine::stop() {
 void RunEngine::detach() {
     saveRecord();
     releaseWorkers();
+    m_workers.clear(); // no longer following: isActive() is false, and a new run may start
 }
 
 void RunEngine::finish(const QString& state) {

@@ -51,6 +51,9 @@ public:
 
     bool launch(const JobSpec& job, RunMode mode, QString* error);
     bool attach(const QString& runId, QString* error);
+    // Shows a stored run offline: replays its stored streams and exits through the same signals as a live
+    // run, synchronously, without contacting any node.
+    bool open(const QString& runId, QString* error);
     void stop();   // teardown: SIGTERM, SIGKILL after the grace period, verified on every node
     void detach(); // stop following; the run goes on on its nodes
 

@@ -1,11 +1,44 @@
 // SPDX-License-Identifier: MIT
+#include "logview/loginspector.h"
+#include "mainwindow.h"
+#include "runsession.h"
+#include "runview/runview.h"
 #include "runviewerwindow.h"
 
 #include <QApplication>
 #include <QCommandLineParser>
+#include <QDir>
 #include <QTimer>
 
 #include <cstdio>
+
+using rankscope::gui::MainWindow;
+
+namespace {
+
+int fail(const QString& message) {
+    std::fprintf(stderr, "rankscope: %s\n", qPrintable(message));
+    return 2;
+}
+
+// Saves the run view and the log inspector as PNGs in `dir`, then quits.
+void saveScreenshots(MainWindow* window, const QString& dir) {
+    QDir().mkpath(dir);
+    window->runView()->flush();
+    window->showTab(MainWindow::RunTab);
+    QApplication::processEvents();
+    bool ok = window->grab().save(dir + QStringLiteral("/run-view.png"));
+    window->showTab(MainWindow::LogsTab);
+    QApplication::processEvents();
+    ok = window->grab().save(dir + QStringLiteral("/log-inspector.png")) && ok;
+    window->showTab(MainWindow::JobTab);
+    QApplication::processEvents();
+    ok = window->grab().save(dir + QStringLiteral("/job-and-cluster.png")) && ok;
+    std::fprintf(stderr, "rankscope: screenshots in %s\n", qPrintable(dir));
+    QApplication::exit(ok ? 0 : 1);
+}
+
+} // namespace
 
 int main(int argc, char** argv) {
     QApplication app(argc, argv);
@@ -14,28 +47,61 @@ int main(int argc, char** argv) {
     QCommandLineParser parser;
     parser.setApplicationDescription(QStringLiteral("RankScope: a debugger for distributed data-parallel training"));
     parser.addHelpOption();
-    const QCommandLineOption screenshot(QStringLiteral("screenshot"),
-                                        QStringLiteral("Render the window to a PNG file and exit."),
-                                        QStringLiteral("file"));
-    parser.addOption(screenshot);
-    parser.addPositionalArgument(QStringLiteral("events"), QStringLiteral("Event files of one run (one per rank)."),
-                                 QStringLiteral("[events...]"));
+    const QCommandLineOption debug(QStringLiteral("debug"), QStringLiteral("Start a debug run of the job at once."));
+    const QCommandLineOption submit(QStringLiteral("submit"), QStringLiteral("Submit the job at once."));
+    const QCommandLineOption attach(QStringLiteral("attach"), QStringLiteral("Follow a stored run."),
+                                    QStringLiteral("run"));
+    const QCommandLineOption open(QStringLiteral("open"), QStringLiteral("Show a stored run offline."),
+                                  QStringLiteral("run"));
+    const QCommandLineOption fresh(QStringLiteral("no-restore"),
+                                   QStringLiteral("Do not restore the last layout and job, nor reattach."));
+    const QCommandLineOption screenshots(
+        QStringLiteral("screenshots"),
+        QStringLiteral("When the run ends, save the run view and log inspector as PNGs in this folder and quit."),
+        QStringLiteral("dir"));
+    const QCommandLineOption viewEvents(QStringLiteral("view-events"),
+                                        QStringLiteral("Show event files of one run (one per rank) in the simple viewer."));
+    parser.addOptions({debug, submit, attach, open, fresh, screenshots, viewEvents});
+    parser.addPositionalArgument(QStringLiteral("job"), QStringLiteral("A job file (JSON)."), QStringLiteral("[job]"));
     parser.process(app);
 
-    rankscope::gui::RunViewerWindow window;
-    if (!parser.positionalArguments().isEmpty()) {
-        if (const QString error = window.openEventFiles(parser.positionalArguments()); !error.isEmpty()) {
-            std::fprintf(stderr, "rankscope: %s\n", qPrintable(error));
-            return 2;
-        }
+    if (parser.isSet(viewEvents)) {
+        auto* viewer = new rankscope::gui::RunViewerWindow;
+        viewer->setAttribute(Qt::WA_DeleteOnClose);
+        if (const QString error = viewer->openEventFiles(parser.positionalArguments()); !error.isEmpty())
+            return fail(error);
+        viewer->show();
+        return QApplication::exec();
     }
+
+    MainWindow::Options options;
+    options.restoreState = !parser.isSet(fresh) && !parser.isSet(screenshots);
+    MainWindow window(options);
+    window.resize(1440, 900);
+    QString error;
+    if (!parser.positionalArguments().isEmpty() && !window.openJob(parser.positionalArguments().front(), &error))
+        return fail(error);
     window.show();
-    if (parser.isSet(screenshot)) {
-        const QString path = parser.value(screenshot);
-        QTimer::singleShot(300, &window, [&window, path] {
-            const bool saved = window.grab().save(path);
-            QApplication::exit(saved ? 0 : 1);
-        });
+
+    bool started = true;
+    if (parser.isSet(debug))
+        started = window.debugRun(&error);
+    else if (parser.isSet(submit))
+        started = window.submitRun(&error);
+    else if (parser.isSet(attach))
+        started = window.attachRun(parser.value(attach), &error);
+    else if (parser.isSet(open))
+        started = window.openStoredRun(parser.value(open), &error);
+    if (!started)
+        return fail(error);
+
+    if (parser.isSet(screenshots)) {
+        const QString dir = parser.value(screenshots);
+        if (window.session()->isActive())
+            QObject::connect(window.session(), &rankscope::gui::RunSession::finished, &window,
+                             [&window, dir] { QTimer::singleShot(500, &window, [&window, dir] { saveScreenshots(&window, dir); }); });
+        else
+            QTimer::singleShot(500, &window, [&window, dir] { saveScreenshots(&window, dir); });
     }
     return QApplication::exec();
 }

@@ -1,0 +1,463 @@
+// SPDX-License-Identifier: MIT
+#include "mainwindow.h"
+
+#include "historymodel.h"
+#include "jobview/clusterpanel.h"
+#include "jobview/hostkeyprompter.h"
+#include "jobview/jobeditor.h"
+#include "logview/loginspector.h"
+#include "logview/logmodel.h"
+#include "runsession.h"
+#include "runview/runcharts.h"
+#include "runview/runmetrics.h"
+#include "runview/runview.h"
+
+#include <QAction>
+#include <QCloseEvent>
+#include <QComboBox>
+#include <QDateTime>
+#include <QFile>
+#include <QFileDialog>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QInputDialog>
+#include <QLabel>
+#include <QMenu>
+#include <QMessageBox>
+#include <QPushButton>
+#include <QSettings>
+#include <QSortFilterProxyModel>
+#include <QSplitter>
+#include <QStatusBar>
+#include <QTabWidget>
+#include <QTableView>
+#include <QToolBar>
+#include <QToolButton>
+#include <QVBoxLayout>
+
+namespace rankscope::gui {
+
+namespace {
+
+const QString kLocalNode = QString(kLocalNodeName);
+
+bool isLive(const RunRecord& run) {
+    return run.state == QLatin1String("running") || run.state == QLatin1String("launching");
+}
+
+} // namespace
+
+MainWindow::MainWindow(Options options, QWidget* parent)
+    : QMainWindow(parent), m_options(std::move(options)),
+      m_store(std::make_unique<RunStore>(m_options.storeRoot.isEmpty() ? RunStore::defaultRoot()
+                                                                       : m_options.storeRoot)) {
+    setWindowTitle(QStringLiteral("RankScope"));
+    setObjectName(QStringLiteral("mainWindow"));
+
+    m_cluster = new ClusterPanel;
+    remote::ConnectionOptions connection;
+    connection.knownHostsPath = m_options.knownHostsPath;
+    connection.sshConfigPath = m_options.sshConfigPath;
+    m_cluster->setConnectionOptions(connection);
+
+    remote::EngineOptions engine;
+    engine.knownHostsPath = m_options.knownHostsPath;
+    engine.sshConfigPath = m_options.sshConfigPath;
+    if (!m_options.localTrainer.isEmpty())
+        engine.localTrainer = m_options.localTrainer;
+    m_cluster->prompter()->install(engine); // trust-on-first-use and secrets asked in dialogs, from any thread
+    m_session = new RunSession(m_store.get(), engine, this);
+
+    buildTabs();
+    buildActions();
+    connectSession();
+    if (m_options.restoreState)
+        restoreSavedState();
+    else
+        m_editor->setJsonText(QString::fromUtf8([] {
+            QFile file(QString::fromLatin1(kDefaultJob));
+            return file.open(QIODevice::ReadOnly) ? file.readAll() : QByteArray();
+        }()));
+    updateDebugNodes();
+    updateActions();
+}
+
+MainWindow::~MainWindow() {
+    delete m_session; // it uses the store, which goes before the window's children do
+}
+
+void MainWindow::buildTabs() {
+    m_tabs = new QTabWidget;
+    m_tabs->setDocumentMode(true);
+
+    m_editor = new JobEditor;
+    auto* setup = new QSplitter(Qt::Vertical);
+    setup->setObjectName(QStringLiteral("setupSplitter"));
+    setup->addWidget(m_cluster);
+    setup->addWidget(m_editor);
+    setup->setStretchFactor(0, 1);
+    setup->setStretchFactor(1, 2);
+    m_tabs->addTab(setup, QStringLiteral("Job && cluster"));
+
+    m_runView = new RunView;
+    m_tabs->addTab(m_runView, QStringLiteral("Run"));
+    m_logs = new LogInspector;
+    m_tabs->addTab(m_logs, QStringLiteral("Logs"));
+
+    auto* history = new QWidget;
+    auto* historyLayout = new QVBoxLayout(history);
+    m_historyModel = new HistoryModel(m_store.get(), this);
+    m_historyProxy = new QSortFilterProxyModel(this);
+    m_historyProxy->setSourceModel(m_historyModel);
+    m_historyProxy->setSortRole(HistoryModel::SortRole);
+    m_history = new QTableView;
+    m_history->setObjectName(QStringLiteral("historyView"));
+    m_history->setModel(m_historyProxy);
+    m_history->setSortingEnabled(true);
+    m_history->sortByColumn(HistoryModel::Started, Qt::DescendingOrder);
+    m_history->setSelectionBehavior(QAbstractItemView::SelectRows);
+    m_history->setSelectionMode(QAbstractItemView::SingleSelection);
+    m_history->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_history->verticalHeader()->hide();
+    m_history->horizontalHeader()->setStretchLastSection(true);
+    m_history->setAlternatingRowColors(true);
+    connect(m_history, &QTableView::doubleClicked, this, [this] { openSelectedHistory(false); });
+    auto* buttons = new QHBoxLayout;
+    auto* open = new QPushButton(QStringLiteral("Open (offline)"));
+    auto* attach = new QPushButton(QStringLiteral("Attach"));
+    attach->setToolTip(QStringLiteral("Follow a run that is still going on on its nodes"));
+    auto* refresh = new QPushButton(QStringLiteral("Refresh"));
+    connect(open, &QPushButton::clicked, this, [this] { openSelectedHistory(false); });
+    connect(attach, &QPushButton::clicked, this, [this] { openSelectedHistory(true); });
+    connect(refresh, &QPushButton::clicked, m_historyModel, &HistoryModel::refresh);
+    buttons->addWidget(open);
+    buttons->addWidget(attach);
+    buttons->addStretch();
+    buttons->addWidget(refresh);
+    historyLayout->addWidget(m_history);
+    historyLayout->addLayout(buttons);
+    m_tabs->addTab(history, QStringLiteral("History"));
+
+    setCentralWidget(m_tabs);
+    m_runLabel = new QLabel(QStringLiteral("no run"));
+    statusBar()->addPermanentWidget(m_runLabel);
+
+    // The job and the cluster are one job: nodes edited in the table go into the editor's text, and the
+    // editor's nodes fill the table.
+    connect(m_editor, &JobEditor::jobChanged, this, [this] {
+        if (const auto job = m_editor->job())
+            m_cluster->setJob(*job);
+        updateDebugNodes();
+        updateActions();
+    });
+    connect(m_editor, &JobEditor::validityChanged, this, &MainWindow::updateActions);
+    connect(m_cluster, &ClusterPanel::nodesEdited, this, [this] {
+        JobSpec job = m_editor->job().value_or(JobSpec());
+        job.nodes = m_cluster->job().nodes;
+        m_editor->setJob(job);
+    });
+    connect(m_runView, &RunView::rankSelected, this, &MainWindow::focusRank);
+}
+
+void MainWindow::buildActions() {
+    auto* bar = addToolBar(QStringLiteral("Run"));
+    bar->setObjectName(QStringLiteral("runToolBar"));
+    bar->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+    bar->setMovable(false);
+
+    m_debugNode = new QComboBox;
+    m_debugNode->setObjectName(QStringLiteral("debugNode"));
+    m_debugNode->setToolTip(QStringLiteral("Where a debug run goes: this machine, or one node of the cluster"));
+    m_debugAction = bar->addAction(QStringLiteral("Debug on one node"), this, [this] {
+        QString error;
+        if (!debugRun(&error))
+            showMessage(error, true);
+    });
+    m_debugAction->setToolTip(
+        QStringLiteral("Few steps on one node, verbose NCCL and distributed checks; the run stops with the app"));
+    bar->addWidget(m_debugNode);
+    bar->addSeparator();
+    m_submitAction = bar->addAction(QStringLiteral("Submit distributed"), this, [this] {
+        QString error;
+        if (!submitRun(&error))
+            showMessage(error, true);
+    });
+    m_submitAction->setToolTip(
+        QStringLiteral("Every node of the cluster, detached: closing RankScope does not stop the run"));
+    bar->addSeparator();
+    m_stopAction = bar->addAction(QStringLiteral("Stop"), this, &MainWindow::stopRun);
+    m_stopAction->setToolTip(QStringLiteral("SIGTERM every rank, SIGKILL after the grace period, verified"));
+    m_detachAction = bar->addAction(QStringLiteral("Detach"), this, [this] {
+        m_session->detach();
+        showMessage(QStringLiteral("detached; the run goes on (History → Attach to follow it again)"));
+        updateActions();
+    });
+    bar->addSeparator();
+
+    auto* exportButton = new QToolButton;
+    exportButton->setText(QStringLiteral("Export"));
+    exportButton->setPopupMode(QToolButton::InstantPopup);
+    auto* menu = new QMenu(exportButton);
+    menu->addAction(QStringLiteral("Chart as PNG…"), this, &MainWindow::exportChart);
+    menu->addAction(QStringLiteral("Metrics as CSV…"), this, &MainWindow::exportMetrics);
+    menu->addAction(QStringLiteral("Rank log…"), this, &MainWindow::exportRankLog);
+    exportButton->setMenu(menu);
+    bar->addWidget(exportButton);
+}
+
+void MainWindow::connectSession() {
+    connect(m_session, &RunSession::runStarting, this, &MainWindow::onRunStarting);
+    connect(m_session, &RunSession::events, m_runView, &RunView::addEvents);
+    connect(m_session, &RunSession::logBatch, m_logs->model(), &LogModel::appendLines);
+    connect(m_session, &RunSession::rankExited, m_runView, &RunView::rankExited);
+    connect(m_session, &RunSession::message, this, [this](const QString& text) { showMessage(text); });
+    connect(m_session, &RunSession::finished, this, &MainWindow::onFinished);
+    connect(m_session->engine(), &remote::RunEngine::launched, this, [this] {
+        m_runLabel->setText(QStringLiteral("%1 · %2 · running").arg(m_session->record().id, m_session->record().mode));
+        m_historyModel->refresh();
+    });
+}
+
+void MainWindow::onRunStarting(const RunRecord& record) {
+    m_runView->clear();
+    m_logs->model()->clear();
+    m_logs->model()->setRankHosts(RunSession::rankHosts(record));
+    m_focusedRank = -1;
+    m_runLabel->setText(QStringLiteral("%1 · %2 · %3").arg(record.id, record.mode, record.state));
+    setWindowTitle(QStringLiteral("RankScope — %1").arg(record.name.isEmpty() ? record.id : record.name));
+    m_historyModel->refresh();
+    updateActions();
+}
+
+void MainWindow::onFinished(const RunRecord& record) {
+    m_runLabel->setText(QStringLiteral("%1 · %2 · %3").arg(record.id, record.mode, record.state));
+    showMessage(record.summary.isEmpty() ? QStringLiteral("run %1 %2").arg(record.id, record.state) : record.summary,
+                record.state == QLatin1String("failed") || record.state == QLatin1String("lost"));
+    m_historyModel->refresh();
+    updateActions();
+}
+
+bool MainWindow::openJob(const QString& path, QString* error) {
+    if (!m_editor->openFile(path, error))
+        return false;
+    if (const auto job = m_editor->job())
+        m_cluster->setJob(*job);
+    updateDebugNodes();
+    updateActions();
+    return true;
+}
+
+bool MainWindow::debugRun(QString* error, const QString& debugNode) {
+    auto job = m_editor->job();
+    if (!job) {
+        if (error)
+            *error = QStringLiteral("the job has problems: %1").arg(m_editor->issues().value(0).toString());
+        return false;
+    }
+    job->debug.node = !debugNode.isEmpty() ? debugNode : m_debugNode->currentData().toString();
+    if (job->debug.node.isEmpty())
+        job->debug.node = kLocalNode;
+    if (!m_session->launch(*job, RunMode::Debug, error))
+        return false;
+    showTab(RunTab);
+    return true;
+}
+
+bool MainWindow::submitRun(QString* error) {
+    const auto job = m_editor->job();
+    if (!job) {
+        if (error)
+            *error = QStringLiteral("the job has problems: %1").arg(m_editor->issues().value(0).toString());
+        return false;
+    }
+    if (job->nodes.isEmpty()) {
+        if (error)
+            *error = QStringLiteral("nodes: a distributed run needs at least one node; add them in the cluster table");
+        return false;
+    }
+    if (!m_session->launch(*job, RunMode::Submit, error))
+        return false;
+    showTab(RunTab);
+    return true;
+}
+
+bool MainWindow::attachRun(const QString& runId, QString* error) {
+    m_runView->setClock({}); // live: wall-clock time
+    if (!m_session->attach(runId, error))
+        return false;
+    showTab(RunTab);
+    updateActions();
+    return true;
+}
+
+bool MainWindow::openStoredRun(const QString& runId, QString* error) {
+    const auto stored = m_store->load(m_store->resolveId(runId), error);
+    if (!stored)
+        return false;
+    // Offline, a rank is judged at the moment the run ended, not against today's clock.
+    const double end = stored->ended.isValid() ? static_cast<double>(stored->ended.toMSecsSinceEpoch()) / 1000.0
+                                               : static_cast<double>(QDateTime::currentMSecsSinceEpoch()) / 1000.0;
+    m_runView->setClock([end] { return end; });
+    if (!m_session->open(stored->id, error))
+        return false;
+    showTab(RunTab);
+    updateActions();
+    return true;
+}
+
+bool MainWindow::reattachLatest(QString* error) {
+    for (const RunRecord& run : m_store->list())
+        if (isLive(run))
+            return attachRun(run.id, error);
+    if (error)
+        *error = QStringLiteral("no run is going on");
+    return false;
+}
+
+void MainWindow::stopRun() {
+    if (!m_session->isActive())
+        return;
+    showMessage(QStringLiteral("stopping %1: SIGTERM, then SIGKILL after the grace period").arg(m_session->record().id));
+    m_session->stop();
+}
+
+void MainWindow::showTab(Tab tab) {
+    m_tabs->setCurrentIndex(tab);
+}
+
+void MainWindow::focusRank(int rank) {
+    m_focusedRank = rank == m_focusedRank ? -1 : rank; // a second click on the same rank shows all again
+    m_runView->focusRank(m_focusedRank);
+    m_logs->focusRank(m_focusedRank);
+    showMessage(m_focusedRank < 0 ? QStringLiteral("all ranks") : QStringLiteral("rank %1").arg(m_focusedRank));
+}
+
+void MainWindow::updateActions() {
+    const bool active = m_session->isActive();
+    const bool valid = m_editor->isValid();
+    m_debugAction->setEnabled(valid && !active);
+    m_debugNode->setEnabled(!active);
+    m_submitAction->setEnabled(valid && !active && m_editor->job() && !m_editor->job()->nodes.isEmpty());
+    m_stopAction->setEnabled(active);
+    m_detachAction->setEnabled(active);
+}
+
+void MainWindow::updateDebugNodes() {
+    const QString current = m_debugNode->currentData().toString();
+    m_debugNode->clear();
+    m_debugNode->addItem(QStringLiteral("this machine"), kLocalNode);
+    if (const auto job = m_editor->job()) {
+        for (const NodeSpec& node : job->nodes)
+            m_debugNode->addItem(node.name, node.name);
+        const int preferred = m_debugNode->findData(current.isEmpty() ? job->debug.node : current);
+        m_debugNode->setCurrentIndex(preferred >= 0 ? preferred : 0);
+    }
+}
+
+void MainWindow::openSelectedHistory(bool follow) {
+    const QModelIndex index = m_history->currentIndex();
+    if (!index.isValid()) {
+        showMessage(QStringLiteral("choose a run in the list first"), true);
+        return;
+    }
+    const QString id = index.data(HistoryModel::RunIdRole).toString();
+    QString error;
+    const bool ok = follow ? attachRun(id, &error) : openStoredRun(id, &error);
+    if (!ok)
+        showMessage(error, true);
+}
+
+void MainWindow::exportChart() {
+    const QStringList names = {QStringLiteral("Loss"), QStringLiteral("Images/s"), QStringLiteral("Step time"),
+                               QStringLiteral("Validation accuracy"), QStringLiteral("GPU")};
+    bool ok = false;
+    const QString name = QInputDialog::getItem(this, QStringLiteral("Export chart"), QStringLiteral("Chart:"), names,
+                                               0, false, &ok);
+    if (!ok)
+        return;
+    const QString path = QFileDialog::getSaveFileName(this, QStringLiteral("Save chart"),
+                                                      name.toLower().replace(QLatin1Char(' '), QLatin1Char('-')) +
+                                                          QStringLiteral(".png"),
+                                                      QStringLiteral("PNG images (*.png)"));
+    QString error;
+    if (!path.isEmpty() && !m_runView->charts()->saveChartPng(static_cast<int>(names.indexOf(name)), path, &error))
+        showMessage(error, true);
+}
+
+void MainWindow::exportMetrics() {
+    const QString path = QFileDialog::getSaveFileName(this, QStringLiteral("Save metrics"), QStringLiteral("metrics.csv"),
+                                                      QStringLiteral("CSV files (*.csv)"));
+    QString error;
+    if (!path.isEmpty() && !m_runView->metrics()->exportCsv(path, &error))
+        showMessage(error, true);
+}
+
+void MainWindow::exportRankLog() {
+    int rank = m_focusedRank;
+    if (rank < 0) {
+        bool ok = false;
+        rank = QInputDialog::getInt(this, QStringLiteral("Export a rank's log"), QStringLiteral("Rank:"), 0, 0,
+                                    std::max(0, m_session->record().worldSize - 1), 1, &ok);
+        if (!ok)
+            return;
+    }
+    const QString path = QFileDialog::getSaveFileName(this, QStringLiteral("Save rank log"),
+                                                      QStringLiteral("rank%1.log").arg(rank));
+    QString error;
+    if (!path.isEmpty() && !m_logs->exportRankLog(rank, path, &error))
+        showMessage(error, true);
+}
+
+void MainWindow::showMessage(const QString& text, bool error) {
+    statusBar()->setStyleSheet(error ? QStringLiteral("QStatusBar { color: #b71c1c; }") : QString());
+    statusBar()->showMessage(text, error ? 0 : 8000);
+}
+
+void MainWindow::saveState() const {
+    QSettings settings;
+    settings.setValue(QStringLiteral("mainWindow/geometry"), saveGeometry());
+    settings.setValue(QStringLiteral("mainWindow/state"), QMainWindow::saveState());
+    settings.setValue(QStringLiteral("mainWindow/tab"), m_tabs->currentIndex());
+    if (auto* splitter = findChild<QSplitter*>(QStringLiteral("setupSplitter")))
+        settings.setValue(QStringLiteral("mainWindow/setupSplitter"), splitter->saveState());
+    settings.setValue(QStringLiteral("job/lastPath"), m_editor->filePath());
+    if (!m_editor->filePath().isEmpty() || m_editor->jsonText().isEmpty())
+        settings.remove(QStringLiteral("job/unsavedText"));
+    else
+        settings.setValue(QStringLiteral("job/unsavedText"), m_editor->jsonText()); // nothing typed is lost
+}
+
+void MainWindow::restoreSavedState() {
+    QSettings settings;
+    restoreGeometry(settings.value(QStringLiteral("mainWindow/geometry")).toByteArray());
+    QMainWindow::restoreState(settings.value(QStringLiteral("mainWindow/state")).toByteArray());
+    if (auto* splitter = findChild<QSplitter*>(QStringLiteral("setupSplitter")))
+        splitter->restoreState(settings.value(QStringLiteral("mainWindow/setupSplitter")).toByteArray());
+    const QString last = settings.value(QStringLiteral("job/lastPath")).toString();
+    const QString unsaved = settings.value(QStringLiteral("job/unsavedText")).toString();
+    QString error;
+    if (!last.isEmpty() && openJob(last, &error)) {
+        // the last job file, with its cluster
+    } else if (!unsaved.isEmpty()) {
+        m_editor->setJsonText(unsaved);
+    } else {
+        QFile file(QString::fromLatin1(kDefaultJob));
+        if (file.open(QIODevice::ReadOnly))
+            m_editor->setJsonText(QString::fromUtf8(file.readAll()));
+    }
+    if (!error.isEmpty())
+        showMessage(QStringLiteral("the last job could not be opened: %1").arg(error), true);
+    m_tabs->setCurrentIndex(settings.value(QStringLiteral("mainWindow/tab"), 0).toInt());
+    // A submitted run goes on while the app is closed: follow it again.
+    reattachLatest();
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+    saveState();
+    if (m_session->isActive())
+        m_session->detach(); // the run goes on on its nodes; reopening RankScope reattaches
+    m_cluster->prompter()->cancel(true);
+    event->accept();
+}
+
+} // namespace rankscope::gui

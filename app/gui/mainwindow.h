@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include "core/jobspec.h"
+#include "core/runstore.h"
+#include "remote/runengine.h"
+
+#include <QMainWindow>
+
+class QAction;
+class QComboBox;
+class QLabel;
+class QSortFilterProxyModel;
+class QTabWidget;
+class QTableView;
+
+namespace rankscope::gui {
+
+class ClusterPanel;
+class HistoryModel;
+class JobEditor;
+class LogInspector;
+class RunSession;
+class RunView;
+
+// Where the user lives: the job and its cluster, the two buttons (Debug on one node, Submit distributed),
+// the live run view, the log inspector and the history of runs. A front end over core/ and remote/: it
+// drives the same RunEngine as rankscope-cli through a RunSession and never talks to a node itself.
+class MainWindow final : public QMainWindow {
+    Q_OBJECT
+
+public:
+    struct Options {
+        QString storeRoot;        // empty: RunStore::defaultRoot()
+        QString knownHostsPath;   // empty: ~/.ssh/known_hosts
+        QString sshConfigPath;    // empty: ~/.ssh/config
+        QString localTrainer;     // empty: rankscope-trainer next to this executable
+        bool restoreState = true; // window layout, last job, and reattaching to the newest live run
+    };
+    static constexpr const char* kDefaultJob = ":/rankscope/jobs/demo.json";
+
+    explicit MainWindow(Options options, QWidget* parent = nullptr);
+    ~MainWindow() override;
+
+    enum Tab { JobTab, RunTab, LogsTab, HistoryTab };
+
+    bool openJob(const QString& path, QString* error);
+    // The editor's job, with `debugNode` ("local" or a node's name) for a debug run.
+    bool debugRun(QString* error, const QString& debugNode = QString());
+    bool submitRun(QString* error);
+    bool attachRun(const QString& runId, QString* error);
+    bool openStoredRun(const QString& runId, QString* error); // offline
+    // Reattaches to the newest submitted run that is still going on; false when there is none.
+    bool reattachLatest(QString* error = nullptr);
+    void stopRun();
+    void showTab(Tab tab);
+
+    [[nodiscard]] JobEditor* jobEditor() const { return m_editor; }
+    [[nodiscard]] ClusterPanel* clusterPanel() const { return m_cluster; }
+    [[nodiscard]] RunView* runView() const { return m_runView; }
+    [[nodiscard]] LogInspector* logInspector() const { return m_logs; }
+    [[nodiscard]] HistoryModel* historyModel() const { return m_historyModel; }
+    [[nodiscard]] RunSession* session() const { return m_session; }
+    [[nodiscard]] RunStore* store() const { return m_store.get(); }
+
+protected:
+    void closeEvent(QCloseEvent* event) override;
+
+private:
+    void buildActions();
+    void buildTabs();
+    void connectSession();
+    void onRunStarting(const RunRecord& record);
+    void onFinished(const RunRecord& record);
+    void focusRank(int rank);
+    void updateActions();
+    void updateDebugNodes();
+    void openSelectedHistory(bool follow);
+    void exportChart();
+    void exportMetrics();
+    void exportRankLog();
+    void saveState() const;
+    void restoreSavedState();
+    void showMessage(const QString& text, bool error = false);
+
+    Options m_options;
+    std::unique_ptr<RunStore> m_store;
+    RunSession* m_session = nullptr;
+    QTabWidget* m_tabs = nullptr;
+    JobEditor* m_editor = nullptr;
+    ClusterPanel* m_cluster = nullptr;
+    RunView* m_runView = nullptr;
+    LogInspector* m_logs = nullptr;
+    HistoryModel* m_historyModel = nullptr;
+    QSortFilterProxyModel* m_historyProxy = nullptr;
+    QTableView* m_history = nullptr;
+    QComboBox* m_debugNode = nullptr;
+    QAction* m_debugAction = nullptr;
+    QAction* m_submitAction = nullptr;
+    QAction* m_stopAction = nullptr;
+    QAction* m_detachAction = nullptr;
+    QLabel* m_runLabel = nullptr;
+    int m_focusedRank = -1;
+};
+
+} // namespace rankscope::gui

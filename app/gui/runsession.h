@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include "core/jobspec.h"
+#include "core/runstore.h"
+#include "core/trainerevent.h"
+#include "remote/runengine.h"
+
+#include <QHash>
+#include <QObject>
+#include <QVector>
+
+class QTimer;
+
+namespace rankscope::gui {
+
+// The desktop app's one run at a time: the engine every front end uses, and the coalescing between it and
+// the views. Events go straight on (the run view queues them for its own tick); log lines are gathered
+// and handed over once per tick, as one batch, however many the engine delivered in between.
+class RunSession final : public QObject {
+    Q_OBJECT
+
+public:
+    RunSession(RunStore* store, remote::EngineOptions options, QObject* parent = nullptr);
+    ~RunSession() override;
+
+    bool launch(const JobSpec& job, RunMode mode, QString* error);
+    bool attach(const QString& runId, QString* error); // follow a run that goes on on its nodes
+    bool open(const QString& runId, QString* error);   // a stored run, offline
+    void stop();
+    void detach();
+
+    [[nodiscard]] bool isActive() const { return m_engine->isActive(); }
+    [[nodiscard]] const RunRecord& record() const { return m_engine->record(); }
+    // rank -> the host that runs it ("local" for this machine)
+    [[nodiscard]] static QHash<int, QString> rankHosts(const RunRecord& record);
+    [[nodiscard]] remote::RunEngine* engine() const { return m_engine; }
+    [[nodiscard]] RunStore* store() const { return m_store; }
+    [[nodiscard]] int tickMs() const;
+    void setTickMs(int ms);
+    // Hands over the log lines gathered so far now (the tick does this on its own).
+    void flush();
+
+signals:
+    // Before a run's first data: views clear themselves and learn which host runs which rank.
+    void runStarting(const rankscope::RunRecord& record);
+    void events(const QVector<rankscope::TrainerEvent>& events);
+    void logBatch(const QVector<rankscope::RankLogLine>& lines);
+    void rankExited(int rank, const QString& host, int status);
+    void message(const QString& text); // progress of the launch, lost and restored links, teardown
+    void finished(const rankscope::RunRecord& record);
+
+private:
+    bool refuseWhileActive(QString* error) const;
+    bool replay(const QString& runId, bool follow, QString* error);
+
+    RunStore* m_store;
+    remote::RunEngine* m_engine;
+    QTimer* m_tick;
+    QVector<RankLogLine> m_pendingLines;
+};
+
+} // namespace rankscope::gui

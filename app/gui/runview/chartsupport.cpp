@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: MIT
+#include "chartsupport.h"
+
+#include "seriesbuffer.h"
+
+#include <QApplication>
+#include <QChart>
+#include <QLineSeries>
+#include <QValueAxis>
+
+#include <cmath>
+
+namespace rankscope::gui {
+
+bool syncSeries(DrawnSeries& drawn, const SeriesBuffer& buffer, double xMin, double xMax, int pixelColumns) {
+    const bool dataChanged = drawn.revision != buffer.revision();
+    const bool reduced = buffer.size() > 2 * pixelColumns + 2;
+    const bool viewChanged = drawn.width != pixelColumns || drawn.xMin != xMin || drawn.xMax != xMax;
+    if (!dataChanged && !(reduced && viewChanged))
+        return false;
+    drawn.series->replace(buffer.forDisplay(xMin, xMax, pixelColumns));
+    drawn.revision = buffer.revision();
+    drawn.width = pixelColumns;
+    drawn.xMin = xMin;
+    drawn.xMax = xMax;
+    return true;
+}
+
+void styleChart(QChart* chart, const QString& title) {
+    chart->setAnimationOptions(QChart::NoAnimation);
+    chart->setBackgroundRoundness(0);
+    chart->setMargins(QMargins(4, 4, 4, 4));
+    QFont titleFont = QApplication::font();
+    titleFont.setBold(true);
+    chart->setTitleFont(titleFont);
+    chart->setTitle(title);
+    chart->legend()->setFont(QApplication::font());
+}
+
+QValueAxis* addAxis(QChart* chart, Qt::Alignment alignment, const QString& title, const QString& labelFormat) {
+    auto* axis = new QValueAxis(chart);
+    QFont font = QApplication::font();
+    axis->setLabelsFont(font);
+    font.setPointSizeF(font.pointSizeF() * 0.95);
+    axis->setTitleFont(font);
+    axis->setTitleText(title);
+    axis->setLabelFormat(labelFormat);
+    axis->setGridLineColor(QColor(0xe4, 0xe4, 0xe4));
+    axis->setMinorTickCount(0);
+    axis->setTickCount(5);
+    chart->addAxis(axis, alignment);
+    return axis;
+}
+
+void setPaddedRange(QValueAxis* axis, double lo, double hi, bool fromZero) {
+    if (!std::isfinite(lo) || !std::isfinite(hi) || lo > hi) {
+        lo = 0.0;
+        hi = 1.0;
+    }
+    if (fromZero)
+        lo = std::min(lo, 0.0);
+    const double span = std::max(hi - lo, std::max(std::abs(hi) * 0.05, 1e-6));
+    const double pad = span * 0.05;
+    axis->setRange(fromZero && lo >= 0.0 ? lo : lo - pad, hi + pad);
+    axis->applyNiceNumbers();
+}
+
+} // namespace rankscope::gui

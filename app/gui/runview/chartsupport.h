@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <QString>
+#include <QtGlobal>
+
+class QChart;
+class QLineSeries;
+class QValueAxis;
+
+namespace rankscope::gui {
+
+class SeriesBuffer;
+
+// What a QLineSeries was last given, so that a tick only replaces series whose data or view changed.
+struct DrawnSeries {
+    QLineSeries* series = nullptr;
+    quint64 revision = ~quint64(0);
+    int width = 0;
+    double xMin = 0.0;
+    double xMax = 0.0;
+};
+
+// Replaces the series' points with the buffer's, downsampled to `pixelColumns` between xMin and xMax, when
+// the buffer changed since the last call or, for a downsampled series, the view did. One replace(), never
+// per-point appends. Returns whether it replaced.
+bool syncSeries(DrawnSeries& drawn, const SeriesBuffer& buffer, double xMin, double xMax, int pixelColumns);
+
+// The look every run view chart shares: no animation, tight margins, a title in the widget's font.
+void styleChart(QChart* chart, const QString& title);
+[[nodiscard]] QValueAxis* addAxis(QChart* chart, Qt::Alignment alignment, const QString& title,
+                                  const QString& labelFormat);
+// Sets [lo, hi] padded by 5% (at least a small span), with round tick values.
+void setPaddedRange(QValueAxis* axis, double lo, double hi, bool fromZero = false);
+
+} // namespace rankscope::gui

@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: MIT
+#include "gpupanel.h"
+
+#include "rankpalette.h"
+
+#include <QChart>
+#include <QChartView>
+#include <QComboBox>
+#include <QLabel>
+#include <QLineSeries>
+#include <QStackedWidget>
+#include <QVBoxLayout>
+#include <QValueAxis>
+
+#include <algorithm>
+#include <limits>
+
+namespace rankscope::gui {
+
+namespace {
+
+QString axisTitle(GpuMetric metric) {
+    switch (metric) {
+    case GpuMetric::Utilization:
+        return GpuPanel::tr("utilisation (%)");
+    case GpuMetric::Memory:
+        return GpuPanel::tr("memory used (MiB)");
+    case GpuMetric::Power:
+        return GpuPanel::tr("power (W)");
+    }
+    return {};
+}
+
+} // namespace
+
+GpuPanel::GpuPanel(RunMetrics* metrics, QWidget* parent)
+    : QWidget(parent), m_metrics(metrics), m_stack(new QStackedWidget(this)), m_noTelemetry(new QLabel(this)),
+      m_metricBox(new QComboBox(this)), m_chart(new QChart), m_view(new QChartView(m_chart, this)) {
+    m_noTelemetry->setText(
+        QStringLiteral("<p><b>%1</b></p><p>%2</p>").arg(tr("GPUs"), noTelemetryText().toHtmlEscaped()));
+    m_noTelemetry->setAlignment(Qt::AlignCenter);
+    m_noTelemetry->setWordWrap(true);
+    m_noTelemetry->setStyleSheet(QStringLiteral("QLabel { color: #555; background: white; padding: 12px; }"));
+
+    styleChart(m_chart, tr("GPUs"));
+    m_chart->legend()->setAlignment(Qt::AlignBottom);
+    m_xAxis = addAxis(m_chart, Qt::AlignBottom, tr("seconds"), QStringLiteral("%d"));
+    m_yAxis = addAxis(m_chart, Qt::AlignLeft, axisTitle(m_metric), QStringLiteral("%d"));
+    m_view->setRenderHint(QPainter::Antialiasing);
+
+    m_metricBox->addItem(tr("Utilisation"), int(GpuMetric::Utilization));
+    m_metricBox->addItem(tr("Memory"), int(GpuMetric::Memory));
+    m_metricBox->addItem(tr("Power"), int(GpuMetric::Power));
+    connect(m_metricBox, &QComboBox::currentIndexChanged, this,
+            [this](int index) { setMetric(GpuMetric(m_metricBox->itemData(index).toInt())); });
+
+    auto* chartPage = new QWidget(this);
+    auto* chartLayout = new QVBoxLayout(chartPage);
+    chartLayout->setContentsMargins(0, 0, 0, 0);
+    chartLayout->setSpacing(2);
+    chartLayout->addWidget(m_metricBox, 0, Qt::AlignRight);
+    chartLayout->addWidget(m_view, 1);
+    m_stack->addWidget(m_noTelemetry);
+    m_stack->addWidget(chartPage);
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->addWidget(m_stack);
+}
+
+QString GpuPanel::noTelemetryText() const {
+    return tr("No GPU telemetry: this run's nodes have no GPUs.");
+}
+
+bool GpuPanel::showsChart() const {
+    return m_stack->currentIndex() == 1;
+}
+
+void GpuPanel::setMetric(GpuMetric metric) {
+    if (metric == m_metric)
+        return;
+    m_metric = metric;
+    m_metricBox->setCurrentIndex(m_metricBox->findData(int(metric)));
+    m_yAxis->setTitleText(axisTitle(metric));
+    for (DrawnSeries& drawn : m_series)
+        drawn.revision = ~quint64(0); // another buffer now: redraw
+    refresh();
+}
+
+void GpuPanel::refresh() {
+    if (!m_metrics->hasGpuSamples()) {
+        m_stack->setCurrentIndex(0);
+        return;
+    }
+    m_stack->setCurrentIndex(1);
+    const QMap<QString, const SeriesBuffer*> buffers = m_metrics->gpuSeries(m_metric);
+    double xMax = 1.0;
+    double yLo = std::numeric_limits<double>::infinity();
+    double yHi = -yLo;
+    for (const SeriesBuffer* buffer : buffers) {
+        if (!buffer->isEmpty())
+            xMax = std::max(xMax, buffer->points().constLast().x());
+        yLo = std::min(yLo, buffer->minY());
+        yHi = std::max(yHi, buffer->maxY());
+    }
+    const int width = std::max(int(m_chart->plotArea().width()), 100);
+    int index = 0;
+    for (auto it = buffers.cbegin(); it != buffers.cend(); ++it, ++index) {
+        auto found = m_series.find(it.key());
+        if (found == m_series.end()) {
+            auto* series = new QLineSeries;
+            series->setName(it.key());
+            series->setPen(QPen(rankColor(index, int(buffers.size())), 1.5));
+            m_chart->addSeries(series);
+            series->attachAxis(m_xAxis);
+            series->attachAxis(m_yAxis);
+            found = m_series.insert(it.key(), DrawnSeries{series});
+        }
+        syncSeries(*found, **it, 0.0, xMax, width);
+    }
+    m_chart->legend()->setVisible(buffers.size() <= 12);
+    m_xAxis->setRange(0.0, xMax);
+    setPaddedRange(m_yAxis, yLo, yHi, true);
+}
+
+} // namespace rankscope::gui

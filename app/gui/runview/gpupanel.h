@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include "chartsupport.h"
+#include "runmetrics.h"
+
+#include <QMap>
+#include <QWidget>
+
+class QChart;
+class QChartView;
+class QComboBox;
+class QLabel;
+class QStackedWidget;
+class QValueAxis;
+
+namespace rankscope::gui {
+
+// GPU utilisation, memory or power (one at a time, chosen in a combo box) per GPU per node, against seconds
+// since the first sample. Until a sample arrives it shows a sentence instead of an empty chart.
+class GpuPanel final : public QWidget {
+    Q_OBJECT
+
+public:
+    explicit GpuPanel(RunMetrics* metrics, QWidget* parent = nullptr);
+
+    void refresh(); // the tick: replaces changed series, rescales the axes once
+    void setMetric(GpuMetric metric);
+    [[nodiscard]] GpuMetric metric() const { return m_metric; }
+    [[nodiscard]] bool showsChart() const;
+    [[nodiscard]] QString noTelemetryText() const;
+    [[nodiscard]] QChart* chart() const { return m_chart; }
+    [[nodiscard]] QChartView* chartView() const { return m_view; }
+
+private:
+    RunMetrics* m_metrics;
+    GpuMetric m_metric = GpuMetric::Utilization;
+    QStackedWidget* m_stack;
+    QLabel* m_noTelemetry;
+    QComboBox* m_metricBox;
+    QChart* m_chart;
+    QChartView* m_view;
+    QValueAxis* m_xAxis;
+    QValueAxis* m_yAxis;
+    QMap<QString, DrawnSeries> m_series;
+};
+
+} // namespace rankscope::gui

@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <QListView>
+
+class QSortFilterProxyModel;
+
+namespace rankscope::gui {
+
+class RankGridModel;
+
+// One tile per rank, coloured by state, showing rank, state, host, step and loss; ordered by rank. Tiles
+// grow to fill the widget and shrink (dropping the host line) so that 2 to 64 ranks stay legible without
+// scrolling in a panel of a few hundred pixels. Clicking a tile emits rankSelected.
+class RankGrid final : public QListView {
+    Q_OBJECT
+
+public:
+    explicit RankGrid(RankGridModel* model, QWidget* parent = nullptr);
+
+    // Outlines a rank's tile; -1 for none.
+    void setFocusedRank(int rank);
+    [[nodiscard]] int focusedRank() const { return m_focusedRank; }
+    // The view-space rectangle of a rank's tile (empty when the rank is unknown): for tests and tooltips.
+    [[nodiscard]] QRect tileRect(int rank) const;
+    [[nodiscard]] QSize tileSize() const { return m_tileSize; }
+
+signals:
+    void rankSelected(int rank);
+
+protected:
+    void resizeEvent(QResizeEvent* event) override;
+
+private:
+    void relayoutTiles();
+
+    RankGridModel* m_model;
+    QSortFilterProxyModel* m_proxy;
+    QSize m_tileSize;
+    int m_focusedRank = -1;
+};
+
+} // namespace rankscope::gui

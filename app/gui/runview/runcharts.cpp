@@ -1,0 +1,361 @@
+// SPDX-License-Identifier: MIT
+#include "runcharts.h"
+
+#include "gpupanel.h"
+#include "rankpalette.h"
+
+#include <QChart>
+#include <QChartView>
+#include <QGridLayout>
+#include <QLineSeries>
+#include <QPixmap>
+#include <QTimer>
+#include <QValueAxis>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace rankscope::gui {
+
+namespace {
+
+constexpr int kDefaultTickMs = 100;
+constexpr int kLegendMaxRanks = 12;
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+constexpr std::array<QRgb, kStepPartCount> kPartColors = {0x59a14f, 0x4e79a7, 0xf28e2b, 0xe15759, 0xb07aa1};
+
+struct Range {
+    double xLo = kInf, xHi = -kInf, yLo = kInf, yHi = -kInf;
+    void add(const SeriesBuffer& buffer) {
+        if (buffer.isEmpty())
+            return;
+        xLo = std::min(xLo, buffer.points().constFirst().x());
+        xHi = std::max(xHi, buffer.points().constLast().x());
+        yLo = std::min(yLo, buffer.minY());
+        yHi = std::max(yHi, buffer.maxY());
+    }
+    [[nodiscard]] bool valid() const { return xLo <= xHi; }
+};
+
+// The breakdown's legend sits under a third of the window: short names keep it unelided.
+QString stepPartShortName(StepPart part) {
+    static const std::array<const char*, kStepPartCount> kNames = {"data", "fwd", "bwd", "comm", "optim"};
+    return QString::fromLatin1(kNames[size_t(part)]);
+}
+
+double normalWidth(int rankCount) {
+    return rankCount > kLegendMaxRanks ? 1.0 : 1.6;
+}
+
+} // namespace
+
+RunCharts::RunCharts(RunMetrics* metrics, QWidget* parent)
+    : QWidget(parent), m_metrics(metrics), m_tick(new QTimer(this)), m_gpuPanel(new GpuPanel(metrics, this)) {
+    m_panels[LossChart] = makePanel(tr("Loss per rank"), tr("step"), tr("loss"), QStringLiteral("%.3g"));
+    m_panels[ThroughputChart] = makePanel(tr("Images/s per rank"), tr("step"), tr("images/s"), QStringLiteral("%.0f"));
+    m_panels[StepTimeChart] = makePanel(tr("Step time · mean of ranks"), tr("step"), tr("ms"), QStringLiteral("%.3g"));
+    m_panels[AccuracyChart] = makePanel(tr("Validation accuracy"), tr("epoch"), tr("accuracy"), QStringLiteral("%.3g"));
+    m_panels[ThroughputChart].chart->legend()->hide();
+    m_panels[AccuracyChart].chart->legend()->hide();
+    m_panels[LossChart].chart->legend()->setAlignment(Qt::AlignRight);
+    m_panels[StepTimeChart].chart->legend()->setAlignment(Qt::AlignBottom);
+
+    for (int i = 0; i < kStepPartCount; ++i) {
+        auto* series = new QLineSeries;
+        series->setName(stepPartShortName(StepPart(i)));
+        series->setPen(QPen(QColor(kPartColors[size_t(i)]), 1.6));
+        m_panels[StepTimeChart].chart->addSeries(series);
+        series->attachAxis(m_panels[StepTimeChart].x);
+        series->attachAxis(m_panels[StepTimeChart].y);
+        m_stepTime[size_t(i)].series = series;
+    }
+    m_accuracy = new QLineSeries;
+    m_accuracy->setName(tr("validation accuracy"));
+    m_accuracy->setPen(QPen(QColor(0x4e79a7), 2.0));
+    m_accuracy->setPointsVisible(true);
+    m_panels[AccuracyChart].chart->addSeries(m_accuracy);
+    m_accuracy->attachAxis(m_panels[AccuracyChart].x);
+    m_accuracy->attachAxis(m_panels[AccuracyChart].y);
+    m_panels[AccuracyChart].x->setLabelFormat(QStringLiteral("%d"));
+
+    auto* layout = new QGridLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->setSpacing(4);
+    layout->addWidget(m_panels[LossChart].view, 0, 0, 1, 2);
+    layout->addWidget(m_panels[ThroughputChart].view, 0, 2);
+    layout->addWidget(m_panels[StepTimeChart].view, 1, 0);
+    layout->addWidget(m_panels[AccuracyChart].view, 1, 1);
+    layout->addWidget(m_gpuPanel, 1, 2);
+    layout->setRowStretch(0, 5);
+    layout->setRowStretch(1, 4);
+    for (int column = 0; column < 3; ++column)
+        layout->setColumnStretch(column, 1);
+
+    connect(m_metrics, &RunMetrics::changed, this, [this] { m_dirty = true; });
+    connect(m_tick, &QTimer::timeout, this, [this] {
+        if (m_dirty || m_ranks.isEmpty() || m_ranks.first().loss.width != plotWidth(m_panels[LossChart]))
+            refresh();
+    });
+    m_tick->start(kDefaultTickMs);
+}
+
+RunCharts::Panel RunCharts::makePanel(const QString& title, const QString& xTitle, const QString& yTitle,
+                                      const QString& yFormat) {
+    Panel panel;
+    panel.chart = new QChart;
+    styleChart(panel.chart, title);
+    panel.x = addAxis(panel.chart, Qt::AlignBottom, xTitle, QStringLiteral("%d"));
+    panel.y = addAxis(panel.chart, Qt::AlignLeft, yTitle, yFormat);
+    panel.view = new QChartView(panel.chart, this);
+    panel.view->setRenderHint(QPainter::Antialiasing);
+    panel.view->setMinimumSize(220, 160);
+    return panel;
+}
+
+void RunCharts::setTickInterval(int milliseconds) {
+    m_tick->start(std::clamp(milliseconds, 10, 100)); // at least 10 updates a second
+}
+
+int RunCharts::tickInterval() const {
+    return m_tick->interval();
+}
+
+QChart* RunCharts::chart(Chart which) const {
+    return which == GpuChart ? m_gpuPanel->chart() : m_panels[size_t(which)].chart;
+}
+
+QChartView* RunCharts::chartView(Chart which) const {
+    return which == GpuChart ? m_gpuPanel->chartView() : m_panels[size_t(which)].view;
+}
+
+QLineSeries* RunCharts::lossSeries(int rank) const {
+    const auto found = m_ranks.constFind(rank);
+    return found != m_ranks.cend() ? found->loss.series : nullptr;
+}
+
+QLineSeries* RunCharts::throughputSeries(int rank) const {
+    const auto found = m_ranks.constFind(rank);
+    return found != m_ranks.cend() ? found->throughput.series : nullptr;
+}
+
+QLineSeries* RunCharts::stepTimeSeries(StepPart part) const {
+    return m_stepTime[size_t(part)].series;
+}
+
+int RunCharts::plotWidth(const Panel& panel) const {
+    const int width = int(panel.chart->plotArea().width());
+    return width > 10 ? width : 600; // not laid out yet: a typical width
+}
+
+void RunCharts::addGpuSamples(const QVector<GpuSample>& samples) {
+    m_metrics->addGpuSamples(samples);
+}
+
+void RunCharts::addRank(int rank) {
+    RankLines lines;
+    const std::array<std::pair<Chart, DrawnSeries*>, 2> targets = {
+        {{LossChart, &lines.loss}, {ThroughputChart, &lines.throughput}}};
+    for (const auto& [which, drawn] : targets) {
+        auto* series = new QLineSeries;
+        series->setName(tr("rank %1").arg(rank));
+        Panel& panel = m_panels[size_t(which)];
+        panel.chart->addSeries(series);
+        series->attachAxis(panel.x);
+        series->attachAxis(panel.y);
+        connect(series, &QLineSeries::hovered, this,
+                [this, rank](const QPointF&, bool entered) { onHovered(rank, entered); });
+        drawn->series = series;
+    }
+    m_ranks.insert(rank, lines);
+}
+
+void RunCharts::onHovered(int rank, bool entered) {
+    if (entered)
+        m_hoveredRank = rank;
+    else if (m_hoveredRank == rank)
+        m_hoveredRank = -1;
+    else
+        return;
+    applyHighlight();
+    emit rankHovered(m_hoveredRank);
+}
+
+void RunCharts::focusRank(int rank) {
+    if (rank == m_focusedRank)
+        return;
+    m_focusedRank = rank;
+    applyHighlight();
+    m_dirty = true;
+}
+
+void RunCharts::restyleRanks() {
+    m_panels[LossChart].chart->legend()->setVisible(m_ranks.size() <= kLegendMaxRanks);
+    applyHighlight();
+}
+
+// Colours depend on the rank count (the palette changes past 10), so every pen is set here.
+void RunCharts::applyHighlight() {
+    const int count = int(m_ranks.size());
+    const int highlighted = highlightedRank();
+    for (auto it = m_ranks.cbegin(); it != m_ranks.cend(); ++it) {
+        QColor color = rankColor(it.key(), count);
+        double width = normalWidth(count);
+        if (highlighted >= 0 && it.key() == highlighted) {
+            width = 3.2;
+        } else if (highlighted >= 0) {
+            color.setAlpha(50);
+            width = 1.0;
+        }
+        const QPen pen(color, width);
+        it->loss.series->setPen(pen);
+        it->throughput.series->setPen(pen);
+    }
+}
+
+void RunCharts::refresh() {
+    bool added = false;
+    for (int rank : m_metrics->ranks()) {
+        const RunMetrics::RankSeries* series = m_metrics->rank(rank);
+        if (!m_ranks.contains(rank) && series && !series->loss.isEmpty()) {
+            addRank(rank);
+            added = true;
+        }
+    }
+    if (added)
+        restyleRanks();
+    refreshRankCharts();
+    refreshStepTime();
+    refreshAccuracy();
+    m_gpuPanel->refresh();
+    m_dirty = false;
+}
+
+void RunCharts::clear() {
+    for (const RankLines& lines : std::as_const(m_ranks)) {
+        m_panels[LossChart].chart->removeSeries(lines.loss.series);
+        m_panels[ThroughputChart].chart->removeSeries(lines.throughput.series);
+        delete lines.loss.series;
+        delete lines.throughput.series;
+    }
+    m_ranks.clear();
+    for (DrawnSeries& drawn : m_stepTime) {
+        drawn.series->clear();
+        drawn.revision = ~quint64(0);
+    }
+    m_stepTimeSource = -2;
+    m_accuracy->clear();
+    m_accuracyDrawn = -1;
+    m_hoveredRank = -1;
+    m_focusedRank = -1;
+    m_dirty = true;
+}
+
+void RunCharts::refreshRankCharts() {
+    Range loss;
+    Range throughput;
+    for (auto it = m_ranks.cbegin(); it != m_ranks.cend(); ++it) {
+        if (const RunMetrics::RankSeries* series = m_metrics->rank(it.key())) {
+            loss.add(series->loss);
+            throughput.add(series->imagesPerSec);
+        }
+    }
+    if (!loss.valid())
+        return;
+    const std::array<std::pair<Chart, Range*>, 2> charts = {{{LossChart, &loss}, {ThroughputChart, &throughput}}};
+    for (const auto& [which, range] : charts) {
+        Panel& panel = m_panels[size_t(which)];
+        // Steps start at 1; a lone point still gets a visible span.
+        panel.x->setRange(std::min(range->xLo, 0.0), std::max(range->xHi, range->xLo + 1.0));
+        panel.x->applyNiceNumbers();
+        setPaddedRange(panel.y, range->yLo, range->yHi, which == ThroughputChart);
+        const int width = plotWidth(panel);
+        for (auto it = m_ranks.begin(); it != m_ranks.end(); ++it) {
+            const RunMetrics::RankSeries* series = m_metrics->rank(it.key());
+            if (!series)
+                continue;
+            DrawnSeries& drawn = which == LossChart ? it->loss : it->throughput;
+            const SeriesBuffer& buffer = which == LossChart ? series->loss : series->imagesPerSec;
+            if (syncSeries(drawn, buffer, panel.x->min(), panel.x->max(), width))
+                ++m_replaceCount;
+        }
+    }
+}
+
+void RunCharts::refreshStepTime() {
+    const RunMetrics::RankSeries* focused = m_focusedRank >= 0 ? m_metrics->rank(m_focusedRank) : nullptr;
+    const int source = focused ? m_focusedRank : -1;
+    Panel& panel = m_panels[StepTimeChart];
+    if (source != m_stepTimeSource) {
+        m_stepTimeSource = source;
+        panel.chart->setTitle(source >= 0 ? tr("Step time · rank %1").arg(source) : tr("Step time · mean of ranks"));
+        for (DrawnSeries& drawn : m_stepTime)
+            drawn.revision = ~quint64(0);
+    }
+    Range range;
+    for (int i = 0; i < kStepPartCount; ++i)
+        range.add(focused ? focused->partsMs[size_t(i)] : m_metrics->meanPartMs(StepPart(i)));
+    if (!range.valid()) {
+        for (DrawnSeries& drawn : m_stepTime)
+            drawn.series->clear();
+        return;
+    }
+    panel.x->setRange(std::min(range.xLo, 0.0), std::max(range.xHi, range.xLo + 1.0));
+    panel.x->applyNiceNumbers();
+    setPaddedRange(panel.y, range.yLo, range.yHi, true);
+    const int width = plotWidth(panel);
+    for (int i = 0; i < kStepPartCount; ++i) {
+        const SeriesBuffer& buffer = focused ? focused->partsMs[size_t(i)] : m_metrics->meanPartMs(StepPart(i));
+        if (syncSeries(m_stepTime[size_t(i)], buffer, panel.x->min(), panel.x->max(), width))
+            ++m_replaceCount;
+    }
+}
+
+void RunCharts::refreshAccuracy() {
+    const QVector<QPointF>& points = m_metrics->validationAccuracy();
+    const int drawn = int(points.size()) * 1000 + int(m_metrics->progress().epochs); // points or epochs changed
+    if (drawn == m_accuracyDrawn)
+        return;
+    m_accuracyDrawn = drawn;
+    m_accuracy->replace(points);
+    ++m_replaceCount;
+    Panel& panel = m_panels[AccuracyChart];
+    double xHi = 1.0;
+    double yLo = kInf;
+    double yHi = -kInf;
+    for (const QPointF& p : points) {
+        xHi = std::max(xHi, p.x());
+        yLo = std::min(yLo, p.y());
+        yHi = std::max(yHi, p.y());
+    }
+    // Whole epochs on the axis: 0..epochs with a tick per epoch (nice numbers past 10).
+    xHi = std::max(xHi, double(m_metrics->progress().epochs));
+    panel.x->setRange(0.0, std::ceil(xHi));
+    if (xHi <= 10.0)
+        panel.x->setTickCount(int(std::ceil(xHi)) + 1);
+    else
+        panel.x->applyNiceNumbers();
+    if (points.isEmpty())
+        panel.y->setRange(0.0, 1.0);
+    else
+        setPaddedRange(panel.y, yLo, yHi);
+}
+
+bool RunCharts::saveChartPng(int which, const QString& path, QString* error) {
+    if (which < 0 || which >= ChartCount) {
+        if (error)
+            *error = tr("no chart %1").arg(which);
+        return false;
+    }
+    refresh();
+    QWidget* widget = which == GpuChart ? static_cast<QWidget*>(m_gpuPanel) : m_panels[size_t(which)].view;
+    if (!widget->grab().save(path, "PNG")) {
+        if (error)
+            *error = tr("cannot write %1").arg(path);
+        return false;
+    }
+    return true;
+}
+
+} // namespace rankscope::gui

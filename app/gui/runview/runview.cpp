@@ -1,0 +1,150 @@
+// SPDX-License-Identifier: MIT
+#include "runview.h"
+
+#include "rankgrid.h"
+#include "rankgridmodel.h"
+#include "runcharts.h"
+
+#include <QDateTime>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QSplitter>
+#include <QTimer>
+#include <QVBoxLayout>
+
+namespace rankscope::gui {
+
+namespace {
+
+constexpr int kTickMs = 100;
+
+double wallClock() {
+    return double(QDateTime::currentMSecsSinceEpoch()) / 1000.0;
+}
+
+} // namespace
+
+RunView::RunView(QWidget* parent)
+    : QWidget(parent), m_metrics(new RunMetrics(this)), m_gridModel(new RankGridModel(this)),
+      m_grid(new RankGrid(m_gridModel, this)), m_charts(new RunCharts(m_metrics, this)), m_progress(new QLabel(this)),
+      m_stateCounts(new QLabel(this)), m_splitter(new QSplitter(Qt::Horizontal, this)), m_tick(new QTimer(this)),
+      m_clock(wallClock) {
+    QFont progressFont = m_progress->font();
+    progressFont.setPointSizeF(progressFont.pointSizeF() * 1.25);
+    progressFont.setBold(true);
+    m_progress->setFont(progressFont);
+    m_progress->setText(tr("waiting for the first event"));
+    m_stateCounts->setAlignment(Qt::AlignRight | Qt::AlignVCenter);
+    m_stateCounts->setTextFormat(Qt::RichText);
+
+    auto* header = new QHBoxLayout;
+    header->setContentsMargins(6, 2, 6, 2);
+    header->addWidget(m_progress);
+    header->addStretch(1);
+    header->addWidget(m_stateCounts);
+
+    m_splitter->addWidget(m_grid);
+    m_splitter->addWidget(m_charts);
+    m_splitter->setStretchFactor(0, 0);
+    m_splitter->setStretchFactor(1, 1);
+    m_splitter->setSizes({340, 1060});
+    m_grid->setMinimumWidth(200);
+
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(4, 4, 4, 4);
+    layout->setSpacing(4);
+    layout->addLayout(header);
+    layout->addWidget(m_splitter, 1);
+
+    connect(m_grid, &RankGrid::rankSelected, this, [this](int rank) {
+        focusRank(rank == m_focusedRank ? -1 : rank); // a second click lets go
+        emit rankSelected(rank);
+    });
+    connect(m_tick, &QTimer::timeout, this, &RunView::tick);
+    m_tick->start(kTickMs);
+}
+
+void RunView::addEvents(const QVector<TrainerEvent>& events) {
+    m_pendingEvents += events;
+}
+
+void RunView::rankExited(int rank, const QString& host, int status) {
+    m_pendingExits.append({rank, host, status});
+}
+
+void RunView::addGpuSamples(const QVector<GpuSample>& samples) {
+    m_charts->addGpuSamples(samples);
+}
+
+void RunView::focusRank(int rank) {
+    m_focusedRank = rank;
+    m_grid->setFocusedRank(rank);
+    m_charts->focusRank(rank);
+}
+
+void RunView::setClock(std::function<double()> clock) {
+    m_clock = clock ? std::move(clock) : std::function<double()>(wallClock);
+}
+
+void RunView::setStatusOptions(const RankStatusOptions& options) {
+    m_gridModel->setOptions(options);
+}
+
+void RunView::clear() {
+    m_pendingEvents.clear();
+    m_pendingExits.clear();
+    m_charts->clear();
+    m_metrics->clear();
+    m_gridModel->clear();
+    focusRank(-1);
+    updateLabels();
+}
+
+void RunView::tick() {
+    if (!m_pendingEvents.isEmpty() || !m_pendingExits.isEmpty()) {
+        flush();
+        return;
+    }
+    m_gridModel->setNow(m_clock()); // heartbeat ages and hung ranks move with the clock alone
+    updateLabels();
+}
+
+void RunView::flush() {
+    if (!m_pendingEvents.isEmpty()) {
+        const QVector<TrainerEvent> batch = std::exchange(m_pendingEvents, {});
+        m_metrics->addEvents(batch);
+        m_gridModel->addEvents(batch);
+    }
+    for (const PendingExit& exit : std::exchange(m_pendingExits, {})) {
+        m_metrics->rankExited(exit.rank, exit.status);
+        m_gridModel->rankExited(exit.rank, exit.host, exit.status);
+    }
+    m_gridModel->setNow(m_clock());
+    m_charts->refresh();
+    updateLabels();
+}
+
+QString RunView::progressText() const {
+    return m_progress->text();
+}
+
+void RunView::updateLabels() {
+    if (!m_metrics->summary().ranks().isEmpty())
+        m_progress->setText(formatProgress(m_metrics->progress()));
+    else
+        m_progress->setText(tr("waiting for the first event"));
+    QMap<int, int> counts;
+    for (const RankLiveStatus& status : m_gridModel->tracker().ranks())
+        ++counts[int(status.state)];
+    QStringList parts;
+    for (auto it = counts.cbegin(); it != counts.cend(); ++it) {
+        const QColor color = rankStateColor(RankLiveState(it.key())).darker(150);
+        parts << QStringLiteral("<span style='color:%1'>&#9632;</span> %2 %3")
+                     .arg(color.name())
+                     .arg(it.value())
+                     .arg(rankLiveStateName(RankLiveState(it.key())));
+    }
+    m_stateCounts->setText(parts.join(QStringLiteral(" &nbsp; ")));
+}
+
+} // namespace rankscope::gui

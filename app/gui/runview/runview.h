@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include "runmetrics.h"
+
+#include "core/rankstatus.h"
+#include "core/trainerevent.h"
+
+#include <QVector>
+#include <QWidget>
+
+#include <functional>
+
+class QLabel;
+class QSplitter;
+class QTimer;
+
+namespace rankscope::gui {
+
+class RankGrid;
+class RankGridModel;
+class RunCharts;
+
+// The live run view: a progress line, the rank grid and the charts. The main window forwards the engine's
+// signals here. Batches are queued and applied on a fixed tick (100 ms): one RunMetrics update, one row
+// insertion and one chart refresh per tick, however many batches arrived.
+class RunView final : public QWidget {
+    Q_OBJECT
+
+public:
+    explicit RunView(QWidget* parent = nullptr);
+
+    void addEvents(const QVector<rankscope::TrainerEvent>& events);
+    void rankExited(int rank, const QString& host, int status);
+    void addGpuSamples(const QVector<GpuSample>& samples);
+    // Every view on one rank: its tile outlined, its lines highlighted, its step-time breakdown; -1: none.
+    void focusRank(int rank);
+    [[nodiscard]] int focusedRank() const { return m_focusedRank; }
+    void clear();
+    // Applies what is queued now, and redraws (the tick does this on its own).
+    void flush();
+
+    // The clock "hung" and heartbeat ages are measured against; wall-clock Unix seconds by default. An offline
+    // view of a stored run passes the run's last event time.
+    void setClock(std::function<double()> clock);
+    void setStatusOptions(const RankStatusOptions& options);
+    [[nodiscard]] QString progressText() const;
+
+    [[nodiscard]] RunMetrics* metrics() const { return m_metrics; }
+    [[nodiscard]] RankGridModel* gridModel() const { return m_gridModel; }
+    [[nodiscard]] RankGrid* grid() const { return m_grid; }
+    [[nodiscard]] RunCharts* charts() const { return m_charts; }
+
+signals:
+    void rankSelected(int rank);
+
+private:
+    void tick();
+    void updateLabels();
+
+    RunMetrics* m_metrics;
+    RankGridModel* m_gridModel;
+    RankGrid* m_grid;
+    RunCharts* m_charts;
+    QLabel* m_progress;
+    QLabel* m_stateCounts;
+    QSplitter* m_splitter;
+    QTimer* m_tick;
+    std::function<double()> m_clock;
+    QVector<rankscope::TrainerEvent> m_pendingEvents;
+    struct PendingExit {
+        int rank;
+        QString host;
+        int status;
+    };
+    QVector<PendingExit> m_pendingExits;
+    int m_focusedRank = -1;
+};
+
+} // namespace rankscope::gui

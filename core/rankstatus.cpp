@@ -1,0 +1,228 @@
+// SPDX-License-Identifier: MIT
+#include "core/rankstatus.h"
+
+#include "core/runstore.h"
+
+#include <rankscope/event_schema.h>
+
+#include <algorithm>
+
+namespace rankscope {
+
+namespace {
+
+constexpr int kMinRateSamples = 3; // fewer steps than this say nothing about a rate
+
+bool isTerminal(RankLiveState state) {
+    return state == RankLiveState::Failed || state == RankLiveState::Lost || state == RankLiveState::Finished;
+}
+
+double median(QVector<double> values) {
+    std::sort(values.begin(), values.end());
+    const qsizetype n = values.size();
+    return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2.0;
+}
+
+} // namespace
+
+QString rankLiveStateName(RankLiveState state) {
+    switch (state) {
+    case RankLiveState::Starting:
+        return QStringLiteral("starting");
+    case RankLiveState::Running:
+        return QStringLiteral("running");
+    case RankLiveState::Slow:
+        return QStringLiteral("slow");
+    case RankLiveState::Hung:
+        return QStringLiteral("hung");
+    case RankLiveState::Failed:
+        return QStringLiteral("failed");
+    case RankLiveState::Lost:
+        return QStringLiteral("lost");
+    case RankLiveState::Finished:
+        return QStringLiteral("finished");
+    }
+    return {};
+}
+
+RankStatusTracker::RankStatusTracker(RankStatusOptions options) : m_options(options) {}
+
+const RankLiveStatus* RankStatusTracker::rank(int rank) const {
+    const auto found = m_ranks.constFind(rank);
+    return found != m_ranks.cend() ? &*found : nullptr;
+}
+
+void RankStatusTracker::clear() {
+    m_ranks.clear();
+    m_history.clear();
+    m_worldSize = 0;
+    m_newestTime = 0.0;
+}
+
+RankLiveStatus& RankStatusTracker::ensure(int rank) {
+    auto found = m_ranks.find(rank);
+    if (found == m_ranks.end()) {
+        found = m_ranks.insert(rank, RankLiveStatus{});
+        found->rank = rank;
+        m_history.insert(rank, History{});
+    }
+    return *found;
+}
+
+void RankStatusTracker::addEvents(const QVector<TrainerEvent>& events) {
+    for (const TrainerEvent& event : events)
+        apply(event);
+    update(m_newestTime);
+}
+
+void RankStatusTracker::apply(const TrainerEvent& event) {
+    RankLiveStatus& status = ensure(event.rank);
+    History& history = m_history[event.rank];
+    m_newestTime = std::max(m_newestTime, event.time);
+    status.lastEvent = event.time;
+    if (!status.lastProgress)
+        status.lastProgress = event.time; // the clock of a rank starts with its first word
+    switch (event.type) {
+    case TrainerEventType::Start:
+        status.host = event.string(schema::start::kHost);
+        m_worldSize = std::max(m_worldSize, int(event.integer(schema::start::kWorldSize)));
+        break;
+    case TrainerEventType::Step:
+        applyStep(event, status, history);
+        break;
+    case TrainerEventType::Heartbeat:
+        applyHeartbeat(event, status, history);
+        break;
+    case TrainerEventType::End:
+        if (event.string(schema::end::kStatus) == jsonKey(schema::status::kOk)) {
+            history.finished = true;
+        } else if (!history.failed) {
+            history.failed = true;
+            status.reason = QStringLiteral("ended with status error");
+        }
+        break;
+    case TrainerEventType::Error:
+        if (event.boolean(schema::error::kFatal, true) && !history.failed) {
+            history.failed = true;
+            status.reason =
+                event.string(schema::error::kKind) + QStringLiteral(": ") + event.string(schema::error::kMessage);
+        }
+        break;
+    case TrainerEventType::Eval:
+    case TrainerEventType::Checkpoint:
+        status.lastProgress = event.time; // both only happen when the rank moves on
+        break;
+    case TrainerEventType::Unknown:
+        break;
+    }
+}
+
+void RankStatusTracker::applyStep(const TrainerEvent& event, RankLiveStatus& status, History& history) {
+    const qint64 step = event.integer(schema::step::kStep);
+    if (step != status.step)
+        status.lastProgress = event.time;
+    status.step = step;
+    status.epoch = event.integer(schema::step::kEpoch);
+    status.loss = event.number(schema::step::kLoss);
+    history.steps.append({event.time, step});
+    // Keep the window, but never fewer samples than a rate needs.
+    const double horizon = event.time - m_options.rateWindowSeconds;
+    qsizetype drop = 0;
+    while (history.steps.size() - drop > kMinRateSamples && history.steps[drop].first < horizon)
+        ++drop;
+    history.steps.remove(0, drop);
+}
+
+void RankStatusTracker::applyHeartbeat(const TrainerEvent& event, RankLiveStatus& status, History& history) {
+    status.lastHeartbeat = event.time;
+    const QString phase = event.string(schema::heartbeat::kPhase);
+    const qint64 started = event.integer(schema::heartbeat::kCollectiveStarted);
+    const qint64 finished = event.integer(schema::heartbeat::kCollectiveFinished);
+    if (phase != history.phase || started != history.collectiveStarted || finished != history.collectiveFinished)
+        status.lastProgress = event.time;
+    history.phase = phase;
+    history.collectiveStarted = started;
+    history.collectiveFinished = finished;
+}
+
+void RankStatusTracker::rankExited(int rank, int exitStatus, const QString& host) {
+    RankLiveStatus& status = ensure(rank);
+    History& history = m_history[rank];
+    status.exitStatus = exitStatus;
+    if (status.host.isEmpty())
+        status.host = host;
+    if (exitStatus == kLostExitStatus) {
+        if (!history.failed && !history.finished)
+            status.reason = describeExitStatus(exitStatus);
+    } else if (exitStatus != 0 && !history.failed) {
+        history.failed = true;
+        status.reason = describeExitStatus(exitStatus);
+    } else if (exitStatus == 0) {
+        history.finished = true;
+    }
+    update(m_newestTime);
+}
+
+std::optional<double> RankStatusTracker::rateAt(const History& history, double now) const {
+    if (history.steps.size() < kMinRateSamples)
+        return std::nullopt;
+    const auto& first = history.steps.constFirst();
+    const auto& last = history.steps.constLast();
+    const double span = std::max(now, last.first) - first.first;
+    if (span <= 0.0)
+        return std::nullopt;
+    return double(last.second - first.second) / span;
+}
+
+QVector<int> RankStatusTracker::update(double now) {
+    double newestProgress = 0.0;
+    QVector<double> rates;
+    for (auto it = m_ranks.begin(); it != m_ranks.end(); ++it) {
+        const History& history = m_history[it.key()];
+        it->stepsPerSecond = rateAt(history, now);
+        if (it->lastProgress)
+            newestProgress = std::max(newestProgress, *it->lastProgress);
+        if (it->stepsPerSecond && !history.failed && !history.finished && !it->exitStatus)
+            rates.append(*it->stepsPerSecond);
+    }
+    const double medianRate = rates.size() >= 2 ? median(rates) : 0.0;
+    QVector<int> changed;
+    for (auto it = m_ranks.begin(); it != m_ranks.end(); ++it) {
+        QString reason;
+        const RankLiveState state = evaluate(*it, m_history[it.key()], now, newestProgress, medianRate, &reason);
+        if (!isTerminal(state))
+            it->reason = reason;
+        if (state != it->state) {
+            it->state = state;
+            changed.append(it.key());
+        }
+    }
+    return changed;
+}
+
+RankLiveState RankStatusTracker::evaluate(const RankLiveStatus& status, const History& history, double now,
+                                          double newestProgress, double medianRate, QString* reason) const {
+    if (history.failed)
+        return RankLiveState::Failed;
+    if (status.exitStatus && *status.exitStatus == kLostExitStatus && !history.finished)
+        return RankLiveState::Lost;
+    if (history.finished)
+        return RankLiveState::Finished;
+    const double progressAt = status.lastProgress.value_or(now);
+    const double idle = now - progressAt;
+    const bool alive = status.lastHeartbeat.value_or(0.0) > progressAt || newestProgress > progressAt;
+    if (idle >= m_options.hungAfterSeconds && alive) {
+        *reason = QStringLiteral("no progress for %1 s").arg(qRound(idle));
+        return RankLiveState::Hung;
+    }
+    if (!status.stepsPerSecond && status.step == 0)
+        return RankLiveState::Starting;
+    if (status.stepsPerSecond && medianRate > 0.0 && *status.stepsPerSecond < m_options.slowFactor * medianRate) {
+        *reason =
+            QStringLiteral("%1 steps/s, median %2").arg(*status.stepsPerSecond, 0, 'g', 3).arg(medianRate, 0, 'g', 3);
+        return RankLiveState::Slow;
+    }
+    return RankLiveState::Running;
+}
+
+} // namespace rankscope

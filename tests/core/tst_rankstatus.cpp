@@ -1,0 +1,239 @@
+// SPDX-License-Identifier: MIT
+// RankStatusTracker on the streams recorded from real 2-rank runs, and on small hand-made feeds for the
+// rules the recordings do not reach (slow, lost, exits).
+#include "core/eventstreamparser.h"
+#include "core/rankstatus.h"
+#include "core/runstore.h"
+
+#include <QFile>
+#include <QJsonDocument>
+#include <QtTest>
+
+#include <algorithm>
+
+using namespace rankscope;
+
+namespace {
+
+QVector<TrainerEvent> readEvents(const QString& fileName) {
+    QFile file(QStringLiteral(RANKSCOPE_TEST_DATA_DIR "/events/") + fileName);
+    if (!file.open(QIODevice::ReadOnly))
+        qFatal("missing recording %s", qPrintable(file.fileName()));
+    EventStreamParser parser;
+    ParsedBatch batch = parser.feed(file.readAll());
+    batch.append(parser.finish());
+    return batch.events;
+}
+
+// Both ranks' events merged in time order, as the engine would deliver them live.
+QVector<TrainerEvent> recording(const QString& name, const QString& suffix = QStringLiteral(".out")) {
+    QVector<TrainerEvent> all;
+    for (int rank = 0; rank < 2; ++rank)
+        all += readEvents(QStringLiteral("%1-rank%2%3").arg(name).arg(rank).arg(suffix));
+    std::stable_sort(all.begin(), all.end(),
+                     [](const TrainerEvent& a, const TrainerEvent& b) { return a.time < b.time; });
+    return all;
+}
+
+// Feeds the events with time <= until in batches of `batch`, then evaluates at `now`.
+void feedUntil(RankStatusTracker& tracker, const QVector<TrainerEvent>& events, double until, double now,
+               int batch = 5) {
+    QVector<TrainerEvent> pending;
+    for (const TrainerEvent& e : events) {
+        if (e.time > until)
+            break;
+        pending.append(e);
+        if (pending.size() == batch) {
+            tracker.addEvents(pending);
+            pending.clear();
+        }
+    }
+    tracker.addEvents(pending);
+    tracker.update(now);
+}
+
+TrainerEvent decoded(const char* json) {
+    const TrainerEventResult r = decodeTrainerEvent(QByteArrayView(json));
+    if (!r.ok())
+        qFatal("bad test event: %s", qPrintable(r.error));
+    return *r.event;
+}
+
+TrainerEvent step(int rank, double time, int step) {
+    const QByteArray json =
+        QStringLiteral(R"({"v":"1.0","type":"step","rank":%1,"time":%2,"epoch":1,"step":%3,)"
+                       R"("loss":1.5,"lr":0.1,"images_per_sec":100,"step_ms":10,"data_ms":1,"forward_ms":2,)"
+                       R"("backward_ms":3,"comm_wait_ms":3,"optimizer_ms":1})")
+            .arg(rank)
+            .arg(time, 0, 'f', 3)
+            .arg(step)
+            .toUtf8();
+    return decoded(json.constData());
+}
+
+} // namespace
+
+class TestRankStatus final : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void cleanRunFinishes() {
+        RankStatusTracker tracker;
+        const QVector<TrainerEvent> events = recording(QStringLiteral("clean"), QStringLiteral(".events"));
+        feedUntil(tracker, events, 1e12, events.constLast().time);
+        QCOMPARE(tracker.rankCount(), 2);
+        QCOMPARE(tracker.worldSize(), 2);
+        for (const RankLiveStatus& s : tracker.ranks())
+            QCOMPARE(s.state, RankLiveState::Finished);
+    }
+
+    void okRecordingRunsThenFinishes() {
+        RankStatusTracker tracker;
+        const QVector<TrainerEvent> events = recording(QStringLiteral("recorded-ok"));
+        const auto firstStep = std::find_if(events.begin(), events.end(),
+                                            [](const TrainerEvent& e) { return e.type == TrainerEventType::Step; });
+        QVERIFY(firstStep != events.end());
+        // Before the first step both ranks are starting.
+        feedUntil(tracker, events, firstStep->time - 0.001, firstStep->time - 0.001);
+        QCOMPARE(tracker.rank(0)->state, RankLiveState::Starting);
+        QCOMPARE(tracker.rank(1)->state, RankLiveState::Starting);
+
+        RankStatusTracker live;
+        const double middle = (firstStep->time + events.constLast().time) / 2.0;
+        feedUntil(live, events, middle, middle);
+        for (const RankLiveStatus& s : live.ranks()) {
+            QCOMPARE(s.state, RankLiveState::Running);
+            QVERIFY(s.step > 0);
+            QVERIFY(s.loss.has_value());
+            QVERIFY(s.lastHeartbeat.has_value());
+        }
+
+        RankStatusTracker done;
+        feedUntil(done, events, 1e12, events.constLast().time + 100.0);
+        for (const RankLiveStatus& s : done.ranks()) {
+            QCOMPARE(s.state, RankLiveState::Finished); // finished stays finished however late `now` is
+            QCOMPARE(s.step, 12);
+            QCOMPARE(s.host, QStringLiteral("node-a"));
+        }
+    }
+
+    void failRecordingFailsBothRanks() {
+        RankStatusTracker tracker;
+        feedUntil(tracker, recording(QStringLiteral("recorded-fail")), 1e12, 1e10);
+        QCOMPARE(tracker.rank(1)->state, RankLiveState::Failed);
+        QVERIFY2(tracker.rank(1)->reason.startsWith(QStringLiteral("injected")), qPrintable(tracker.rank(1)->reason));
+        QCOMPARE(tracker.rank(0)->state, RankLiveState::Failed);
+        QVERIFY2(tracker.rank(0)->reason.startsWith(QStringLiteral("collective")), qPrintable(tracker.rank(0)->reason));
+    }
+
+    // Rank 1 stops after step 2 and keeps beating; rank 0 waits in collective #6 until Gloo gives up.
+    void hangRecordingGivesHung() {
+        const QVector<TrainerEvent> events = recording(QStringLiteral("recorded-hang"));
+        const double lastStep = 1795315907.773;           // rank 1's step 2
+        const double parkedAt = 1795315908.183;           // its first heartbeat in the forward phase, collectives 5/5
+        const double lastEvent = events.constLast().time; // rank 1's last heartbeat, 12.5 s later
+
+        RankStatusTracker tracker; // default threshold: 30 s
+        feedUntil(tracker, events, 1e12, lastEvent);
+        QCOMPARE(tracker.rank(1)->state, RankLiveState::Running);
+        QCOMPARE(tracker.rank(1)->step, 2);
+        QCOMPARE(tracker.rank(0)->state, RankLiveState::Failed);
+        QCOMPARE(*tracker.rank(1)->lastProgress, parkedAt);
+        QVERIFY(*tracker.rank(1)->lastHeartbeat > lastStep + 12.0);
+
+        QVERIFY(tracker.update(parkedAt + 29.0).isEmpty());
+        QCOMPARE(tracker.rank(1)->state, RankLiveState::Running);
+        QCOMPARE(tracker.update(parkedAt + 31.0), QVector<int>{1});
+        QCOMPARE(tracker.rank(1)->state, RankLiveState::Hung);
+        QCOMPARE(tracker.rank(1)->reason, QStringLiteral("no progress for 31 s"));
+        QCOMPARE(tracker.rank(0)->state, RankLiveState::Failed);
+
+        // With a short threshold, the hang shows while the run is live: both ranks are parked after 2 s,
+        // before rank 0's collective times out.
+        RankStatusTracker fast(RankStatusOptions{2.0, 0.7, 30.0});
+        feedUntil(fast, events, 1795315910.5, 1795315910.5);
+        QCOMPARE(fast.rank(1)->state, RankLiveState::Hung);
+        QCOMPARE(fast.rank(0)->state, RankLiveState::Hung);
+        // Then rank 0's error arrives: failed wins, rank 1 stays hung.
+        QVector<TrainerEvent> rest;
+        std::copy_if(events.begin(), events.end(), std::back_inserter(rest),
+                     [](const TrainerEvent& e) { return e.time > 1795315910.5; });
+        feedUntil(fast, rest, 1e12, 1795315915.0);
+        QCOMPARE(fast.rank(0)->state, RankLiveState::Failed);
+        QCOMPARE(fast.rank(1)->state, RankLiveState::Hung);
+    }
+
+    // A rank that says nothing at all while nobody else moves is not called hung: nothing says it is alive.
+    void silenceAloneIsNotHung() {
+        RankStatusTracker tracker(RankStatusOptions{5.0, 0.7, 30.0});
+        tracker.addEvents({step(0, 100.0, 1), step(0, 101.0, 2)});
+        tracker.update(200.0);
+        QCOMPARE(tracker.rank(0)->state, RankLiveState::Running);
+        // Another rank progressing makes the silent one hung.
+        tracker.addEvents({step(1, 150.0, 1), step(1, 199.0, 2)});
+        tracker.update(200.0);
+        QCOMPARE(tracker.rank(0)->state, RankLiveState::Hung);
+        QCOMPARE(tracker.rank(1)->state, RankLiveState::Running);
+    }
+
+    void slowRankAgainstMedian() {
+        RankStatusTracker tracker;
+        QVector<TrainerEvent> events;
+        for (int i = 1; i <= 20; ++i) {
+            for (int rank = 0; rank < 3; ++rank)
+                events.append(step(rank, 1000.0 + i, i)); // 1 step/s
+            if (i % 2 == 0)
+                events.append(step(3, 1000.0 + i, i / 2)); // 0.5 step/s
+        }
+        std::stable_sort(events.begin(), events.end(),
+                         [](const TrainerEvent& a, const TrainerEvent& b) { return a.time < b.time; });
+        tracker.addEvents(events);
+        tracker.update(1020.0);
+        for (int rank = 0; rank < 3; ++rank)
+            QCOMPARE(tracker.rank(rank)->state, RankLiveState::Running);
+        QCOMPARE(tracker.rank(3)->state, RankLiveState::Slow);
+        QVERIFY(tracker.rank(3)->stepsPerSecond.has_value());
+        QVERIFY(*tracker.rank(3)->stepsPerSecond < 0.6);
+    }
+
+    void exitsDecideTheEnd_data() {
+        QTest::addColumn<int>("status");
+        QTest::addColumn<int>("expected");
+        QTest::addColumn<QString>("reason");
+        QTest::newRow("exit 0") << 0 << int(RankLiveState::Finished) << QString();
+        QTest::newRow("exit 1") << 1 << int(RankLiveState::Failed) << describeExitStatus(1);
+        QTest::newRow("SIGKILL") << 137 << int(RankLiveState::Failed) << describeExitStatus(137);
+        QTest::newRow("lost") << kLostExitStatus << int(RankLiveState::Lost) << describeExitStatus(kLostExitStatus);
+    }
+
+    void exitsDecideTheEnd() {
+        QFETCH(int, status);
+        QFETCH(int, expected);
+        QFETCH(QString, reason);
+        RankStatusTracker tracker;
+        tracker.addEvents({step(0, 10.0, 1)});
+        tracker.rankExited(0, status, QStringLiteral("node-b"));
+        QCOMPARE(int(tracker.rank(0)->state), expected);
+        QCOMPARE(tracker.rank(0)->reason, reason);
+        QCOMPARE(tracker.rank(0)->host, QStringLiteral("node-b"));
+        QCOMPARE(*tracker.rank(0)->exitStatus, status);
+    }
+
+    // The first cause is kept: an error event followed by a kill still reads as the error.
+    void firstFailureWins() {
+        RankStatusTracker tracker;
+        tracker.addEvents(
+            {decoded(R"({"v":"1.0","type":"error","rank":2,"time":5,"kind":"data","message":"no file"})")});
+        tracker.rankExited(2, 137);
+        QCOMPARE(tracker.rank(2)->state, RankLiveState::Failed);
+        QCOMPARE(tracker.rank(2)->reason, QStringLiteral("data: no file"));
+    }
+
+    void stateNames() {
+        QCOMPARE(rankLiveStateName(RankLiveState::Hung), QStringLiteral("hung"));
+        QCOMPARE(rankLiveStateName(RankLiveState::Lost), QStringLiteral("lost"));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestRankStatus)
+#include "tst_rankstatus.moc"

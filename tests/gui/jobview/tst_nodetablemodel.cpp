@@ -1,0 +1,200 @@
+// SPDX-License-Identifier: MIT
+// The node table: the job's nodes and their pre-flight results, edited in place; nodes added by hand or from
+// a hostfile.
+#include "clusterpanel.h"
+#include "nodedialogs.h"
+#include "nodetablemodel.h"
+
+#include "core/jobspec.h"
+
+#include <QAbstractItemModelTester>
+#include <QFile>
+#include <QLineEdit>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QtTest>
+
+using namespace rankscope;
+using rankscope::gui::ClusterPanel;
+using rankscope::gui::NodeDialog;
+using rankscope::gui::NodeTableModel;
+
+namespace {
+
+JobSpec exampleJob() {
+    const JobParseResult result = loadJobFile(QStringLiteral(RANKSCOPE_JOBS_DIR "/example.json"));
+    return result.job.value_or(JobSpec());
+}
+
+// A node the probe reached: what a healthy GPU node reports.
+remote::NodeCheck healthyCheck(int index) {
+    remote::NodeCheck check;
+    check.index = index;
+    check.name = QStringLiteral("gpu-b");
+    check.host = QStringLiteral("gpu-b");
+    check.reachable = true;
+    check.report = parseProbeOutput("@@rankscope-probe-begin v1\nos=Debian GNU/Linux 12 (bookworm)\narch=x86_64\n"
+                                    "disk_free_kb=52428800\nnvidia_smi=ok\ngpu=GPU 0: A100\ngpu=GPU 1: A100\n"
+                                    "torch=system|2.1.0|yes|/usr/lib/x86_64-linux-gnu/cmake/Torch\n"
+                                    "iface=lo 127.0.0.1/8 up\niface=eth0 10.0.0.12/24 up\n@@rankscope-probe-end\n");
+    check.verdicts = {{remote::VerdictLevel::Ok, QStringLiteral("gpus"), QStringLiteral("2 GPUs"), QString()}};
+    return check;
+}
+
+remote::NodeCheck refusedCheck(int index) {
+    remote::NodeCheck check;
+    check.index = index;
+    check.name = QStringLiteral("gpu-a");
+    check.host = QStringLiteral("gpu-a.example.org");
+    check.errorKind = remote::TransportErrorKind::Refused;
+    check.errorMessage = QStringLiteral("connection to gpu-a.example.org:22 refused");
+    check.verdicts = {{remote::VerdictLevel::Fail, QStringLiteral("connect"),
+                       QStringLiteral("cannot connect to gpu-a.example.org: refused"),
+                       QStringLiteral("start sshd on the node or fix the port")}};
+    return check;
+}
+
+QString cell(const NodeTableModel& model, int row, int column, int role = Qt::DisplayRole) {
+    return model.data(model.index(row, column), role).toString();
+}
+
+} // namespace
+
+class tst_NodeTableModel final : public QObject {
+    Q_OBJECT
+
+private slots:
+    void showsNodesAndTheirChecks() {
+        NodeTableModel model;
+        QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        model.setJob(exampleJob());
+        QCOMPARE(model.rowCount(), 2);
+        QCOMPARE(model.columnCount(), int(NodeTableModel::ColumnCount));
+        QCOMPARE(cell(model, 0, NodeTableModel::Name), QStringLiteral("gpu-a"));
+        QCOMPARE(cell(model, 1, NodeTableModel::Port), QStringLiteral("2222"));
+        QCOMPARE(model.data(model.index(1, NodeTableModel::Port), NodeTableModel::SortRole).toInt(), 2222);
+        QCOMPARE(model.data(model.index(0, NodeTableModel::Port), NodeTableModel::SortRole).toInt(), 0);
+        QCOMPARE(cell(model, 0, NodeTableModel::State), QStringLiteral("unknown"));
+
+        model.setChecking();
+        QCOMPARE(model.state(0), NodeTableModel::NodeState::Checking);
+        QCOMPARE(cell(model, 1, NodeTableModel::State), QStringLiteral("checking"));
+
+        model.setCheckResult(refusedCheck(0));
+        model.setCheckResult(healthyCheck(1));
+        QCOMPARE(model.state(0), NodeTableModel::NodeState::Failed);
+        QCOMPARE(model.data(model.index(0, NodeTableModel::State), NodeTableModel::SortRole).toInt(),
+                 int(NodeTableModel::NodeState::Failed));
+        QVERIFY(cell(model, 0, NodeTableModel::Cause).startsWith(QLatin1String("refused: ")));
+        QCOMPARE(cell(model, 0, NodeTableModel::Fix), QStringLiteral("start sshd on the node or fix the port"));
+        QVERIFY(cell(model, 0, NodeTableModel::Summary).isEmpty());
+
+        QCOMPARE(model.state(1), NodeTableModel::NodeState::Ready);
+        const QString summary = cell(model, 1, NodeTableModel::Summary);
+        for (const char* part : {"Debian GNU/Linux 12 (bookworm) x86_64", "2 GPU", "LibTorch 2.1.0", "50.0 GB free",
+                                 "eth0 10.0.0.12", "NCCL_SOCKET_IFNAME=eth0"})
+            QVERIFY2(summary.contains(QLatin1String(part)), qPrintable(summary));
+        QVERIFY(cell(model, 1, NodeTableModel::Cause).isEmpty());
+
+        model.setCheckResult(refusedCheck(7)); // not a row: ignored
+        model.clearChecks();
+        QCOMPARE(model.state(0), NodeTableModel::NodeState::Unknown);
+    }
+
+    void editingANodeEditsTheJob() {
+        NodeTableModel model;
+        QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        model.setJob(exampleJob());
+        model.setChecking();
+        model.setCheckResult(healthyCheck(1));
+        QSignalSpy edited(&model, &NodeTableModel::nodesEdited);
+        QVERIFY(model.flags(model.index(1, NodeTableModel::Port)) & Qt::ItemIsEditable);
+        QVERIFY(!(model.flags(model.index(1, NodeTableModel::State)) & Qt::ItemIsEditable));
+
+        QVERIFY(model.setData(model.index(1, NodeTableModel::Gpus), 4));
+        QCOMPARE(model.job().nodes[1].gpus, 4);
+        QCOMPARE(model.state(1), NodeTableModel::NodeState::Ready); // same connection: the result stays
+        QVERIFY(model.setData(model.index(1, NodeTableModel::Port), 2022));
+        QCOMPARE(model.job().nodes[1].port, 2022);
+        QCOMPARE(model.state(1), NodeTableModel::NodeState::Unknown); // another server: the result is stale
+        QVERIFY(!model.setData(model.index(1, NodeTableModel::Port), QStringLiteral("abc")));
+        QCOMPARE(model.job().nodes[1].port, 2022);
+        QCOMPARE(edited.size(), 2);
+
+        NodeSpec extra;
+        extra.host = QStringLiteral("gpu-c");
+        extra.name = QStringLiteral("gpu-c");
+        model.addNodes({extra, extra});
+        QCOMPARE(model.rowCount(), 4);
+        model.removeNodes({3, 0, 3});
+        QCOMPARE(model.rowCount(), 2);
+        QCOMPARE(model.job().nodes[0].name, QStringLiteral("gpu-b"));
+        QVERIFY(model.removeRows(0, 2));
+        QCOMPARE(model.rowCount(), 0);
+        QCOMPARE(edited.size(), 5);
+    }
+
+    void hostfileImportAddsNodes() {
+        QTemporaryDir dir;
+        const QString path = dir.filePath(QStringLiteral("hostfile"));
+        QFile file(path);
+        QVERIFY(file.open(QIODevice::WriteOnly));
+        file.write("# the workers\nworker-1 slots=4\nworker-2   # no slots\ngpu-a.example.org slots=2\n");
+        file.close();
+
+        ClusterPanel panel;
+        panel.setJob(exampleJob());
+        QSignalSpy edited(&panel, &ClusterPanel::nodesEdited);
+        QString error;
+        QVERIFY2(panel.importHostfile(path, &error), qPrintable(error));
+        NodeTableModel* model = panel.model();
+        QCOMPARE(model->rowCount(), 4); // gpu-a.example.org is already a node
+        QCOMPARE(model->job().nodes[2].host, QStringLiteral("worker-1"));
+        QCOMPARE(model->job().nodes[2].gpus, 4);
+        QCOMPARE(cell(*model, 2, NodeTableModel::Procs), QStringLiteral("4"));
+        QCOMPARE(model->job().nodes[3].name, QStringLiteral("worker-2"));
+        QCOMPARE(cell(*model, 3, NodeTableModel::Procs), QStringLiteral("1"));
+        QCOMPARE(edited.size(), 1);
+
+        QVERIFY(file.open(QIODevice::WriteOnly | QIODevice::Truncate));
+        file.write("worker-9\nworker-10 slots=x\n");
+        file.close();
+        QVERIFY(!panel.importHostfile(path, &error));
+        QVERIFY2(error.contains(QLatin1String("hostfile:2")), qPrintable(error));
+        QCOMPARE(model->rowCount(), 5); // the good line is kept
+        QVERIFY(!panel.importHostfile(dir.filePath(QStringLiteral("absent")), &error));
+        QVERIFY(error.contains(QLatin1String("absent")));
+    }
+
+    void nodeDialogValidatesLikeTheJob() {
+        const JobSpec job = exampleJob();
+        NodeSpec node;
+        node.host = QStringLiteral("gpu-c");
+        node.name = QStringLiteral("gpu-c");
+        QVERIFY(NodeDialog::nodeIssues(job, node).isEmpty());
+        node.port = 70000;
+        node.gpus = 2;
+        node.procs = 3;
+        const QVector<JobIssue> issues = NodeDialog::nodeIssues(job, node);
+        QStringList paths;
+        for (const JobIssue& issue : issues)
+            paths << issue.path;
+        QCOMPARE(paths, (QStringList{"nodes[2].port", "nodes[2].procs"}));
+        node = NodeSpec();
+        node.host = QStringLiteral("gpu-b"); // the name of an existing node
+        const JobIssue duplicate = NodeDialog::nodeIssues(job, node).value(0);
+        QVERIFY2(duplicate.path.startsWith(QLatin1String("nodes[2].")) && duplicate.message.contains("duplicate"),
+                 qPrintable(duplicate.toString()));
+
+        NodeDialog dialog(job);
+        auto* ok = dialog.findChild<QLineEdit*>(QStringLiteral("host"));
+        QVERIFY(ok);
+        QVERIFY(!dialog.issues().isEmpty()); // no host yet
+        QTest::keyClicks(ok, QStringLiteral("gpu-d"));
+        QVERIFY(dialog.issues().isEmpty());
+        QCOMPARE(dialog.node().name, QStringLiteral("gpu-d"));
+    }
+};
+
+QTEST_MAIN(tst_NodeTableModel)
+#include "tst_nodetablemodel.moc"

@@ -1,0 +1,264 @@
+// SPDX-License-Identifier: MIT
+// The log inspector widget under the offscreen platform, fed batches from recorded runs.
+#include "logtestdata.h"
+#include "logview/logcollapsemodel.h"
+#include "logview/logfilterproxy.h"
+#include "logview/loginspector.h"
+#include "logview/logmodel.h"
+
+#include <QAbstractItemModelTester>
+#include <QCheckBox>
+#include <QLabel>
+#include <QLineEdit>
+#include <QScrollBar>
+#include <QTemporaryDir>
+#include <QToolButton>
+#include <QTreeView>
+#include <QtTest>
+
+using rankscope::RankLogLine;
+using rankscope::RankStream;
+using rankscope::gui::LogCollapseModel;
+using rankscope::gui::LogInspector;
+using rankscope::gui::LogModel;
+namespace test = rankscope::test;
+
+class TestLogInspector final : public QObject {
+    Q_OBJECT
+
+private:
+    static void feed(LogInspector& inspector, const QVector<RankLogLine>& lines, double tick = 0.02) {
+        for (const auto& batch : test::intoBatches(lines, tick))
+            inspector.model()->appendLines(batch);
+    }
+    // `count` plain lines of `rank`, numbered from `first`, one per 10 ms from `start`.
+    static QVector<RankLogLine> progress(int rank, int first, int count, double start) {
+        QVector<RankLogLine> lines;
+        for (int i = 0; i < count; ++i)
+            lines.append({rank, RankStream::Err, first + i,
+                          QStringLiteral("[rank %1] line %2").arg(rank).arg(first + i), start + i * 0.01});
+        return lines;
+    }
+    static bool isRowVisible(const QTreeView* view, const QModelIndex& index) {
+        const QRect rect = view->visualRect(index);
+        return rect.isValid() && view->viewport()->rect().intersects(rect);
+    }
+    static QModelIndex lastRow(const QTreeView* view) { return view->model()->index(view->model()->rowCount() - 1, 0); }
+
+private Q_SLOTS:
+    void rankFilterShowsOnlyThatRank() {
+        LogInspector inspector;
+        QAbstractItemModelTester tester(inspector.view()->model(),
+                                        QAbstractItemModelTester::FailureReportingMode::QtTest);
+        const auto run = test::recordedTrainerRun(QStringLiteral("ok"));
+        feed(inspector, run);
+        inspector.focusRank(0);
+        const QAbstractItemModel* shown = inspector.view()->model();
+        const int rank0 =
+            int(std::count_if(run.cbegin(), run.cend(), [](const RankLogLine& l) { return l.rank == 0; }));
+        QCOMPARE(shown->rowCount(), rank0);
+        for (int row = 0; row < shown->rowCount(); ++row)
+            QCOMPARE(shown->index(row, 0).data(LogModel::RankRole).toInt(), 0);
+        QCOMPARE(inspector.statusText(), QStringLiteral("%1 lines (%2 shown)").arg(run.size()).arg(rank0));
+        QCOMPARE(inspector.findChild<QLineEdit*>(QStringLiteral("ranks"))->text(), QStringLiteral("0"));
+
+        inspector.setRankFilter({0, 1});
+        QCOMPARE(shown->rowCount(), run.size());
+        inspector.focusRank(-1);
+        QCOMPARE(shown->rowCount(), run.size());
+    }
+
+    void invalidRegexShownInRed() {
+        LogInspector inspector;
+        feed(inspector, test::recordedTrainerRun(QStringLiteral("ok")));
+        inspector.show();
+        auto* errorLabel = inspector.findChild<QLabel*>(QStringLiteral("patternError"));
+        QVERIFY(errorLabel);
+        inspector.setPattern(QStringLiteral("step (3"));
+        QVERIFY(errorLabel->isVisible());
+        QVERIFY2(errorLabel->text().contains(QStringLiteral("Invalid regular expression")),
+                 qPrintable(errorLabel->text()));
+        QCOMPARE(inspector.view()->model()->rowCount(), inspector.model()->rowCount());
+        auto* patternEdit = inspector.findChild<QLineEdit*>(QStringLiteral("pattern"));
+        QVERIFY(patternEdit);
+        QCOMPARE(patternEdit->text(), QStringLiteral("step (3"));
+        QVERIFY(patternEdit->styleSheet().contains(QStringLiteral("#b71c1c")));
+        // Typing fixes it: applied after a short pause.
+        patternEdit->setText(QStringLiteral("step (3)"));
+        QTRY_VERIFY(!errorLabel->isVisible());
+        QVERIFY(patternEdit->styleSheet().isEmpty());
+        QCOMPARE(inspector.view()->model()->rowCount(), 2);
+    }
+
+    void firstErrorFindsEarliestAcrossRanks() {
+        LogInspector inspector;
+        inspector.resize(1000, 300);
+        inspector.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&inspector));
+        // Rank 0's streams arrive first, but rank 1 failed earlier: its lines come in a later batch
+        // (a slow node) with earlier times.
+        QVector<RankLogLine> run = test::recordedTrainerRun(QStringLiteral("fail"), 1000.0);
+        QVector<RankLogLine> rank0;
+        QVector<RankLogLine> rank1;
+        for (auto line : run) {
+            if (line.rank == 0)
+                line.receivedAt += 1.0;
+            (line.rank == 0 ? rank0 : rank1).append(line);
+        }
+        feed(inspector, progress(2, 1, 300, 990.0)); // enough lines to scroll
+        inspector.model()->appendLines(rank0);
+        inspector.model()->appendLines(rank1);
+        inspector.focusRank(0); // hides rank 1: the jump clears it
+        inspector.setMinimumSeverity(rankscope::LogSeverity::Error);
+        QVERIFY(inspector.showFirstError());
+        const QModelIndex current = inspector.view()->currentIndex();
+        QVERIFY(current.isValid());
+        QCOMPARE(current.data(LogModel::RankRole).toInt(), 1);
+        QCOMPARE(current.siblingAtColumn(LogModel::TextColumn).data().toString(),
+                 QStringLiteral("[rank 1] error: injected failure at step 3 (--fail-at-step)"));
+        QVERIFY(inspector.filterProxy()->ranks().isEmpty());
+        QVERIFY(!inspector.isFollowing()); // new lines must not scroll the error away
+        QTRY_VERIFY(isRowVisible(inspector.view(), current));
+
+        // In the collapsed tree too.
+        inspector.setMinimumSeverity(rankscope::LogSeverity::Debug);
+        inspector.setCollapsed(true);
+        QVERIFY(inspector.showFirstError());
+        QCOMPARE(inspector.view()->currentIndex().data(LogModel::RankRole).toInt(), 1);
+        QCOMPARE(inspector.view()->currentIndex().data(LogModel::SeverityRole).toInt(),
+                 int(rankscope::LogSeverity::Error));
+
+        LogInspector empty;
+        feed(empty, progress(0, 1, 5, 1.0));
+        QVERIFY(!empty.showFirstError());
+    }
+
+    void followModeDoesNotFightTheUser() {
+        LogInspector inspector;
+        inspector.resize(900, 300);
+        inspector.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&inspector));
+        QTreeView* view = inspector.view();
+        QScrollBar* bar = view->verticalScrollBar();
+        auto* follow = inspector.findChild<QToolButton*>(QStringLiteral("follow"));
+        QVERIFY(follow && follow->isChecked());
+
+        // At the bottom: new rows scroll into view.
+        feed(inspector, progress(0, 1, 200, 100.0));
+        QTRY_VERIFY(bar->maximum() > 0);
+        QTRY_COMPARE(bar->value(), bar->maximum());
+        QTRY_VERIFY(isRowVisible(view, lastRow(view)));
+        inspector.model()->appendLines(progress(1, 1, 50, 103.0));
+        QTRY_VERIFY(isRowVisible(view, lastRow(view)));
+        QVERIFY(inspector.isFollowing());
+
+        // The user scrolls up: following stops, and new rows do not move the view.
+        bar->setValue(bar->maximum() / 2);
+        QVERIFY(!inspector.isFollowing());
+        QVERIFY(!follow->isChecked());
+        const int position = bar->value();
+        const QModelIndex top = view->indexAt(QPoint(5, 5));
+        for (int batch = 0; batch < 5; ++batch) {
+            inspector.model()->appendLines(progress(0, 201 + batch * 20, 20, 110.0 + batch));
+            QTest::qWait(20);
+        }
+        QCOMPARE(bar->value(), position);
+        QCOMPARE(view->indexAt(QPoint(5, 5)), top);
+        QVERIFY(!isRowVisible(view, lastRow(view)));
+
+        // Back to the bottom: following again.
+        bar->setValue(bar->maximum());
+        QVERIFY(inspector.isFollowing());
+        QVERIFY(follow->isChecked());
+        inspector.model()->appendLines(progress(0, 301, 30, 120.0));
+        QTRY_VERIFY(isRowVisible(view, lastRow(view)));
+
+        // The Follow button does the same.
+        bar->setValue(0);
+        QVERIFY(!follow->isChecked());
+        inspector.model()->appendLines(progress(0, 331, 30, 121.0));
+        QTest::qWait(20);
+        QCOMPARE(bar->value(), 0);
+        follow->click();
+        QVERIFY(inspector.isFollowing());
+        QTRY_VERIFY(isRowVisible(view, lastRow(view)));
+    }
+
+    void collapsedViewShowsRankGroups() {
+        LogInspector inspector;
+        inspector.setCollapsed(true);
+        QVERIFY(inspector.view()->model() == inspector.collapseModel());
+        QAbstractItemModelTester tester(inspector.view()->model(),
+                                        QAbstractItemModelTester::FailureReportingMode::QtTest);
+        feed(inspector, test::readNcclSample(QStringLiteral("nccl/issues/857"), 1700000000.0), 0.005);
+        const QAbstractItemModel* shown = inspector.view()->model();
+        QStringList groups;
+        for (int row = 0; row < shown->rowCount(); ++row)
+            if (shown->rowCount(shown->index(row, 0)) > 0)
+                groups << shown->index(row, LogModel::TextColumn).data().toString();
+        QVERIFY2(
+            groups.contains(QStringLiteral("ranks 0-2: misc/ibvwrap.cc:63 NCCL WARN Failed to open libibverbs.so[.1]")),
+            qPrintable(groups.join(u'\n')));
+        inspector.setCollapsed(false);
+        QVERIFY(inspector.view()->model() == inspector.filterProxy());
+        QCOMPARE(inspector.collapseModel()->rowCount(), 0); // not kept while not shown
+    }
+
+    void exportWritesTheRanksLines() {
+        LogInspector inspector;
+        const auto run = test::recordedTrainerRun(QStringLiteral("ok"));
+        feed(inspector, run);
+        inspector.focusRank(0); // the filter does not limit the export
+        QTemporaryDir dir;
+        const QString path = dir.filePath(QStringLiteral("rank1.log"));
+        QString error;
+        QVERIFY2(inspector.exportRankLog(1, path, &error), qPrintable(error));
+        QFile file(path);
+        QVERIFY(file.open(QIODevice::ReadOnly));
+        const QStringList written = QString::fromUtf8(file.readAll()).split(u'\n', Qt::SkipEmptyParts);
+        QStringList expected;
+        for (int row = 0; row < inspector.model()->rowCount(); ++row)
+            if (inspector.model()->line(row).rank == 1)
+                expected << inspector.model()->line(row).text;
+        QCOMPARE(written, expected);
+        const int rank1 =
+            int(std::count_if(run.cbegin(), run.cend(), [](const RankLogLine& l) { return l.rank == 1; }));
+        QCOMPARE(written.size(), rank1);
+        QVERIFY(written.contains(QStringLiteral("[rank 1] epoch 1/1 step 5/8 loss 2.2701 2046 img/s")));
+
+        QVERIFY(!inspector.exportRankLog(1, QStringLiteral("/nonexistent/dir/rank1.log"), &error));
+        QVERIFY2(error.contains(QStringLiteral("/nonexistent/dir/rank1.log")), qPrintable(error));
+    }
+
+    void statusSaysOlderLinesAreOnDisk() {
+        LogInspector inspector;
+        inspector.model()->setMaxRows(100);
+        feed(inspector, progress(0, 1, 150, 1.0));
+        QVERIFY2(inspector.statusText().startsWith(QStringLiteral("100 lines (100 shown)")),
+                 qPrintable(inspector.statusText()));
+        QVERIFY(inspector.statusText().contains(QStringLiteral("50 older lines are in the run store on disk")));
+    }
+
+    // Not a check: RANKSCOPE_SCREENSHOT=path saves a picture of the inspector on recorded logs.
+    void screenshot() {
+        const QString path = qEnvironmentVariable("RANKSCOPE_SCREENSHOT");
+        if (path.isEmpty())
+            QSKIP("set RANKSCOPE_SCREENSHOT=/tmp/loginspector.png to save one");
+        LogInspector inspector;
+        inspector.resize(1200, 520);
+        inspector.model()->setRankHosts(
+            {{0, QStringLiteral("node-a")}, {1, QStringLiteral("node-a")}, {2, QStringLiteral("node-b")}});
+        feed(inspector, test::readNcclSample(QStringLiteral("nccl/issues/857"), 1795327990.0), 0.005);
+        feed(inspector, test::recordedTrainerRun(QStringLiteral("fail")));
+        inspector.setCollapsed(qEnvironmentVariableIsSet("RANKSCOPE_SCREENSHOT_COLLAPSED"));
+        inspector.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&inspector));
+        if (inspector.isCollapsed())
+            inspector.view()->expandAll();
+        QTest::qWait(50);
+        QVERIFY(inspector.grab().save(path));
+    }
+};
+
+QTEST_MAIN(TestLogInspector)
+#include "tst_loginspector.moc"

@@ -1,0 +1,137 @@
+// SPDX-License-Identifier: MIT
+// RankGridModel under QAbstractItemModelTester, fed in batches from recorded runs, and the RankGrid tiles.
+#include "rankgrid.h"
+#include "rankgridmodel.h"
+#include "recording.h"
+
+#include "core/runstore.h"
+
+#include <QAbstractItemModelTester>
+#include <QSignalSpy>
+#include <QSortFilterProxyModel>
+#include <QtTest>
+
+using namespace rankscope;
+using namespace rankscope::gui;
+using rankscope::test::inBatches;
+using rankscope::test::recordedEvents;
+
+namespace {
+
+QString cell(const RankGridModel& model, int rank, int column, int role = Qt::DisplayRole) {
+    return model.index(model.rowOfRank(rank), column).data(role).toString();
+}
+
+} // namespace
+
+class TestRankGridModel final : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void hangRecordingInBatches() {
+        RankGridModel model;
+        QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        QSignalSpy inserted(&model, &QAbstractItemModel::rowsInserted);
+        QSignalSpy reset(&model, &QAbstractItemModel::modelReset);
+        const auto batches = inBatches(recordedEvents(QStringLiteral("recorded-hang")), 4);
+        for (const auto& batch : batches)
+            model.addEvents(batch);
+        QCOMPARE(model.rowCount(), 2);
+        QCOMPARE(reset.count(), 0);
+        QVERIFY(inserted.count() >= 1 && inserted.count() <= 2); // one insertion per batch that brought new ranks
+        QCOMPARE(cell(model, 0, RankGridModel::StateColumn), QStringLiteral("failed"));
+        QCOMPARE(cell(model, 1, RankGridModel::StateColumn), QStringLiteral("running"));
+        QCOMPARE(cell(model, 1, RankGridModel::HostColumn), QStringLiteral("node-a"));
+        QCOMPARE(cell(model, 1, RankGridModel::StepColumn), QStringLiteral("2"));
+        QCOMPARE(cell(model, 1, RankGridModel::LossColumn), QStringLiteral("2.2801"));
+        QVERIFY(cell(model, 0, RankGridModel::StateColumn, Qt::ToolTipRole).startsWith(QStringLiteral("collective")));
+
+        // Past the 30 s threshold the stuck rank is hung; its tile turns the hung colour.
+        model.setNow(1795315908.183 + 31.0);
+        QCOMPARE(cell(model, 1, RankGridModel::StateColumn), QStringLiteral("hung"));
+        const QModelIndex state = model.index(model.rowOfRank(1), RankGridModel::StateColumn);
+        QCOMPARE(state.data(Qt::BackgroundRole).value<QColor>(), rankStateColor(RankLiveState::Hung));
+        QCOMPARE(state.data(RankGridModel::SortRole).toInt(), int(RankLiveState::Hung));
+        // Heartbeat age: raw time under SortRole, a sentence for display.
+        const QModelIndex beat = model.index(model.rowOfRank(1), RankGridModel::HeartbeatColumn);
+        QCOMPARE(beat.data(RankGridModel::SortRole).toDouble(), 1795315920.692);
+        QCOMPARE(beat.data().toString(), QStringLiteral("18 s ago"));
+    }
+
+    void sortRoleHoldsRawValues() {
+        RankGridModel model;
+        QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        for (const auto& batch : inBatches(recordedEvents(QStringLiteral("recorded-ok")), 9))
+            model.addEvents(batch);
+        const QModelIndex loss = model.index(model.rowOfRank(0), RankGridModel::LossColumn);
+        QCOMPARE(loss.data(RankGridModel::SortRole).typeId(), QMetaType::Double);
+        QCOMPARE(model.index(0, RankGridModel::StepColumn).data(RankGridModel::SortRole).toLongLong(), 12);
+        QSortFilterProxyModel proxy;
+        QAbstractItemModelTester proxyTester(&proxy, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        proxy.setSourceModel(&model);
+        proxy.setSortRole(RankGridModel::SortRole);
+        proxy.sort(RankGridModel::RankColumn, Qt::DescendingOrder);
+        QCOMPARE(proxy.index(0, RankGridModel::RankColumn).data().toString(), QStringLiteral("1"));
+        QCOMPARE(cell(model, 0, RankGridModel::StateColumn), QStringLiteral("finished"));
+    }
+
+    void exitsAndManyRanks() {
+        RankGridModel model;
+        QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        QSignalSpy inserted(&model, &QAbstractItemModel::rowsInserted);
+        QVector<TrainerEvent> batch;
+        for (int rank = 63; rank >= 0; --rank) // any order
+            batch.append(rankscope::test::syntheticStep(rank, 100.0, 1, 2.0));
+        model.addEvents(batch);
+        QCOMPARE(inserted.count(), 1); // one insertion for the whole batch
+        QCOMPARE(model.rowCount(), 64);
+        model.rankExited(5, QStringLiteral("node-c"), 137);
+        model.rankExited(6, QStringLiteral("node-c"), kLostExitStatus);
+        model.rankExited(70, QStringLiteral("node-d"), 0); // a rank never heard from
+        QCOMPARE(model.rowCount(), 65);
+        QCOMPARE(cell(model, 5, RankGridModel::StateColumn), QStringLiteral("failed"));
+        QCOMPARE(cell(model, 6, RankGridModel::StateColumn), QStringLiteral("lost"));
+        QCOMPARE(cell(model, 70, RankGridModel::StateColumn), QStringLiteral("finished"));
+        QCOMPARE(cell(model, 70, RankGridModel::HostColumn), QStringLiteral("node-d"));
+        model.clear();
+        QCOMPARE(model.rowCount(), 0);
+    }
+
+    void gridTilesClickAndFocus() {
+        RankGridModel model;
+        RankGrid grid(&model);
+        grid.resize(360, 800); // the grid panel of a 1400x900 run view
+        grid.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&grid));
+        QVector<TrainerEvent> batch;
+        for (int rank = 0; rank < 64; ++rank)
+            batch.append(rankscope::test::syntheticStep(rank, 100.0, 1, 2.0));
+        model.addEvents(batch);
+        QCoreApplication::processEvents();
+        QTRY_VERIFY(grid.tileRect(63).isValid());
+        // 64 tiles fit without scrolling, each at least the minimum legible size.
+        for (int rank : {0, 63})
+            QVERIFY2(grid.viewport()->rect().contains(grid.tileRect(rank)),
+                     qPrintable(QStringLiteral("rank %1 at %2,%3 %4x%5 in %6x%7")
+                                    .arg(rank)
+                                    .arg(grid.tileRect(rank).x())
+                                    .arg(grid.tileRect(rank).y())
+                                    .arg(grid.tileRect(rank).width())
+                                    .arg(grid.tileRect(rank).height())
+                                    .arg(grid.viewport()->width())
+                                    .arg(grid.viewport()->height())));
+        QVERIFY(grid.tileSize().width() >= 72 && grid.tileSize().height() >= 40);
+        // Tiles are ordered by rank.
+        QVERIFY(grid.tileRect(1).left() > grid.tileRect(0).left() || grid.tileRect(1).top() > grid.tileRect(0).top());
+
+        QSignalSpy selected(&grid, &RankGrid::rankSelected);
+        QTest::mouseClick(grid.viewport(), Qt::LeftButton, {}, grid.tileRect(17).center());
+        QCOMPARE(selected.count(), 1);
+        QCOMPARE(selected.first().first().toInt(), 17);
+        grid.setFocusedRank(17);
+        QCOMPARE(grid.focusedRank(), 17);
+    }
+};
+
+QTEST_MAIN(TestRankGridModel)
+#include "tst_rankgridmodel.moc"

@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: MIT
+// RunCharts: one series per rank with the recorded points after a tick, bounded point counts for long series,
+// highlight on hover and focus, the GPU panel's sentence, PNG export.
+#include "gpupanel.h"
+#include "recording.h"
+#include "runcharts.h"
+
+#include <QChart>
+#include <QChartView>
+#include <QImage>
+#include <QLabel>
+#include <QLineSeries>
+#include <QTemporaryDir>
+#include <QtTest>
+
+using namespace rankscope;
+using namespace rankscope::gui;
+using rankscope::test::recordedEvents;
+
+class TestRunCharts final : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void tickDrawsOneSeriesPerRank() {
+        RunMetrics metrics;
+        RunCharts charts(&metrics);
+        charts.resize(1200, 700);
+        charts.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&charts));
+        metrics.addEvents(recordedEvents(QStringLiteral("recorded-ok")));
+        // No refresh() here: the timer's tick must draw.
+        QTRY_VERIFY_WITH_TIMEOUT(charts.lossSeries(1) && charts.lossSeries(1)->count() == 12, 2000);
+        QCOMPARE(charts.chart(RunCharts::LossChart)->series().size(), 2);
+        for (int rank : {0, 1}) {
+            QCOMPARE(charts.lossSeries(rank)->count(), 12);
+            QCOMPARE(charts.throughputSeries(rank)->count(), 12);
+            QCOMPARE(charts.lossSeries(rank)->points(), metrics.rank(rank)->loss.points());
+        }
+        QCOMPARE(charts.stepTimeSeries(StepPart::CommWait)->count(), 12); // the mean of both ranks
+        QVERIFY(charts.tickInterval() <= 100);
+        // Nothing new: a tick replaces nothing.
+        const qint64 replaced = charts.replaceCount();
+        charts.refresh();
+        QCOMPARE(charts.replaceCount(), replaced);
+    }
+
+    void longSeriesAreDownsampled() {
+        RunMetrics metrics;
+        metrics.setWindow(200000);
+        RunCharts charts(&metrics);
+        charts.resize(1200, 700);
+        charts.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&charts));
+        for (int rank = 0; rank < 2; ++rank) {
+            QVector<TrainerEvent> events;
+            events.reserve(100000);
+            for (int step = 1; step <= 100000; ++step)
+                events.append(rankscope::test::syntheticStep(rank, step * 0.1, step, 1.0 + std::sin(step * 0.001)));
+            metrics.addEvents(events);
+        }
+        QCOMPARE(metrics.rank(0)->loss.size(), 100000);
+        charts.refresh();
+        charts.refresh(); // the first one laid the legend out: now at the final plot width
+        const int width = int(charts.chart(RunCharts::LossChart)->plotArea().width());
+        QVERIFY(width > 100);
+        for (int rank = 0; rank < 2; ++rank) {
+            const int count = charts.lossSeries(rank)->count();
+            QVERIFY2(count <= 2 * width + 4 && count >= width / 2,
+                     qPrintable(QStringLiteral("%1 points for %2 px").arg(count).arg(width)));
+        }
+    }
+
+    void hoverAndFocusHighlight() {
+        RunMetrics metrics;
+        RunCharts charts(&metrics);
+        metrics.addEvents(recordedEvents(QStringLiteral("recorded-ok")));
+        charts.refresh();
+        QLineSeries* zero = charts.lossSeries(0);
+        QLineSeries* one = charts.lossSeries(1);
+        const double normal = zero->pen().widthF();
+        QCOMPARE(one->pen().widthF(), normal);
+        QCOMPARE(zero->pen().color().alpha(), 255);
+
+        emit one->hovered(QPointF(3, 2.0), true);
+        QCOMPARE(charts.highlightedRank(), 1);
+        QVERIFY(one->pen().widthF() > normal);
+        QVERIFY(zero->pen().color().alpha() < 128);
+        QVERIFY(charts.throughputSeries(1)->pen().widthF() > normal);
+        emit one->hovered(QPointF(3, 2.0), false);
+        QCOMPARE(charts.highlightedRank(), -1);
+        QCOMPARE(one->pen().widthF(), normal);
+        QCOMPARE(zero->pen().color().alpha(), 255);
+
+        charts.focusRank(0);
+        QVERIFY(zero->pen().widthF() > normal);
+        QVERIFY(one->pen().color().alpha() < 128);
+        charts.refresh();
+        QCOMPARE(charts.chart(RunCharts::StepTimeChart)->title(), QStringLiteral("Step time · rank 0"));
+        QCOMPARE(charts.stepTimeSeries(StepPart::Forward)->points(),
+                 metrics.rank(0)->partsMs[int(StepPart::Forward)].points());
+        charts.focusRank(-1);
+        charts.refresh();
+        QCOMPARE(zero->pen().widthF(), normal);
+        QCOMPARE(charts.chart(RunCharts::StepTimeChart)->title(), QStringLiteral("Step time · mean of ranks"));
+    }
+
+    void gpuPanelSaysWhenThereIsNoTelemetry() {
+        RunMetrics metrics;
+        RunCharts charts(&metrics);
+        metrics.addEvents(recordedEvents(QStringLiteral("recorded-ok")));
+        charts.refresh();
+        QVERIFY(!charts.gpuPanel()->showsChart());
+        QVERIFY(charts.gpuPanel()->noTelemetryText().contains(QStringLiteral("no GPUs")));
+        const QLabel* label = charts.gpuPanel()->findChild<QLabel*>();
+        QVERIFY(label && label->isVisibleTo(charts.gpuPanel()));
+        QVERIFY(label->text().contains(charts.gpuPanel()->noTelemetryText().toHtmlEscaped()));
+
+        QVector<GpuSample> samples;
+        for (int t = 0; t < 30; ++t)
+            for (int gpu = 0; gpu < 2; ++gpu)
+                samples.append({QStringLiteral("node-a"), gpu, 1000.0 + t, 50.0 + gpu * 20, 4000, 16000, 150});
+        charts.addGpuSamples(samples);
+        charts.refresh();
+        QVERIFY(charts.gpuPanel()->showsChart());
+        QCOMPARE(charts.chart(RunCharts::GpuChart)->series().size(), 2);
+        auto* first = qobject_cast<QLineSeries*>(charts.chart(RunCharts::GpuChart)->series().first());
+        QCOMPARE(first->count(), 30);
+        QCOMPARE(first->at(29), QPointF(29, 50));
+        charts.gpuPanel()->setMetric(GpuMetric::Power);
+        QCOMPARE(first->at(0).y(), 150.0);
+    }
+
+    void pngExport() {
+        RunMetrics metrics;
+        RunCharts charts(&metrics);
+        charts.resize(1200, 700);
+        metrics.addEvents(recordedEvents(QStringLiteral("recorded-ok")));
+        QTemporaryDir dir;
+        for (int which = 0; which < RunCharts::ChartCount; ++which) {
+            const QString path = dir.filePath(QStringLiteral("chart%1.png").arg(which));
+            QString error;
+            QVERIFY2(charts.saveChartPng(which, path, &error), qPrintable(error));
+            QImage image(path);
+            QVERIFY(!image.isNull());
+            QVERIFY(image.width() > 100 && image.height() > 100);
+        }
+        // The loss chart's PNG shows both ranks' colours.
+        QImage loss(dir.filePath(QStringLiteral("chart0.png")));
+        QSet<QRgb> colours;
+        for (int y = 0; y < loss.height(); y += 2)
+            for (int x = 0; x < loss.width(); x += 2)
+                colours.insert(loss.pixel(x, y) & 0xffffff);
+        QVERIFY(colours.contains(charts.lossSeries(0)->pen().color().rgb() & 0xffffff));
+        QVERIFY(colours.contains(charts.lossSeries(1)->pen().color().rgb() & 0xffffff));
+        QString error;
+        QVERIFY(!charts.saveChartPng(RunCharts::ChartCount, dir.filePath(QStringLiteral("x.png")), &error));
+        QVERIFY(!charts.saveChartPng(0, dir.filePath(QStringLiteral("missing/x.png")), &error));
+    }
+};
+
+QTEST_MAIN(TestRunCharts)
+#include "tst_runcharts.moc"

@@ -1,0 +1,164 @@
+// SPDX-License-Identifier: MIT
+// RunMetrics fed with recorded runs: the series hold what the trainer reported, progress and ETA are sane,
+// the CSV export writes it all.
+#include "recording.h"
+#include "runmetrics.h"
+
+#include <rankscope/event_schema.h>
+
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QtTest>
+
+using namespace rankscope;
+using namespace rankscope::gui;
+using rankscope::test::inBatches;
+using rankscope::test::recordedEvents;
+
+class TestRunMetrics final : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void seriesMatchTheRecording() {
+        const QVector<TrainerEvent> events = recordedEvents(QStringLiteral("recorded-ok"));
+        RunMetrics metrics;
+        QSignalSpy changed(&metrics, &RunMetrics::changed);
+        const auto batches = inBatches(events, 7);
+        for (const auto& batch : batches)
+            metrics.addEvents(batch);
+        QCOMPARE(changed.count(), batches.size()); // once per batch, not per event
+
+        QCOMPARE(metrics.ranks(), (QList<int>{0, 1}));
+        for (int rank : {0, 1}) {
+            const RunMetrics::RankSeries* series = metrics.rank(rank);
+            QVERIFY(series);
+            QCOMPARE(series->loss.size(), 12);
+            QCOMPARE(series->imagesPerSec.size(), 12);
+            QCOMPARE(series->rows.size(), size_t(12));
+            int i = 0;
+            for (const TrainerEvent& e : events) {
+                if (e.rank != rank || e.type != TrainerEventType::Step)
+                    continue;
+                const QPointF p = series->loss.points()[i];
+                QCOMPARE(p.x(), double(e.integer(schema::step::kStep)));
+                QCOMPARE(p.y(), double(float(e.number(schema::step::kLoss))));
+                QCOMPARE(series->imagesPerSec.points()[i].y(), double(float(e.number(schema::step::kImagesPerSec))));
+                QCOMPARE(series->partsMs[int(StepPart::CommWait)].points()[i].y(),
+                         double(float(e.number(schema::step::kCommWaitMs))));
+                ++i;
+            }
+            QCOMPARE(i, 12);
+        }
+        // Both ranks ended: every step's mean is in.
+        QCOMPARE(metrics.meanPartMs(StepPart::Forward).size(), 12);
+    }
+
+    void progressAndEta() {
+        const QVector<TrainerEvent> events = recordedEvents(QStringLiteral("recorded-ok"));
+        RunMetrics metrics;
+        // Up to rank 0's step 6.
+        const auto sixth = std::find_if(events.begin(), events.end(), [](const TrainerEvent& e) {
+            return e.rank == 0 && e.type == TrainerEventType::Step && e.integer(schema::step::kStep) == 6;
+        });
+        QVERIFY(sixth != events.end());
+        metrics.addEvents(QVector<TrainerEvent>(events.begin(), sixth + 1));
+        RunProgress p = metrics.progress();
+        QCOMPARE(p.step, 6);
+        QCOMPARE(p.totalSteps, 12);
+        QCOMPARE(p.epoch, 1);
+        QCOMPARE(p.epochs, 1);
+        QVERIFY(!p.done);
+        QVERIFY(p.stepsPerSecond.has_value());
+        // 12 steps took about 7 s of wall time in this recording: the rate is a few steps a second.
+        QVERIFY2(*p.stepsPerSecond > 0.5 && *p.stepsPerSecond < 50.0, qPrintable(QString::number(*p.stepsPerSecond)));
+        QVERIFY(p.secondsLeft.has_value());
+        QCOMPARE(*p.secondsLeft, 6.0 / *p.stepsPerSecond);
+        QVERIFY(formatProgress(p).startsWith(QStringLiteral("epoch 1/1 · step 6/12 · ")));
+        QVERIFY(formatProgress(p).endsWith(QStringLiteral(" left")));
+
+        metrics.addEvents(QVector<TrainerEvent>(sixth + 1, events.end()));
+        p = metrics.progress();
+        QCOMPARE(p.step, 12);
+        QCOMPARE(*p.secondsLeft, 0.0);
+        QVERIFY(p.done);
+        QVERIFY(formatProgress(p).endsWith(QStringLiteral("done")));
+    }
+
+    void formatsProgressLine() {
+        RunProgress p;
+        p.epoch = 2;
+        p.epochs = 5;
+        p.step = 340;
+        p.totalSteps = 1000;
+        p.stepsPerSecond = 12.3;
+        p.secondsLeft = 53.7;
+        QCOMPARE(formatProgress(p), QStringLiteral("epoch 2/5 · step 340/1000 · 12.3 it/s · ~54 s left"));
+        p.secondsLeft = 3 * 3600 + 125;
+        QCOMPARE(formatProgress(p), QStringLiteral("epoch 2/5 · step 340/1000 · 12.3 it/s · ~3 h 2 min left"));
+    }
+
+    void validationAccuracyPerEpoch() {
+        RunMetrics metrics;
+        metrics.addEvents(recordedEvents(QStringLiteral("clean"), QStringLiteral(".events")));
+        // Both ranks report the same all-reduced value: one point per epoch.
+        QCOMPARE(metrics.validationAccuracy(), (QVector<QPointF>{{1, 0.5625}, {2, 0.75}}));
+        QCOMPARE(metrics.rank(0)->loss.size(), 4);
+        QCOMPARE(metrics.progress().epochs, 2);
+    }
+
+    void windowBoundsMemory() {
+        RunMetrics metrics;
+        metrics.setWindow(100);
+        QVector<TrainerEvent> events;
+        for (int step = 1; step <= 5000; ++step)
+            events.append(rankscope::test::syntheticStep(0, 1000.0 + step * 0.01, step, 1.0 / step));
+        metrics.addEvents(events);
+        const RunMetrics::RankSeries* series = metrics.rank(0);
+        QVERIFY(series->loss.size() <= 100);
+        QCOMPARE(series->loss.appendedCount(), 5000);
+        QCOMPARE(series->rows.size(), size_t(100));
+        QCOMPARE(series->rows.front().step, 4901);
+        QCOMPARE(series->loss.points().constFirst().x(), 1.0); // the whole run stays visible, coarser
+    }
+
+    void csvExport() {
+        RunMetrics metrics;
+        const QVector<TrainerEvent> events = recordedEvents(QStringLiteral("recorded-ok"));
+        metrics.addEvents(events);
+        const QStringList lines = metrics.toCsv().split(QLatin1Char('\n'), Qt::SkipEmptyParts);
+        QCOMPARE(lines.size(), 1 + 24);
+        QCOMPARE(lines[0], QStringLiteral("rank,host,epoch,step,time,loss,images_per_sec,step_ms,data_ms,forward_ms,"
+                                          "backward_ms,comm_wait_ms,optimizer_ms"));
+        const auto firstStep = std::find_if(events.begin(), events.end(), [](const TrainerEvent& e) {
+            return e.rank == 0 && e.type == TrainerEventType::Step;
+        });
+        const QStringList cells = lines[1].split(QLatin1Char(','));
+        QCOMPARE(cells.size(), 13);
+        QCOMPARE(cells[0], QStringLiteral("0"));
+        QCOMPARE(cells[1], QStringLiteral("node-a"));
+        QCOMPARE(cells[3], QStringLiteral("1"));
+        QCOMPARE(cells[4].toDouble(), firstStep->time);
+        QVERIFY(qAbs(cells[5].toDouble() - firstStep->number(schema::step::kLoss)) < 1e-6);
+        QVERIFY(lines[13].startsWith(QStringLiteral("1,node-a,1,1,")));
+
+        QTemporaryDir dir;
+        const QString path = dir.filePath(QStringLiteral("metrics.csv"));
+        QString error;
+        QVERIFY2(metrics.exportCsv(path, &error), qPrintable(error));
+        QFile file(path);
+        QVERIFY(file.open(QIODevice::ReadOnly));
+        QCOMPARE(QString::fromUtf8(file.readAll()), metrics.toCsv());
+        QVERIFY(!metrics.exportCsv(dir.filePath(QStringLiteral("missing/dir/metrics.csv")), &error));
+        QVERIFY(error.contains(QStringLiteral("missing/dir/metrics.csv")));
+    }
+
+    void nanLossIsKeptInCsvNotInChart() {
+        RunMetrics metrics;
+        metrics.addEvents({rankscope::test::syntheticStep(3, 10.0, 1, qQNaN())});
+        QCOMPARE(metrics.rank(3)->loss.size(), 0);
+        QVERIFY(metrics.toCsv().contains(QStringLiteral("3,,1,1,10.000,nan,")));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestRunMetrics)
+#include "tst_runmetrics.moc"

@@ -1,0 +1,181 @@
+// SPDX-License-Identifier: MIT
+// RunView: batches queued and applied on the tick, the progress line, focus from the grid to the charts, and
+// offscreen renderings of a recorded 2-rank run and a synthetic 64-rank run (saved to the temp directory).
+#include "rankgrid.h"
+#include "rankgridmodel.h"
+#include "recording.h"
+#include "runcharts.h"
+#include "runview.h"
+
+#include "core/runstore.h"
+
+#include <QChart>
+#include <QDir>
+#include <QLineSeries>
+#include <QRandomGenerator>
+#include <QSignalSpy>
+#include <QtTest>
+
+#include <cmath>
+
+using namespace rankscope;
+using namespace rankscope::gui;
+using rankscope::test::recordedEvents;
+
+namespace {
+
+TrainerEvent decoded(const QJsonObject& object) {
+    const TrainerEventResult r = decodeTrainerEvent(object);
+    if (!r.ok())
+        qFatal("bad synthetic event: %s", qPrintable(r.error));
+    return *r.event;
+}
+
+TrainerEvent start(int rank, int worldSize, double time, const QString& host, int totalSteps) {
+    return decoded({{"v", "1.0"},
+                    {"type", "start"},
+                    {"rank", rank},
+                    {"time", time},
+                    {"world_size", worldSize},
+                    {"local_rank", rank % 8},
+                    {"local_world_size", 8},
+                    {"host", host},
+                    {"pid", 1000 + rank},
+                    {"backend", "nccl"},
+                    {"device", "cuda"},
+                    {"torch_version", "2.5.1"},
+                    {"steps_per_epoch", totalSteps / 5},
+                    {"total_steps", totalSteps},
+                    {"config", QJsonObject{{"epochs", 5}}}});
+}
+
+TrainerEvent heartbeat(int rank, double time, int step) {
+    return decoded({{"v", "1.0"},
+                    {"type", "heartbeat"},
+                    {"rank", rank},
+                    {"time", time},
+                    {"phase", "forward"},
+                    {"step", step},
+                    {"collective_started", step * 3},
+                    {"collective_finished", step * 3}});
+}
+
+// 64 ranks on 8 nodes, 2000 steps planned, 900 done; rank 13 stops at step 600 and keeps beating, rank 51
+// fails at step 700, rank 40 finished early (exit 0).
+QVector<TrainerEvent> syntheticRun(int ranks, int steps) {
+    QVector<TrainerEvent> events;
+    QRandomGenerator random(42);
+    for (int rank = 0; rank < ranks; ++rank)
+        events.append(start(rank, ranks, 1000.0, QStringLiteral("gpu-node-%1").arg(rank / 8), 2000));
+    for (int step = 1; step <= steps; ++step) {
+        const double time = 1000.0 + step * 0.25;
+        for (int rank = 0; rank < ranks; ++rank) {
+            if ((rank == 13 && step > 600) || (rank == 51 && step > 700))
+                continue;
+            const double loss = 0.25 + 2.1 * std::exp(-step / (180.0 + rank * 2.0)) + random.bounded(0.08);
+            TrainerEvent e =
+                rankscope::test::syntheticStep(rank, time, step, loss, 900.0 + rank * 3 + random.bounded(60.0));
+            e.fields.insert(QStringLiteral("epoch"), step / 400 + 1);
+            events.append(decoded(e.fields));
+        }
+        if (step % 4 == 0)
+            events.append(heartbeat(13, time, 600));
+    }
+    events.append(decoded({{"v", "1.0"},
+                           {"type", "error"},
+                           {"rank", 51},
+                           {"time", 1180.0},
+                           {"kind", "collective"},
+                           {"message", "NCCL watchdog timeout"},
+                           {"fatal", true}}));
+    return events;
+}
+
+QString savePath(const QString& name) {
+    return QDir(QDir::tempPath()).filePath(name);
+}
+
+} // namespace
+
+class TestRunView final : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void recordedRunOnTheTick() {
+        RunView view;
+        const QVector<TrainerEvent> events = recordedEvents(QStringLiteral("recorded-ok"));
+        view.setClock([&] { return events.constLast().time; });
+        view.resize(1400, 900);
+        view.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&view));
+        for (const auto& batch : rankscope::test::inBatches(events, 5))
+            view.addEvents(batch);
+        QCOMPARE(view.gridModel()->rowCount(), 0); // queued until the tick
+        QTRY_COMPARE_WITH_TIMEOUT(view.gridModel()->rowCount(), 2, 1000);
+        QTRY_VERIFY(view.charts()->lossSeries(1) && view.charts()->lossSeries(1)->count() == 12);
+        QCOMPARE(view.progressText(), QStringLiteral("epoch 1/1 · step 12/12 · %1 it/s · done")
+                                          .arg(*view.metrics()->progress().stepsPerSecond, 0, 'f', 2));
+        const QModelIndex state = view.gridModel()->index(0, RankGridModel::StateColumn);
+        QCOMPARE(state.data().toString(), QStringLiteral("finished"));
+
+        // A click on rank 1's tile focuses every view on it.
+        QSignalSpy selected(&view, &RunView::rankSelected);
+        QTest::mouseClick(view.grid()->viewport(), Qt::LeftButton, {}, view.grid()->tileRect(1).center());
+        QCOMPARE(selected.count(), 1);
+        QCOMPARE(view.focusedRank(), 1);
+        QCOMPARE(view.charts()->focusedRank(), 1);
+        QCOMPARE(view.grid()->focusedRank(), 1);
+        view.flush();
+        QTest::qWait(50); // let the layouts catch up with the new label texts before the picture
+        QVERIFY(view.grab().save(savePath(QStringLiteral("runview.png"))));
+
+        view.clear();
+        QCOMPARE(view.gridModel()->rowCount(), 0);
+        QCOMPARE(view.charts()->lossSeries(0), nullptr);
+        QCOMPARE(view.focusedRank(), -1);
+    }
+
+    void exitsReachTheGrid() {
+        RunView view;
+        view.addEvents(recordedEvents(QStringLiteral("recorded-hang")));
+        view.rankExited(1, QStringLiteral("node-a"), 128 + 9);
+        view.flush();
+        const QModelIndex state = view.gridModel()->index(view.gridModel()->rowOfRank(1), RankGridModel::StateColumn);
+        QCOMPARE(state.data().toString(), QStringLiteral("failed"));
+        QCOMPARE(state.data(Qt::ToolTipRole).toString(), describeExitStatus(137));
+    }
+
+    void sixtyFourRanks() {
+        RunView view;
+        view.setClock([] { return 1000.0 + 900 * 0.25 + 0.1; });
+        view.resize(1400, 900);
+        view.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&view));
+        view.addEvents(syntheticRun(64, 900));
+        view.rankExited(40, QStringLiteral("gpu-node-5"), 0);
+        view.flush();
+        view.flush(); // the second draw at the laid-out plot width
+        QCOMPARE(view.gridModel()->rowCount(), 64);
+        QCOMPARE(view.charts()->chart(RunCharts::LossChart)->series().size(), 64);
+        const auto stateOf = [&](int rank) {
+            return view.gridModel()
+                ->index(view.gridModel()->rowOfRank(rank), RankGridModel::StateColumn)
+                .data()
+                .toString();
+        };
+        QCOMPARE(stateOf(13), QStringLiteral("hung"));
+        QCOMPARE(stateOf(51), QStringLiteral("failed"));
+        QCOMPARE(stateOf(40), QStringLiteral("finished"));
+        QCOMPARE(stateOf(0), QStringLiteral("running"));
+        QVERIFY(view.progressText().startsWith(QStringLiteral("epoch 3/5 · step 900/2000 · 4.00 it/s · ~")));
+        for (int rank = 0; rank < 64; ++rank)
+            QVERIFY(view.grid()->viewport()->rect().contains(view.grid()->tileRect(rank)));
+        view.focusRank(13);
+        view.flush();
+        QTest::qWait(50);
+        QVERIFY(view.grab().save(savePath(QStringLiteral("runview-64.png"))));
+    }
+};
+
+QTEST_MAIN(TestRunView)
+#include "tst_runview.moc"

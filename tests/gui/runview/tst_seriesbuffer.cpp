@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: MIT
+// downsample() and SeriesBuffer: bounded output, extremes kept, x order kept.
+#include "seriesbuffer.h"
+
+#include <QRandomGenerator>
+#include <QtTest>
+
+#include <algorithm>
+
+using namespace rankscope::gui;
+
+namespace {
+
+QVector<QPointF> noisy(int count, quint32 seed) {
+    QRandomGenerator random(seed);
+    QVector<QPointF> points;
+    points.reserve(count);
+    for (int i = 0; i < count; ++i)
+        points.append(QPointF(i, random.bounded(1.0)));
+    return points;
+}
+
+bool xOrdered(const QVector<QPointF>& points) {
+    return std::is_sorted(points.begin(), points.end(),
+                          [](const QPointF& a, const QPointF& b) { return a.x() < b.x(); });
+}
+
+} // namespace
+
+class TestSeriesBuffer final : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void downsampleBoundsKeepsExtremesAndOrder_data() {
+        QTest::addColumn<int>("count");
+        QTest::addColumn<int>("columns");
+        QTest::newRow("100k into 800") << 100000 << 800;
+        QTest::newRow("100k into 1") << 100000 << 1;
+        QTest::newRow("5k into 333") << 5000 << 333;
+    }
+
+    void downsampleBoundsKeepsExtremesAndOrder() {
+        QFETCH(int, count);
+        QFETCH(int, columns);
+        QVector<QPointF> points = noisy(count, 7);
+        points[count / 3].setY(50.0);  // a spike
+        points[count / 2].setY(-50.0); // a dip
+        const QVector<QPointF> out = downsample(points, 0, count - 1, columns);
+        QVERIFY2(out.size() <= 2 * columns + 4, qPrintable(QString::number(out.size())));
+        QVERIFY(out.size() >= std::min(count, columns));
+        QVERIFY(xOrdered(out));
+        QVERIFY(out.contains(points[count / 3]));
+        QVERIFY(out.contains(points[count / 2]));
+        QCOMPARE(out.constFirst(), points.constFirst());
+        QCOMPARE(out.constLast(), points.constLast());
+        // Every output point is an input point.
+        for (const QPointF& p : out)
+            QCOMPARE(points[int(p.x())], p);
+    }
+
+    void downsampleKeepsSmallInputAndSelectsRange() {
+        const QVector<QPointF> points = noisy(100, 3);
+        QCOMPARE(downsample(points, 0, 99, 800), points);
+        // The range plus one neighbour on each side.
+        const QVector<QPointF> part = downsample(points, 10, 20, 800);
+        QCOMPARE(part, points.mid(9, 13));
+        const QVector<QPointF> many = noisy(100000, 5);
+        const QVector<QPointF> window = downsample(many, 50000, 60000, 100);
+        QVERIFY(window.size() <= 204);
+        QCOMPARE(window.constFirst().x(), 49999.0);
+        QCOMPARE(window.constLast().x(), 60001.0);
+        QVERIFY(xOrdered(window));
+    }
+
+    void bufferIsBoundedAndKeepsSpikes() {
+        SeriesBuffer buffer(1000);
+        QVector<QPointF> points = noisy(200000, 11);
+        points[1234].setY(99.0);
+        points[150000].setY(-99.0);
+        quint64 revision = buffer.revision();
+        for (const QPointF& p : points) {
+            buffer.append(p);
+            QVERIFY(buffer.size() <= 1000);
+        }
+        QVERIFY(buffer.revision() != revision);
+        QCOMPARE(buffer.appendedCount(), 200000);
+        QVERIFY(buffer.points().contains(points[1234]));
+        QVERIFY(buffer.points().contains(points[150000]));
+        QCOMPARE(buffer.maxY(), 99.0);
+        QCOMPARE(buffer.minY(), -99.0);
+        QVERIFY(xOrdered(buffer.points()));
+        QCOMPARE(buffer.points().constLast(), points.constLast()); // the newest at full resolution
+        QCOMPARE(buffer.points().constFirst().x(), 0.0);           // the oldest still there
+        // The newest quarter of the capacity is untouched.
+        QCOMPARE(buffer.points().mid(buffer.size() - 250), points.mid(points.size() - 250));
+    }
+
+    void bufferSkipsNonFinite() {
+        SeriesBuffer buffer;
+        buffer.append(QPointF(1, qQNaN()));
+        buffer.append(QPointF(2, qInf()));
+        buffer.append(QPointF(3, 1.0));
+        QCOMPARE(buffer.size(), 1);
+        buffer.clear();
+        QVERIFY(buffer.isEmpty());
+    }
+};
+
+QTEST_GUILESS_MAIN(TestSeriesBuffer)
+#include "tst_seriesbuffer.moc"
