@@ -61,7 +61,12 @@ void setPaddedRange(QValueAxis* axis, double lo, double hi, bool fromZero) {
         lo = std::min(lo, 0.0);
     const double span = std::max(hi - lo, std::max(std::abs(hi) * 0.05, 1e-6));
     const double pad = span * 0.05;
-    axis->setRange(fromZero && lo >= 0.0 ? lo : lo - pad, hi + pad);
+    // Data that never goes below zero (loss, images/s, milliseconds) keeps its axis at or above zero: a
+    // padding below zero would make applyNiceNumbers() round the axis down to a whole negative tick.
+    double low = fromZero && lo >= 0.0 ? lo : lo - pad;
+    if (lo >= 0.0 && low < 0.0)
+        low = 0.0;
+    axis->setRange(low, hi + pad);
     axis->applyNiceNumbers();
 }
 
