@@ -13,6 +13,7 @@
 #include "runview/runmetrics.h"
 #include "runview/runview.h"
 
+#include <QAbstractItemModelTester>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QLineSeries>
@@ -124,10 +125,15 @@ private slots:
         for (int row = 0; row < proxy->rowCount(); ++row)
             QCOMPARE(proxy->index(row, 0).data(LogModel::RankRole).toInt(), 1);
         QCOMPARE(window.runView()->focusedRank(), 1);
-        // The history lists the run, finished.
+        // The history lists the run, finished, and stays a well-behaved model across refreshes.
+        QAbstractItemModelTester tester(window.historyModel(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+        window.historyModel()->refresh();
         const int row = window.historyModel()->rowOf(record.id);
         QVERIFY(row >= 0);
         QCOMPARE(window.historyModel()->record(row).state, QStringLiteral("finished"));
+        QCOMPARE(window.historyModel()->index(row, HistoryModel::Ranks).data(HistoryModel::SortRole).toInt(), 2);
+        QCOMPARE(window.historyModel()->index(row, HistoryModel::Started).data(HistoryModel::SortRole).toLongLong(),
+                 record.created.toMSecsSinceEpoch());
     }
 
     // The same run from the history, offline: the same views from the run store alone.
