@@ -393,19 +393,41 @@ void MainWindow::exportMetrics() {
 }
 
 void MainWindow::exportRankLog() {
+    const RunRecord& run = m_session->record();
+    if (run.id.isEmpty()) {
+        showMessage(QStringLiteral("no run to export from: launch one or open one from the history"), true);
+        return;
+    }
     int rank = m_focusedRank;
     if (rank < 0) {
         bool ok = false;
         rank = QInputDialog::getInt(this, QStringLiteral("Export a rank's log"), QStringLiteral("Rank:"), 0, 0,
-                                    std::max(0, m_session->record().worldSize - 1), 1, &ok);
+                                    std::max(0, run.worldSize - 1), 1, &ok);
         if (!ok)
             return;
     }
-    const QString path = QFileDialog::getSaveFileName(this, QStringLiteral("Save rank log"),
-                                                      QStringLiteral("rank%1.log").arg(rank));
+    const QString dir = QFileDialog::getExistingDirectory(this, QStringLiteral("Export rank %1's log to").arg(rank));
     QString error;
-    if (!path.isEmpty() && !m_logs->exportRankLog(rank, path, &error))
+    if (!dir.isEmpty() && !exportRankStreams(rank, dir, &error))
         showMessage(error, true);
+    else if (!dir.isEmpty())
+        showMessage(QStringLiteral("rank %1's stdout, stderr and events saved in %2").arg(rank).arg(dir));
+}
+
+bool MainWindow::exportRankStreams(int rank, const QString& dir, QString* error) const {
+    // From the run store, byte for byte: the whole history, not only the lines the inspector keeps in memory.
+    const RunRecord& run = m_session->record();
+    for (const RankStream stream : kRankStreams) {
+        const QString source = m_store->streamPath(run.id, rank, stream);
+        const QString target = QStringLiteral("%1/%2-rank%3.%4").arg(dir, run.id).arg(rank).arg(rankStreamSuffix(stream));
+        QFile::remove(target);
+        if (QFile::exists(source) && !QFile::copy(source, target)) {
+            if (error)
+                *error = QStringLiteral("cannot write %1").arg(target);
+            return false;
+        }
+    }
+    return true;
 }
 
 void MainWindow::showMessage(const QString& text, bool error) {

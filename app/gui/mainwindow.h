@@ -54,6 +54,9 @@ public:
     bool reattachLatest(QString* error = nullptr);
     void stopRun();
     void showTab(Tab tab);
+    // Copies the stored stdout, stderr and events of `rank` of the current run into dir, byte for byte, as
+    // RUN-rankR.out|err|events.
+    bool exportRankStreams(int rank, const QString& dir, QString* error) const;
 
     [[nodiscard]] JobEditor* jobEditor() const { return m_editor; }
     [[nodiscard]] ClusterPanel* clusterPanel() const { return m_cluster; }

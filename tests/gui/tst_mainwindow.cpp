@@ -125,6 +125,21 @@ private slots:
         for (int row = 0; row < proxy->rowCount(); ++row)
             QCOMPARE(proxy->index(row, 0).data(LogModel::RankRole).toInt(), 1);
         QCOMPARE(window.runView()->focusedRank(), 1);
+        // A rank's log exported from the run store is the node's bytes, whole.
+        const QString exportDir = m_dir.filePath(QStringLiteral("export"));
+        QDir().mkpath(exportDir);
+        QVERIFY2(window.exportRankStreams(1, exportDir, &error), qPrintable(error));
+        for (const RankStream stream : kRankStreams) {
+            QFile exported(QStringLiteral("%1/%2-rank1.%3").arg(exportDir, record.id, rankStreamSuffix(stream)));
+            QFile stored(window.store()->streamPath(record.id, 1, stream));
+            QCOMPARE(exported.exists(), stored.exists()); // a stream the rank never wrote is not stored
+            if (stored.open(QIODevice::ReadOnly)) {
+                QVERIFY(exported.open(QIODevice::ReadOnly));
+                QCOMPARE(exported.readAll(), stored.readAll());
+            }
+        }
+        QVERIFY(QFileInfo(QStringLiteral("%1/%2-rank1.events").arg(exportDir, record.id)).size() > 0);
+
         // The history lists the run, finished, and stays a well-behaved model across refreshes.
         QAbstractItemModelTester tester(window.historyModel(), QAbstractItemModelTester::FailureReportingMode::QtTest);
         window.historyModel()->refresh();
