@@ -52,6 +52,16 @@ QValueAxis* addAxis(QChart* chart, Qt::Alignment alignment, const QString& title
     return axis;
 }
 
+void fitAxis(QValueAxis* axis, double lo, double hi) {
+    // Keep the axis while the data fits in it and fills a fair part of it: a range change makes Qt Charts
+    // rebuild the geometry of every series on the chart, so it must not happen on every tick.
+    const double span = axis->max() - axis->min();
+    if (lo >= axis->min() && hi <= axis->max() && hi - lo >= 0.4 * span)
+        return;
+    axis->setRange(lo, hi);
+    axis->applyNiceNumbers();
+}
+
 void setPaddedRange(QValueAxis* axis, double lo, double hi, bool fromZero) {
     if (!std::isfinite(lo) || !std::isfinite(hi) || lo > hi) {
         lo = 0.0;
@@ -66,8 +76,7 @@ void setPaddedRange(QValueAxis* axis, double lo, double hi, bool fromZero) {
     double low = fromZero && lo >= 0.0 ? lo : lo - pad;
     if (lo >= 0.0 && low < 0.0)
         low = 0.0;
-    axis->setRange(low, hi + pad);
-    axis->applyNiceNumbers();
+    fitAxis(axis, low, hi + pad);
 }
 
 } // namespace rankscope::gui

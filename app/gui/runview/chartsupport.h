@@ -32,5 +32,8 @@ void styleChart(QChart* chart, const QString& title);
                                   const QString& labelFormat);
 // Sets [lo, hi] padded by 5% (at least a small span), with round tick values.
 void setPaddedRange(QValueAxis* axis, double lo, double hi, bool fromZero = false);
+// Sets [lo, hi] rounded to nice numbers, unless the current range already holds it and is not more than
+// about twice as wide: axes change rarely, not on every tick.
+void fitAxis(QValueAxis* axis, double lo, double hi);
 
 } // namespace rankscope::gui

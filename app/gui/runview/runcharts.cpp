@@ -267,8 +267,7 @@ void RunCharts::refreshRankCharts() {
     for (const auto& [which, range] : charts) {
         Panel& panel = m_panels[size_t(which)];
         // Steps start at 1; a lone point still gets a visible span.
-        panel.x->setRange(std::min(range->xLo, 0.0), std::max(range->xHi, range->xLo + 1.0));
-        panel.x->applyNiceNumbers();
+        fitAxis(panel.x, std::min(range->xLo, 0.0), std::max(range->xHi, range->xLo + 1.0));
         setPaddedRange(panel.y, range->yLo, range->yHi, which == ThroughputChart);
         const int width = plotWidth(panel);
         for (auto it = m_ranks.begin(); it != m_ranks.end(); ++it) {
@@ -301,8 +300,7 @@ void RunCharts::refreshStepTime() {
             drawn.series->clear();
         return;
     }
-    panel.x->setRange(std::min(range.xLo, 0.0), std::max(range.xHi, range.xLo + 1.0));
-    panel.x->applyNiceNumbers();
+    fitAxis(panel.x, std::min(range.xLo, 0.0), std::max(range.xHi, range.xLo + 1.0));
     setPaddedRange(panel.y, range.yLo, range.yHi, true);
     const int width = plotWidth(panel);
     for (int i = 0; i < kStepPartCount; ++i) {
