@@ -196,4 +196,26 @@ QString logSeverityName(LogSeverity severity) {
     return {};
 }
 
+QStringView withoutProcessPrefix(QStringView view) {
+    const qsizetype bracket = view.indexOf(u" [");
+    const QStringView head = bracket > 0 ? view.first(bracket) : QStringView();
+    if (head.count(u':') == 2 && !head.contains(u' ')) { // NCCL: host:pid:tid [dev] (dev: digits)
+        const qsizetype close = view.indexOf(u"] ", bracket);
+        const QStringView device = close > bracket ? view.mid(bracket + 2, close - bracket - 2) : QStringView();
+        if (!device.isEmpty() && device.size() < 6 &&
+            std::all_of(device.begin(), device.end(), [](QChar c) { return c.isDigit(); }))
+            return view.mid(close + 2);
+    }
+    if (view.startsWith(u"[rank")) { // the trainer's "[rank 3] ", torchrun's "[rank3]:"
+        const qsizetype close = view.indexOf(u']');
+        if (close > 0 && close < 12) {
+            QStringView rest = view.mid(close + 1);
+            if (rest.startsWith(u':'))
+                rest = rest.mid(1);
+            return rest.trimmed();
+        }
+    }
+    return view;
+}
+
 } // namespace rankscope

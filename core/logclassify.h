@@ -24,4 +24,9 @@ struct LogLineTraits {
 
 [[nodiscard]] QString logSeverityName(LogSeverity severity); // "debug", "info", "warning", "error", "fatal"
 
+// The line without the prefix that only names the process that printed it: NCCL's "host:pid:tid [dev] ",
+// the trainer's "[rank 3] ", torchrun's "[rank3]:". Lines of many ranks that are equal after it say the same
+// thing (the log inspector collapses them into one row).
+[[nodiscard]] QStringView withoutProcessPrefix(QStringView text);
+
 } // namespace rankscope

@@ -15,6 +15,22 @@ class TestLogClassify final : public QObject {
     Q_OBJECT
 
 private Q_SLOTS:
+    void processPrefix_data() {
+        QTest::addColumn<QString>("line");
+        QTest::addColumn<QString>("identity");
+        QTest::newRow("nccl") << "node-a:1234:1290 [3] NCCL INFO Using network Socket" << "NCCL INFO Using network Socket";
+        QTest::newRow("trainer") << "[rank 3] epoch 1/2 step 20/469" << "epoch 1/2 step 20/469";
+        QTest::newRow("torchrun") << "[rank12]: Traceback (most recent call last):" << "Traceback (most recent call last):";
+        QTest::newRow("plain") << "Epoch 1 done" << "Epoch 1 done";
+        QTest::newRow("time is not a host") << "10:00:00 [x] started" << "10:00:00 [x] started";
+        QTest::newRow("long bracket kept") << "a:b:c [0123456789] x" << "a:b:c [0123456789] x";
+    }
+    void processPrefix() {
+        QFETCH(QString, line);
+        QFETCH(QString, identity);
+        QCOMPARE(rankscope::withoutProcessPrefix(line).toString(), identity);
+    }
+
     void classifies_data() {
         QTest::addColumn<QString>("line");
         QTest::addColumn<LogSeverity>("severity");

@@ -9,28 +9,6 @@
 #include <algorithm>
 
 namespace rankscope::gui {
-namespace {
-
-// What must be equal for lines of different ranks to collapse: the line without the prefix that only
-// names its process, NCCL's "host:pid:tid [dev] " or the trainer's "[rank 3] " and torchrun's "[rank3]:".
-QString collapseKey(const QString& text) {
-    QStringView view(text);
-    const qsizetype bracket = view.indexOf(u" [");
-    const QStringView head = bracket > 0 ? view.first(bracket) : QStringView();
-    if (head.count(u':') == 2 && !head.contains(u' ')) {
-        const qsizetype close = view.indexOf(u"] ", bracket);
-        if (close > 0 && close - bracket < 8)
-            return view.mid(close + 2).toString();
-    }
-    if (view.startsWith(u"[rank")) {
-        const qsizetype close = view.indexOf(u']');
-        if (close > 0 && close < 12)
-            return view.mid(close + 1).trimmed().toString();
-    }
-    return text;
-}
-
-} // namespace
 
 // One top-level row: a line of its own (one member) or a group (two or more, shown as children).
 struct LogCollapseModel::Item {
@@ -86,7 +64,7 @@ void LogCollapseModel::rebuild() {
     const int count = m_source ? m_source->rowCount() : 0;
     for (int row = 0; row < count; ++row) {
         const QModelIndex index = m_source->index(row, LogModel::TextColumn);
-        const QString text = collapseKey(index.data(LogModel::TextRole).toString());
+        const QString text = withoutProcessPrefix(index.data(LogModel::TextRole).toString()).toString();
         Item* item =
             groupFor(row, index.data(LogModel::RankRole).toInt(), text, index.data(LogModel::TimeRole).toDouble());
         if (!item) {
@@ -132,7 +110,7 @@ void LogCollapseModel::appendSourceRows(int first, int last) {
         const QModelIndex index = m_source->index(row, LogModel::TextColumn);
         const qint64 absolute = m_base + row;
         const int rank = index.data(LogModel::RankRole).toInt();
-        const QString text = collapseKey(index.data(LogModel::TextRole).toString());
+        const QString text = withoutProcessPrefix(index.data(LogModel::TextRole).toString()).toString();
         Item* item = groupFor(absolute, rank, text, index.data(LogModel::TimeRole).toDouble());
         if (!item) {
             fresh.push_back(std::make_unique<Item>());
@@ -236,7 +214,7 @@ void LogCollapseModel::onSourceDataChanged(const QModelIndex& topLeft, const QMo
     for (int row = topLeft.row(); row <= bottomRight.row() && row < int(m_itemOfRow.size()); ++row) {
         Item* item = m_itemOfRow[size_t(row)];
         const QString text =
-            collapseKey(m_source->index(row, LogModel::TextColumn).data(LogModel::TextRole).toString());
+            withoutProcessPrefix(m_source->index(row, LogModel::TextColumn).data(LogModel::TextRole).toString()).toString();
         if (text != item->text) { // a continued line
             if (item->isGroup()) {
                 rebuild(); // its group no longer holds one text; rare, as pieces arrive a tick apart
