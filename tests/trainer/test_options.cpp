@@ -58,6 +58,21 @@ TEST(Options, TorchrunEnvironment) {
     EXPECT_EQ(o.initMethod(), "tcp://node0:29400");
 }
 
+// Under torchrun, its agent hosts the store: every rank joins as a client under the attempt's prefix.
+TEST(Options, TorchrunAgentStore) {
+    Env env{{{"RANK", "0"},
+             {"WORLD_SIZE", "2"},
+             {"MASTER_ADDR", "node0"},
+             {"MASTER_PORT", "29400"},
+             {"TORCHELASTIC_USE_AGENT_STORE", "True"},
+             {"TORCHELASTIC_RESTART_COUNT", "2"}}};
+    EXPECT_EQ(parse({}, env).agentStorePrefix, "/worker/attempt_2");
+    Env plain{{{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "node0"}, {"MASTER_PORT", "29400"}}};
+    EXPECT_EQ(parse({}, plain).agentStorePrefix, "");
+    // An explicit rendezvous is the user's: rank 0 hosts it, whatever the environment says.
+    EXPECT_EQ(parse({"--init-method", "tcp://h:1"}, env).agentStorePrefix, "");
+}
+
 TEST(Options, FlagsWinOverEnvironment) {
     Env env{{{"RANK", "5"}, {"WORLD_SIZE", "8"}, {"MASTER_ADDR", "node0"}, {"MASTER_PORT", "29400"}}};
     const auto o = parse({"--rank", "2", "--init-method=tcp://[::1]:1234"}, env);

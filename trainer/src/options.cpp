@@ -137,13 +137,13 @@ void readDistributed(FlagReader& flags, const EnvironmentLookup& env, TrainerOpt
             o.masterAddr = *addr;
         if (auto port = envValue(env, "MASTER_PORT"))
             o.masterPort = static_cast<int>(toInteger("environment variable MASTER_PORT", *port, 0, 65535));
-        // As torch.distributed's env:// rendezvous does under torchrun (_create_c10d_store).
-        if (envValue(env, "TORCHELASTIC_USE_AGENT_STORE").value_or("") == "True")
-            o.agentStorePrefix = "/worker/attempt_" + envValue(env, "TORCHELASTIC_RESTART_COUNT").value_or("0");
         else if (o.worldSize > 1)
             throw UsageError("--init-method: world size " + std::to_string(o.worldSize) +
                              " needs a rendezvous address: pass --init-method tcp://HOST:PORT or set "
                              "MASTER_ADDR and MASTER_PORT");
+        // As torch.distributed's env:// rendezvous does under torchrun (_create_c10d_store).
+        if (envValue(env, "TORCHELASTIC_USE_AGENT_STORE").value_or("") == "True")
+            o.agentStorePrefix = "/worker/attempt_" + envValue(env, "TORCHELASTIC_RESTART_COUNT").value_or("0");
     }
     if (o.masterPort == 0 && o.worldSize > 1)
         throw UsageError("--init-method: port 0 only works for world size 1");
