@@ -26,6 +26,39 @@ bool writeJson(const QString& path, const QJsonObject& object, QString* error) {
     return true;
 }
 
+// Appends the bytes of a node's file that start at `offset`: bytes the local copy already has are skipped, and
+// a gap (offset beyond the local size) is refused so that it can never be papered over.
+bool appendAt(const QString& path, const QString& label, qint64 offset, QByteArrayView bytes, QString* error,
+              qint64* appended) {
+    QFile file(path);
+    if (!file.open(QIODevice::ReadWrite | QIODevice::Append)) {
+        if (error)
+            *error = QStringLiteral("cannot write %1: %2").arg(file.fileName(), file.errorString());
+        return false;
+    }
+    if (appended)
+        *appended = 0;
+    const qint64 have = file.size();
+    if (offset < 0 || offset > have) {
+        if (error)
+            *error =
+                QStringLiteral("%1: gap, have %2 bytes but got data from offset %3").arg(label).arg(have).arg(offset);
+        return false;
+    }
+    const qint64 skip = have - offset;
+    if (skip >= bytes.size())
+        return true;
+    const QByteArrayView fresh = bytes.sliced(skip);
+    if (file.write(fresh.data(), fresh.size()) != fresh.size() || !file.flush()) {
+        if (error)
+            *error = QStringLiteral("cannot write %1: %2").arg(file.fileName(), file.errorString());
+        return false;
+    }
+    if (appended)
+        *appended = fresh.size();
+    return true;
+}
+
 } // namespace
 
 QString rankStreamSuffix(RankStream stream) {
@@ -234,36 +267,22 @@ qint64 RunStore::streamSize(const QString& id, int rank, RankStream stream) cons
 
 bool RunStore::appendStream(const QString& id, int rank, RankStream stream, qint64 offset, QByteArrayView bytes,
                             QString* error, qint64* appended) {
-    QFile file(streamPath(id, rank, stream));
-    if (!file.open(QIODevice::ReadWrite | QIODevice::Append)) {
-        if (error)
-            *error = QStringLiteral("cannot write %1: %2").arg(file.fileName(), file.errorString());
-        return false;
-    }
-    if (appended)
-        *appended = 0;
-    const qint64 have = file.size();
-    if (offset < 0 || offset > have) {
-        if (error)
-            *error = QStringLiteral("rank %1 %2: gap, have %3 bytes but got data from offset %4")
-                         .arg(rank)
-                         .arg(rankStreamSuffix(stream))
-                         .arg(have)
-                         .arg(offset);
-        return false;
-    }
-    const qint64 skip = have - offset;
-    if (skip >= bytes.size())
-        return true;
-    const QByteArrayView fresh = bytes.sliced(skip);
-    if (file.write(fresh.data(), fresh.size()) != fresh.size() || !file.flush()) {
-        if (error)
-            *error = QStringLiteral("cannot write %1: %2").arg(file.fileName(), file.errorString());
-        return false;
-    }
-    if (appended)
-        *appended = fresh.size();
-    return true;
+    return appendAt(streamPath(id, rank, stream), QStringLiteral("rank %1 %2").arg(rank).arg(rankStreamSuffix(stream)),
+                    offset, bytes, error, appended);
+}
+
+QString RunStore::nodeStreamPath(const QString& id, int node, const QString& name) const {
+    return runDir(id) + QStringLiteral("/node%1.%2").arg(node).arg(name);
+}
+
+qint64 RunStore::nodeStreamSize(const QString& id, int node, const QString& name) const {
+    return QFileInfo(nodeStreamPath(id, node, name)).size();
+}
+
+bool RunStore::appendNodeStream(const QString& id, int node, const QString& name, qint64 offset, QByteArrayView bytes,
+                                QString* error, qint64* appended) {
+    return appendAt(nodeStreamPath(id, node, name), QStringLiteral("node %1 %2").arg(node).arg(name), offset, bytes,
+                    error, appended);
 }
 
 } // namespace rankscope

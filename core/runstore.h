@@ -98,6 +98,13 @@ public:
     bool appendStream(const QString& id, int rank, RankStream stream, qint64 offset, QByteArrayView bytes,
                       QString* error = nullptr, qint64* appended = nullptr);
 
+    // A node's own streams (its GPU samples, "gpu.csv"): ROOT/runs/ID/nodeN.NAME, under the same byte-for-byte,
+    // no-gap rules as a rank's. `node` is the index into RunRecord::nodes.
+    [[nodiscard]] QString nodeStreamPath(const QString& id, int node, const QString& name) const;
+    [[nodiscard]] qint64 nodeStreamSize(const QString& id, int node, const QString& name) const;
+    bool appendNodeStream(const QString& id, int node, const QString& name, qint64 offset, QByteArrayView bytes,
+                          QString* error = nullptr, qint64* appended = nullptr);
+
 private:
     void saveIndex() const;
 

@@ -67,6 +67,7 @@ void NodeWorker::launch(const NodeLaunch& launch) {
         for (const RankLaunch& rank : launch.ranks)
             m_ranks.append(rank.rank);
         m_offsets = {};
+        m_followGpu = launch.gpus > 0;
         emit launched(m_node, m_runDir);
         startFollowing();
     } catch (const TransportError& error) {
@@ -78,6 +79,7 @@ void NodeWorker::attach(const QString& runDir, const QVector<int>& ranks, const 
     m_runDir = runDir;
     m_ranks = ranks;
     m_offsets = offsets;
+    m_followGpu.reset();
     try {
         emit progress(m_node, QStringLiteral("connecting"));
         m_transport->connect();
@@ -241,6 +243,15 @@ void NodeWorker::writeRunFiles(const NodeLaunch& launch, const QString& trainer)
         const QString script = QStringLiteral("cd %1 && exec %2\n").arg(shellQuote(m_runDir), command.toString());
         m_transport->writeFile(m_runDir + QStringLiteral("/launcher.cmd"), script.toUtf8());
     }
+    if (launch.gpus > 0) {
+        ShellCommand command(QStringLiteral("/bin/sh"),
+                             {toolPath(m_workDir, QStringLiteral("supervisor.sh")), QStringLiteral("gpu"), m_runDir});
+        for (const auto& [name, value] : launch.samplerEnvironment)
+            command.setEnvironment(name, value);
+        const QString script = QStringLiteral("cd %1 && exec %2\n").arg(shellQuote(m_runDir), command.toString());
+        m_transport->writeFile(m_runDir + QStringLiteral("/gpu.cmd"), script.toUtf8());
+        m_transport->writeFile(m_runDir + QStringLiteral("/gpus"), QByteArray::number(launch.gpus) + '\n');
+    }
 }
 
 void NodeWorker::startSupervisor(const QString& mode) {
@@ -323,7 +334,25 @@ bool NodeWorker::pollOnce() {
             }
         }
     }
+    if (!m_followGpu) // attached: the run directory says whether this node samples its GPUs
+        m_followGpu = m_transport->fileSize(m_runDir + QStringLiteral("/gpus")).has_value();
+    if (*m_followGpu)
+        followGpu();
     return allEndedBefore;
+}
+
+void NodeWorker::followGpu() {
+    const QString path = m_runDir + QStringLiteral("/gpu.csv");
+    while (true) {
+        const qint64 offset = m_offsets.gpu;
+        const QByteArray bytes = m_transport->readFrom(path, offset, m_options.maxReadBytes);
+        if (bytes.isEmpty())
+            return;
+        m_offsets.gpu = offset + bytes.size();
+        emit gpuData(m_node, offset, bytes);
+        if (bytes.size() < m_options.maxReadBytes)
+            return;
+    }
 }
 
 void NodeWorker::checkPulse() {

@@ -12,6 +12,7 @@
 #include <QVector>
 
 #include <memory>
+#include <optional>
 
 class QTimer;
 
@@ -46,12 +47,18 @@ struct NodeLaunch {
     // `rank` entry point is appended, and each process it starts runs the rankR.cmd of its RANK.
     QStringList launcherCommand;
     QList<QPair<QString, QString>> launcherEnvironment;
+    // The node's GPUs in the job. Above 0 the supervisor samples them with nvidia-smi into gpu.csv, run with
+    // `samplerEnvironment` (the job's env: its PATH may be where the node keeps nvidia-smi), and the worker
+    // follows that file like the ranks' files.
+    int gpus = 0;
+    QList<QPair<QString, QString>> samplerEnvironment;
 };
 
 // Where streaming resumes: bytes already stored per (rank, stream), and in the node's exits file.
 struct StreamOffsets {
     QHash<QPair<int, int>, qint64> streams; // (rank, int(RankStream)) -> bytes already stored
     qint64 exits = 0;
+    qint64 gpu = 0; // bytes of the node's gpu.csv already stored
 };
 
 struct NodeWorkerOptions {
@@ -83,6 +90,7 @@ signals:
     void failed(int node, int errorKind, const QString& message);
     void launched(int node, const QString& runDir);
     void data(int node, int rank, int stream, qint64 offset, const QByteArray& bytes);
+    void gpuData(int node, qint64 offset, const QByteArray& bytes);   // the node's gpu.csv, from `offset`
     void rankExited(int node, int rank, int status, double unixTime); // kLostExitStatus: the node went silent
     void linkLost(int node, const QString& message);
     void linkRestored(int node);
@@ -93,6 +101,7 @@ private:
     void poll();
     bool pollOnce();
     void checkPulse();
+    void followGpu();
     void handleLinkError(const TransportError& error);
     void tryReconnect();
     void startFollowing();
@@ -115,6 +124,7 @@ private:
     QString m_runDir;
     QVector<int> m_ranks;
     StreamOffsets m_offsets;
+    std::optional<bool> m_followGpu; // unknown after attach until the run directory is looked at
     QHash<int, int> m_exits;
     QByteArray m_exitsTail; // an exits line not yet complete
     QByteArray m_lastPulse; // the supervisor's "alive" file, last seen

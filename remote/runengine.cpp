@@ -19,6 +19,9 @@ namespace rankscope::remote {
 
 namespace {
 
+// The node's GPU samples in the run store, as the supervisor names the node's file.
+const QString kGpuStream = QStringLiteral("gpu.csv");
+
 QString modeName(RunMode mode) {
     return mode == RunMode::Debug ? QStringLiteral("debug") : QStringLiteral("submit");
 }
@@ -65,6 +68,7 @@ RunEngine::RunEngine(RunStore* store, EngineOptions options, QObject* parent)
     : QObject(parent), m_store(store), m_options(std::move(options)) {
     qRegisterMetaType<QVector<TrainerEvent>>();
     qRegisterMetaType<QVector<RankLogLine>>();
+    qRegisterMetaType<QVector<GpuSample>>();
     if (m_options.localTrainer.isEmpty())
         m_options.localTrainer = QCoreApplication::applicationDirPath() + QStringLiteral("/rankscope-trainer");
 }
@@ -115,6 +119,7 @@ NodeWorker* RunEngine::startWorker(int node, std::unique_ptr<Transport> transpor
         saveRecord();
     });
     connect(worker, &NodeWorker::data, this, &RunEngine::onData);
+    connect(worker, &NodeWorker::gpuData, this, &RunEngine::onGpuData);
     connect(worker, &NodeWorker::rankExited, this, &RunEngine::onRankExited);
     connect(worker, &NodeWorker::failed, this, &RunEngine::onFailed);
     connect(worker, &NodeWorker::drained, this, &RunEngine::onDrained);
@@ -134,6 +139,7 @@ void RunEngine::reset() {
     m_workers.clear();
     qDeleteAll(m_parsers);
     m_parsers.clear();
+    m_gpuParsers.clear();
     m_drainedNodes.clear();
     m_firstErrors.clear();
     m_lastStderrLine.clear();
@@ -210,6 +216,8 @@ bool RunEngine::launch(const JobSpec& original, RunMode mode, QString* error) {
             launch.launcherCommand = torchrunCommand(plan, i, QStringLiteral("torchrun"));
             launch.launcherEnvironment = job.env;
         }
+        launch.gpus = plan.nodes[i].node.gpus;
+        launch.samplerEnvironment = job.env;
         NodeWorker* worker = startWorker(i, makeTransport(plan.nodes[i].node, plan.nodes[i].local));
         QMetaObject::invokeMethod(
             worker, [worker, launch] { worker->launch(launch); }, Qt::QueuedConnection);
@@ -255,6 +263,7 @@ bool RunEngine::attach(const QString& runId, QString* error) {
             for (const RankStream stream : kRankStreams)
                 offsets.streams.insert({rank, static_cast<int>(stream)},
                                        m_store->streamSize(m_record.id, rank, stream));
+        offsets.gpu = m_store->nodeStreamSize(m_record.id, i, kGpuStream);
         NodeWorker* worker = startWorker(i, makeTransport(spec, node.local));
         const QString runDir = node.runDir;
         const QVector<int> ranks = node.ranks;
@@ -285,6 +294,11 @@ void RunEngine::replayStored() {
                 if (file.open(QIODevice::ReadOnly))
                     parse(rank, stream, file.readAll());
             }
+    for (int node = 0; node < m_record.nodes.size(); ++node) {
+        QFile file(m_store->nodeStreamPath(m_record.id, node, kGpuStream));
+        if (file.open(QIODevice::ReadOnly))
+            parseGpu(node, file.readAll());
+    }
     for (auto it = m_record.exits.cbegin(); it != m_record.exits.cend(); ++it)
         emit rankExited(it.key(), hostOfRank(it.key()), it.value().status);
 }
@@ -299,6 +313,32 @@ void RunEngine::onData(int /*node*/, int rank, int stream, qint64 offset, const 
     }
     if (appended > 0) // only bytes the store did not have yet are parsed: a re-delivered chunk is not
         parse(rank, kind, QByteArrayView(bytes).last(appended));
+}
+
+void RunEngine::onGpuData(int node, qint64 offset, const QByteArray& bytes) {
+    QString error;
+    qint64 appended = 0;
+    if (!m_store->appendNodeStream(m_record.id, node, kGpuStream, offset, bytes, &error, &appended)) {
+        qWarning("rankscope: %s", qPrintable(error));
+        return;
+    }
+    if (appended > 0)
+        parseGpu(node, QByteArrayView(bytes).last(appended));
+}
+
+void RunEngine::parseGpu(int node, QByteArrayView bytes) {
+    // The supervisor's query has a header; its fields are the fallback should a header ever be missing.
+    QVector<GpuSample> samples = m_gpuParsers.try_emplace(node, nvidiaSmiQueryFields()).first->second.feed(bytes);
+    if (samples.isEmpty())
+        return;
+    const RunNodeRecord record = m_record.nodes.value(node);
+    const double now = static_cast<double>(QDateTime::currentMSecsSinceEpoch()) / 1000.0;
+    for (GpuSample& sample : samples) {
+        sample.node = record.name;
+        if (!GpuSample::has(sample.time))
+            sample.time = now; // output without a timestamp column: placed when it was read
+    }
+    emit gpuSamples(node, record.host, samples);
 }
 
 void RunEngine::parse(int rank, RankStream stream, QByteArrayView bytes) {

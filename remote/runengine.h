@@ -4,6 +4,7 @@
 #include "core/eventstreamparser.h"
 #include "core/jobspec.h"
 #include "core/linesplitter.h"
+#include "core/nvidiasmi.h"
 #include "core/runstore.h"
 #include "core/trainerevent.h"
 #include "remote/nodeworker.h"
@@ -17,6 +18,7 @@
 #include <QVector>
 
 #include <functional>
+#include <map>
 #include <memory>
 
 class QThread;
@@ -71,6 +73,8 @@ signals:
     void logLines(const QVector<rankscope::RankLogLine>& lines);
     void decodeErrors(int rank, const QVector<rankscope::DecodeError>& errors);
     void rankExited(int rank, const QString& host, int status);
+    // A node's GPU readings (nvidia-smi, about one per GPU per second), `node` set to the node's name.
+    void gpuSamples(int node, const QString& host, const QVector<rankscope::GpuSample>& samples);
     void linkLost(int node, const QString& host, const QString& message);
     void linkRestored(int node, const QString& host);
     void stopped(int processesLeft); // every node answered the teardown; -1 when one could not be verified
@@ -92,6 +96,8 @@ private:
     void onDrained(int node);
     void onStopped(int node, int left, const QString& detail);
     void parse(int rank, RankStream stream, QByteArrayView bytes);
+    void onGpuData(int node, qint64 offset, const QByteArray& bytes);
+    void parseGpu(int node, QByteArrayView bytes);
     void replayStored();
     void teardown(int graceSeconds);
     void noteFailure();
@@ -107,6 +113,7 @@ private:
     QVector<QThread*> m_threads;
     QVector<QPointer<NodeWorker>> m_workers;
     QHash<int, RankParsers*> m_parsers;
+    std::map<int, NvidiaSmiParser> m_gpuParsers; // by node
     struct FirstError {
         QDateTime time;
         QString kind;
@@ -128,3 +135,4 @@ private:
 } // namespace rankscope::remote
 
 Q_DECLARE_METATYPE(rankscope::RankLogLine)
+Q_DECLARE_METATYPE(rankscope::GpuSample)

@@ -210,6 +210,7 @@ void MainWindow::connectSession() {
     connect(m_session, &RunSession::events, m_runView, &RunView::addEvents);
     connect(m_session, &RunSession::logBatch, m_logs->model(), &LogModel::appendLines);
     connect(m_session, &RunSession::rankExited, m_runView, &RunView::rankExited);
+    connect(m_session, &RunSession::gpuSamples, m_runView, &RunView::addGpuSamples);
     connect(m_session, &RunSession::message, this, [this](const QString& text) { showMessage(text); });
     connect(m_session, &RunSession::finished, this, &MainWindow::onFinished);
     connect(m_session->engine(), &remote::RunEngine::launched, this, [this] {

@@ -18,6 +18,8 @@ RunSession::RunSession(RunStore* store, remote::EngineOptions options, QObject* 
         flush(); // the lines a rank wrote before it ended come before its end
         emit rankExited(rank, host, status);
     });
+    connect(m_engine, &remote::RunEngine::gpuSamples, this,
+            [this](int, const QString&, const QVector<GpuSample>& samples) { emit gpuSamples(samples); });
     connect(m_engine, &remote::RunEngine::nodeProgress, this,
             [this](int, const QString& host, const QString& text) { emit message(host + QStringLiteral(": ") + text); });
     connect(m_engine, &remote::RunEngine::linkLost, this, [this](int, const QString& host, const QString& text) {

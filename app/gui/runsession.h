@@ -47,6 +47,8 @@ signals:
     void events(const QVector<rankscope::TrainerEvent>& events);
     void logBatch(const QVector<rankscope::RankLogLine>& lines);
     void rankExited(int rank, const QString& host, int status);
+    // Straight on, like events: about one per GPU per second, and the charts draw on their own tick.
+    void gpuSamples(const QVector<rankscope::GpuSample>& samples);
     void message(const QString& text); // progress of the launch, lost and restored links, teardown
     void finished(const rankscope::RunRecord& record);
 

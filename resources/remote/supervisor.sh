@@ -7,6 +7,7 @@
 #   supervisor.sh status RUNDIR       one line per rank: RANK PID running|exited STATUS
 #   supervisor.sh rank RUNDIR MODE    run the rankR.cmd of this process's $RANK and record its exit: the
 #                                     entry point of a launcher (torchrun --no_python) that starts the ranks
+#   supervisor.sh gpu RUNDIR          the GPU sampler: nvidia-smi every second into gpu.csv (run by gpu.cmd)
 #
 # With RUNDIR/launcher.cmd (torchrun), `start` runs that one command instead of starting each rank; it
 # starts the node's ranks through `rank`, and the files below are the same either way.
@@ -16,6 +17,11 @@
 # ends: its wait status, 128+N for signal N), exits ("RANK STATUS UNIXTIME" per ended rank, in the order
 # they ended), alive (rewritten every 2 s while the supervisor lives, by pulse.pid), supervisor.pid, supervisor.log,
 # failed, stopping, done.
+#
+# GPU telemetry: on a node with GPUs the engine writes `gpus` (their number) and gpu.cmd (`supervisor.sh gpu`
+# with the job's environment, whose PATH may be where the node keeps nvidia-smi). `start` then runs it as its
+# own process group (gpu.pid): nvidia-smi writes one CSV line per GPU per second to gpu.csv, its errors to
+# gpu.err. It ends with the supervisor, with `stop`, and (kill -9 of the supervisor) with the pulse.
 set -u
 
 publish() { # publish FILE VALUE: readers never see a half-written file
@@ -67,6 +73,15 @@ forward() {
     [ -n "${pid:-}" ] && kill "-$1" "-$pid" 2>/dev/null
 }
 
+start_sampler() { # the GPU sampler, its own process group like a rank's, so that it can be ended as a whole
+    setsid /bin/sh gpu.cmd </dev/null >gpu.csv 2>gpu.err &
+    publish gpu.pid "$!"
+}
+
+stop_sampler() {
+    [ -f gpu.pid ] && kill -TERM "-$(cat gpu.pid)" 2>/dev/null
+}
+
 start_launcher() { # runs launcher.cmd; afterwards, ranks it never started get an exit status and a reason
     setsid /bin/sh launcher.cmd </dev/null >launcher.out 2>launcher.err &
     publish launcher.pid "$!"
@@ -116,6 +131,7 @@ start)
     publish supervisor.pid "$$"
     trap '' HUP
     watchers=
+    [ -f gpus ] && [ -f gpu.cmd ] && start_sampler
     if [ -f launcher.cmd ]; then
         start_launcher &
         watchers=$!
@@ -131,11 +147,13 @@ start)
     (while kill -0 "$supervisor" 2>/dev/null; do
         date +%s >alive.tmp && mv -f alive.tmp alive
         sleep 2
-    done) </dev/null >/dev/null 2>&1 &
+    done
+    stop_sampler) </dev/null >/dev/null 2>&1 &
     publish pulse.pid "$!"
     # shellcheck disable=SC2086 # one word per watcher
     wait $watchers
     kill "$(cat pulse.pid)" 2>/dev/null # no process of the run outlives the supervisor
+    stop_sampler
     : >done
     ;;
 stop)
@@ -151,11 +169,13 @@ stop)
         kill -KILL "$(cat supervisor.pid)" 2>/dev/null
         left=$((left + 1))
     fi
+    stop_sampler
     if [ -f pulse.pid ]; then
         kill "$(cat pulse.pid)" 2>/dev/null
         sleep 0.1
         kill -0 "$(cat pulse.pid)" 2>/dev/null && left=$((left + 1))
     fi
+    [ -f gpu.pid ] && group_alive "$(cat gpu.pid)" && left=$((left + 1))
     echo "left=$left"
     ;;
 rank)
@@ -170,6 +190,14 @@ rank)
     watch_rank "$r" "${3:-debug}"
     exit "$(cat "rank$r.exit")"
     ;;
+gpu)
+    # Under gpu.cmd, with the job's environment: nvidia-smi is looked up on its PATH.
+    if ! command -v nvidia-smi >/dev/null 2>&1; then
+        echo "supervisor: no nvidia-smi on PATH ($PATH): this node sends no GPU telemetry" >&2
+        exit 127
+    fi
+    exec nvidia-smi --query-gpu=timestamp,index,name,pci.bus_id,utilization.gpu,memory.used,memory.total,temperature.gpu,power.draw,power.limit --format=csv -lms 1000
+    ;;
 status)
     for r in $(cat ranks); do
         pid=$(cat "rank$r.pid" 2>/dev/null || echo -)
@@ -183,7 +211,7 @@ status)
     done
     ;;
 *)
-    echo "usage: supervisor.sh start|stop|status|rank RUNDIR [MODE|GRACE]" >&2
+    echo "usage: supervisor.sh start|stop|status|rank|gpu RUNDIR [MODE|GRACE]" >&2
     exit 2
     ;;
 esac

@@ -234,9 +234,11 @@ void RunMetrics::addGpuSamples(const QVector<GpuSample>& samples) {
     if (samples.isEmpty())
         return;
     for (const GpuSample& sample : samples) {
+        if (!GpuSample::has(sample.time))
+            continue;
         if (m_gpus.isEmpty())
             m_gpuEpoch = sample.time;
-        const QString name = QStringLiteral("%1/gpu%2").arg(sample.node).arg(sample.gpu);
+        const QString name = QStringLiteral("%1/gpu%2").arg(sample.node).arg(sample.index);
         auto found = m_gpus.find(name);
         if (found == m_gpus.end()) {
             found = m_gpus.insert(name, GpuSeries{});
@@ -245,9 +247,12 @@ void RunMetrics::addGpuSamples(const QVector<GpuSample>& samples) {
             found->power.setCapacity(m_window);
         }
         const double x = sample.time - m_gpuEpoch;
-        found->utilization.append(QPointF(x, sample.utilizationPercent));
-        found->memory.append(QPointF(x, sample.memoryUsedMiB));
-        found->power.append(QPointF(x, sample.powerWatts));
+        if (GpuSample::has(sample.utilizationPercent))
+            found->utilization.append(QPointF(x, sample.utilizationPercent));
+        if (GpuSample::has(sample.memoryUsedMiB))
+            found->memory.append(QPointF(x, sample.memoryUsedMiB));
+        if (GpuSample::has(sample.powerWatts))
+            found->power.append(QPointF(x, sample.powerWatts));
     }
     emit changed();
 }

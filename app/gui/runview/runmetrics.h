@@ -3,6 +3,7 @@
 
 #include "seriesbuffer.h"
 
+#include "core/nvidiasmi.h"
 #include "core/runsummary.h"
 #include "core/trainerevent.h"
 
@@ -23,17 +24,6 @@ enum class StepPart { Data, Forward, Backward, CommWait, Optimizer };
 inline constexpr int kStepPartCount = 5;
 [[nodiscard]] QString stepPartName(StepPart part); // "data", "forward", ...
 
-// One sample of one GPU, as `nvidia-smi --query-gpu=index,utilization.gpu,memory.used,memory.total,power.draw`
-// reports it every second. Values the tool could not read are NaN.
-struct GpuSample {
-    QString node;
-    int gpu = 0;
-    double time = 0.0; // Unix seconds
-    double utilizationPercent = 0.0;
-    double memoryUsedMiB = 0.0;
-    double memoryTotalMiB = 0.0;
-    double powerWatts = 0.0;
-};
 enum class GpuMetric { Utilization, Memory, Power };
 
 // One step of one rank as the trainer reported it: the rows of the CSV export.
@@ -78,7 +68,8 @@ public:
 
     void addEvents(const QVector<rankscope::TrainerEvent>& events);
     void rankExited(int rank, int status);
-    void addGpuSamples(const QVector<GpuSample>& samples);
+    // Series per GPU named "node/gpuN"; a value nvidia-smi did not report (NaN) adds no point.
+    void addGpuSamples(const QVector<rankscope::GpuSample>& samples);
     void clear();
 
     // How many recent steps per rank stay at full resolution (series and CSV rows); older chart points are

@@ -158,6 +158,28 @@ private Q_SLOTS:
         QCOMPARE(metrics.rank(3)->loss.size(), 0);
         QVERIFY(metrics.toCsv().contains(QStringLiteral("3,,1,1,10.000,nan,")));
     }
+
+    // What the engine delivers: core's parser output, [N/A] readings as NaN.
+    void gpuReadingsNvidiaSmiDidNotReportAddNoPoint() {
+        RunMetrics metrics;
+        NvidiaSmiParser parser;
+        QVector<GpuSample> samples = parser.feed("timestamp, index, utilization.gpu [%], power.draw [W]\n"
+                                                 "2024/01/15 10:23:45.000, 0, 35 %, [N/A]\n"
+                                                 "2024/01/15 10:23:46.000, 0, 40 %, 80.5 W\n");
+        QCOMPARE(samples.size(), 2);
+        for (GpuSample& sample : samples)
+            sample.node = QStringLiteral("node-a");
+        samples.append(GpuSample{QStringLiteral("node-a"), 0}); // no time: not placeable, dropped
+        metrics.addGpuSamples(samples);
+        QVERIFY(metrics.hasGpuSamples());
+        const QString gpu = QStringLiteral("node-a/gpu0");
+        const SeriesBuffer* utilization = metrics.gpuSeries(GpuMetric::Utilization).value(gpu);
+        const SeriesBuffer* power = metrics.gpuSeries(GpuMetric::Power).value(gpu);
+        QVERIFY(utilization && power);
+        QCOMPARE(utilization->points(), (QVector<QPointF>{{0, 35}, {1, 40}}));
+        QCOMPARE(power->points(), (QVector<QPointF>{{1, 80.5}}));
+        QCOMPARE(metrics.gpuSeries(GpuMetric::Memory).value(gpu)->size(), 0);
+    }
 };
 
 QTEST_GUILESS_MAIN(TestRunMetrics)
