@@ -3,6 +3,7 @@
 
 #include "checkcommand.h"
 #include "eventscommand.h"
+#include "inspectcommand.h"
 #include "runcommands.h"
 
 #include <QCommandLineParser>
@@ -31,6 +32,8 @@ const QList<Command>& commands() {
         {"runs", "runs [--json]", "List stored runs."},
         {"logs", "logs RUN [--rank R] [--stream out|err|events|all] [--follow]", "Print a run's logs."},
         {"events", "events FILE... [--json]", "Summarise trainer event files (or a rank's stdout) per rank."},
+        {"inspect", "inspect FILE... [--json]",
+         "Parse any log files: NCCL setup and warnings, watchdog timeouts, torchrun failures, errors."},
     };
     return list;
 }
@@ -84,7 +87,8 @@ int run(const QStringList& arguments) {
     const QStringList connectionCommands = {"check", "run", "attach", "stop", "logs"};
     if (connectionCommands.contains(command))
         parser.addOptions({knownHosts, sshConfig, acceptNew});
-    if (command == QLatin1String("check") || command == QLatin1String("runs") || command == QLatin1String("events"))
+    if (command == QLatin1String("check") || command == QLatin1String("runs") || command == QLatin1String("events") ||
+        command == QLatin1String("inspect"))
         parser.addOption(json);
     if (command == QLatin1String("run"))
         parser.addOptions({mode, detach});
@@ -117,6 +121,11 @@ int run(const QStringList& arguments) {
         if (rest.isEmpty())
             return usageError(QStringLiteral("events: missing FILE"));
         return runEventsCommand(rest, parser.isSet(json) ? OutputFormat::Json : OutputFormat::Text);
+    }
+    if (command == QLatin1String("inspect")) {
+        if (rest.isEmpty())
+            return usageError(QStringLiteral("inspect: missing FILE"));
+        return runInspectCommand(rest, parser.isSet(json));
     }
     if (command == QLatin1String("check")) {
         if (auto error = needOne(QStringLiteral("JOB")))

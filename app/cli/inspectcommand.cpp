@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: MIT
+#include "inspectcommand.h"
+
+#include "cli.h"
+
+#include "core/loginspect.h"
+
+#include <QTextStream>
+
+#include <cstdio>
+
+namespace rankscope::cli {
+
+namespace {
+
+QString orDash(const QString& value) { return value.isEmpty() ? QStringLiteral("-") : value; }
+QString orDash(qint64 value) { return value < 0 ? QStringLiteral("-") : QString::number(value); }
+
+void appendNccl(QString& out, const NcclFacts& nccl) {
+    out += QStringLiteral("NCCL\n");
+    if (nccl.isEmpty()) {
+        out += QStringLiteral("  nothing found\n");
+        return;
+    }
+    if (!nccl.versions.isEmpty())
+        out += QStringLiteral("  versions:   %1\n").arg(nccl.versions.join(QStringLiteral(", ")));
+    if (!nccl.hosts.isEmpty())
+        out += QStringLiteral("  hosts:      %1\n").arg(nccl.hosts.join(QStringLiteral(", ")));
+    if (nccl.nranks > 0)
+        out += QStringLiteral("  ranks:      %1 seen of %2\n").arg(nccl.ranks.size()).arg(nccl.nranks);
+    if (!nccl.network.isEmpty())
+        out += QStringLiteral("  network:    %1%2\n")
+                   .arg(nccl.network, nccl.ibNoDevice ? QStringLiteral(" (NET/IB: no device found)") : QString());
+    else if (nccl.ibNoDevice)
+        out += QStringLiteral("  network:    NET/IB: no device found\n");
+    if (!nccl.interfaces.isEmpty())
+        out += QStringLiteral("  interfaces: %1\n").arg(nccl.interfaces.join(QStringLiteral(", ")));
+    if (!nccl.transports.isEmpty()) {
+        QStringList parts;
+        for (auto it = nccl.transports.cbegin(); it != nccl.transports.cend(); ++it)
+            parts << QStringLiteral("%1 %2").arg(it.key()).arg(it.value());
+        out += QStringLiteral("  transports: %1\n").arg(parts.join(QStringLiteral(", ")));
+    }
+    if (nccl.channels > 0)
+        out += QStringLiteral("  channels:   %1\n").arg(nccl.channels);
+    for (const NcclCommunicator& comm : nccl.communicators) {
+        int complete = 0;
+        for (const NcclCommRank& rank : comm.ranks)
+            complete += rank.init == QLatin1String("COMPLETE") ? 1 : 0;
+        out += QStringLiteral("  communicator %1: %2 ranks, %3 seen, %4 init complete\n")
+                   .arg(orDash(comm.commId))
+                   .arg(comm.nranks)
+                   .arg(comm.ranks.size())
+                   .arg(complete);
+    }
+    for (const NcclWarning& warning : nccl.warnings) {
+        out += QStringLiteral("  WARN %1:%2 rank %3 %4: %5\n")
+                   .arg(orDash(warning.host), orDash(warning.pid), orDash(warning.rank), orDash(warning.source),
+                        warning.text);
+        if (!warning.chain.isEmpty())
+            out += QStringLiteral("       then %1\n").arg(warning.chain.join(QStringLiteral(", ")));
+    }
+    for (const QString& chain : nccl.orphanChains)
+        out += QStringLiteral("  error chain %1\n").arg(chain);
+}
+
+void appendTimeouts(QString& out, const QList<CollectiveTimeout>& timeouts) {
+    out += QStringLiteral("\nTimeouts\n");
+    if (timeouts.isEmpty())
+        out += QStringLiteral("  none found\n");
+    for (const CollectiveTimeout& t : timeouts) {
+        out += QStringLiteral("  rank %1: %2 #%3 ran %4 ms (timeout %5 ms), numel %6 -> %7, last enqueued %8, "
+                              "last completed %9\n")
+                   .arg(orDash(t.rank), orDash(t.op), orDash(t.seq), orDash(t.ranMs), orDash(t.timeoutMs),
+                        orDash(t.numelIn), orDash(t.numelOut), orDash(t.lastEnqueued), orDash(t.lastCompleted));
+    }
+}
+
+void appendFailures(QString& out, const QList<ElasticFailure>& failures) {
+    out += QStringLiteral("\nFailures\n");
+    if (failures.isEmpty())
+        out += QStringLiteral("  none found\n");
+    for (const ElasticFailure& f : failures) {
+        const QString exit = f.exitCode ? QString::number(*f.exitCode) : QStringLiteral("-");
+        out += QStringLiteral("  %1rank %2 (local %3) on %4 at %5: exit %6%7, pid %8\n")
+                   .arg(f.rootCause ? QStringLiteral("ROOT CAUSE ") : QString(), orDash(f.rank), orDash(f.localRank),
+                        orDash(f.host), orDash(f.time), exit,
+                        f.signal.isEmpty() ? QString() : QStringLiteral(" (%1)").arg(f.signal), orDash(f.pid));
+    }
+}
+
+void appendGpus(QString& out, const QList<GpuSample>& gpus) {
+    if (gpus.isEmpty())
+        return;
+    out += QStringLiteral("\nGPUs (last nvidia-smi reading)\n");
+    const auto reading = [](double value) {
+        return GpuSample::has(value) ? QString::number(value) : QStringLiteral("-");
+    };
+    for (const GpuSample& g : gpus) {
+        out += QStringLiteral("  %1 %2 %3: %4% util, %5/%6 MiB, %7 C, %8/%9 W\n")
+                   .arg(orDash(g.index), orDash(g.name), orDash(g.busId), reading(g.utilizationPercent),
+                        reading(g.memoryUsedMiB), reading(g.memoryTotalMiB), reading(g.temperatureC),
+                        reading(g.powerWatts), reading(g.powerLimitWatts));
+    }
+}
+
+void appendErrors(QString& out, const QList<LogError>& errors) {
+    out += QStringLiteral("\nErrors\n");
+    if (errors.isEmpty())
+        out += QStringLiteral("  none found\n");
+    for (const LogError& e : errors) {
+        out += QStringLiteral("  %1:%2%3: %4\n")
+                   .arg(e.file)
+                   .arg(e.line)
+                   .arg(e.rank >= 0 ? QStringLiteral(" rank %1").arg(e.rank) : QString(), e.text);
+    }
+}
+
+} // namespace
+
+QString formatInspectionText(const LogInspection& inspection) {
+    QString out;
+    appendNccl(out, inspection.nccl);
+    appendTimeouts(out, inspection.timeouts);
+    appendFailures(out, inspection.failures);
+    appendGpus(out, inspection.gpus);
+    appendErrors(out, inspection.errors);
+    return out;
+}
+
+int runInspectCommand(const QStringList& paths, bool json) {
+    LogInspector inspector;
+    for (const QString& path : paths) {
+        if (const auto error = inspector.inspectFile(path)) {
+            QTextStream(stderr) << "rankscope-cli inspect: " << *error << '\n';
+            return kExitUsage;
+        }
+    }
+    const LogInspection inspection = inspector.result();
+    if (json) {
+        const QByteArray bytes = inspectionToJson(inspection);
+        std::fwrite(bytes.constData(), 1, static_cast<size_t>(bytes.size()), stdout);
+    } else {
+        QTextStream(stdout) << formatInspectionText(inspection);
+    }
+    return kExitOk;
+}
+
+} // namespace rankscope::cli

@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: MIT
+#include "core/elasticparser.h"
+
+#include "core/runstore.h" // signalName
+
+namespace rankscope {
+
+namespace {
+
+constexpr int kMaxOtherLines = 20;
+
+QByteArrayView trimmed(QByteArrayView text) {
+    qsizetype begin = 0;
+    qsizetype end = text.size();
+    while (begin < end && (text[begin] == ' ' || text[begin] == '\t'))
+        ++begin;
+    while (end > begin && (text[end - 1] == ' ' || text[end - 1] == '\t'))
+        --end;
+    return text.sliced(begin, end - begin);
+}
+
+std::optional<qint64> leadingNumber(QByteArrayView text, qsizetype* end = nullptr) {
+    text = trimmed(text);
+    qsizetype i = text.startsWith('-') ? 1 : 0;
+    const qsizetype digitsStart = i;
+    qint64 value = 0;
+    while (i < text.size() && text[i] >= '0' && text[i] <= '9' && i < 18)
+        value = value * 10 + (text[i++] - '0');
+    if (i == digitsStart)
+        return std::nullopt;
+    if (end)
+        *end = i;
+    return digitsStart == 1 ? -value : value;
+}
+
+// "N" in "… (key: N)".
+std::optional<qint64> parenthesized(QByteArrayView text, QByteArrayView key) {
+    const qsizetype at = findBytes(text, key);
+    return at < 0 ? std::nullopt : leadingNumber(text.sliced(at + key.size()));
+}
+
+} // namespace
+
+ElasticLogParser::ElasticLogParser() : m_scanner(keywords(), {this}) {}
+
+QList<QByteArray> ElasticLogParser::keywords() {
+    return {QByteArrayLiteral("Failures:"), QByteArrayLiteral("Root Cause")};
+}
+
+void ElasticLogParser::takeLine(const LogLine& line) {
+    const QByteArrayView text = trimmed(line.text);
+    if (text.startsWith("Failures:") || text.startsWith("Root Cause")) {
+        flushEntry();
+        m_inTable = true;
+        m_rootCauseSection = text.startsWith("Root Cause");
+        m_otherLines = 0;
+        return;
+    }
+    if (!m_inTable)
+        return;
+    if (text.startsWith("====")) {
+        flushEntry();
+        m_inTable = false;
+        return;
+    }
+    if (text.startsWith("----")) {
+        flushEntry();
+        return;
+    }
+    if (text.startsWith('[') && text.endsWith("]:")) {
+        flushEntry();
+        m_haveEntry = true;
+        m_entry.rootCause = m_rootCauseSection;
+        return;
+    }
+    const qsizetype colon = text.indexOf(':');
+    if (m_haveEntry && colon > 0) {
+        const QByteArrayView key = trimmed(text.first(colon));
+        if (key == "time" || key == "host" || key == "rank" || key == "exitcode" || key == "error_file" ||
+            key == "traceback") {
+            takeField(key, trimmed(text.sliced(colon + 1)));
+            return;
+        }
+    }
+    if (text == "<NO_OTHER_FAILURES>")
+        return;
+    if (++m_otherLines > kMaxOtherLines) {
+        flushEntry();
+        m_inTable = false;
+    }
+}
+
+void ElasticLogParser::takeField(QByteArrayView key, QByteArrayView value) {
+    if (key == "time") {
+        m_entry.time = QString::fromUtf8(value);
+    } else if (key == "host") {
+        m_entry.host = QString::fromUtf8(value);
+    } else if (key == "rank") {
+        if (const auto rank = leadingNumber(value))
+            m_entry.rank = static_cast<int>(*rank);
+        if (const auto local = parenthesized(value, "local_rank:"))
+            m_entry.localRank = static_cast<int>(*local);
+    } else if (key == "exitcode") {
+        if (const auto code = leadingNumber(value)) {
+            m_entry.exitCode = static_cast<int>(*code);
+            if (*code < 0 && m_entry.signal.isEmpty())
+                m_entry.signal = signalName(static_cast<int>(-*code));
+        }
+        if (const auto pid = parenthesized(value, "pid:"))
+            m_entry.pid = *pid;
+    } else if (key == "traceback") {
+        // "Signal 9 (SIGKILL) received by PID 1234"
+        const qsizetype open = findBytes(value, "(SIG");
+        const qsizetype close = open < 0 ? -1 : value.indexOf(')', open);
+        if (value.startsWith("Signal ") && close > open)
+            m_entry.signal = QString::fromUtf8(value.sliced(open + 1, close - open - 1));
+    }
+}
+
+void ElasticLogParser::flushEntry() {
+    if (m_haveEntry && (m_entry.rank >= 0 || !m_entry.host.isEmpty() || m_entry.exitCode) &&
+        !m_failures.contains(m_entry))
+        m_failures.append(m_entry);
+    m_entry = {};
+    m_haveEntry = false;
+}
+
+void ElasticLogParser::endOfStream() {
+    flushEntry();
+    m_inTable = false;
+    m_rootCauseSection = false;
+}
+
+} // namespace rankscope

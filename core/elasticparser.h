@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include "core/loglines.h"
+
+#include <QList>
+#include <QString>
+
+#include <optional>
+
+namespace rankscope {
+
+// One entry of torchrun's failure table ("Failures:" and "Root Cause (first observed failure):").
+struct ElasticFailure {
+    QString time; // as printed: "2023-05-19_16:39:58"
+    QString host;
+    int rank = -1;
+    int localRank = -1;
+    std::optional<int> exitCode;
+    QString signal; // "SIGKILL": from "Signal 9 (SIGKILL) received by PID …" or a negative exit code
+    qint64 pid = -1;
+    bool rootCause = false;
+
+    [[nodiscard]] bool operator==(const ElasticFailure& other) const {
+        return time == other.time && host == other.host && rank == other.rank && localRank == other.localRank &&
+               exitCode == other.exitCode && signal == other.signal && pid == other.pid &&
+               rootCause == other.rootCause;
+    }
+};
+
+// torchrun / torch.distributed.elastic failure tables. Entries repeated by several agents are kept once.
+class ElasticLogParser final : public LogLineSink {
+public:
+    ElasticLogParser();
+
+    [[nodiscard]] static QList<QByteArray> keywords();
+
+    void feed(QByteArrayView chunk) { m_scanner.feed(chunk); }
+    void finish() { m_scanner.finish(); }
+
+    [[nodiscard]] QList<ElasticFailure> failures() const { return m_failures; }
+
+    [[nodiscard]] bool wantsEveryLine() const override { return m_inTable; }
+    void takeLine(const LogLine& line) override;
+    void endOfStream() override;
+
+private:
+    void takeField(QByteArrayView key, QByteArrayView value);
+    void flushEntry();
+
+    LogLineScanner m_scanner;
+    QList<ElasticFailure> m_failures;
+    ElasticFailure m_entry;
+    bool m_haveEntry = false;
+    bool m_inTable = false;
+    bool m_rootCauseSection = false;
+    int m_otherLines = 0; // lines in the table that are not part of it (other ranks' output in between)
+};
+
+} // namespace rankscope

@@ -1,0 +1,306 @@
+// SPDX-License-Identifier: MIT
+#include "core/loginspect.h"
+
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+
+#include <algorithm>
+#include <map>
+
+namespace rankscope {
+
+// nvidia-smi output inside a log: from its banner or CSV header on, every line of the file goes to the
+// nvidia-smi parser (its rows hold no keyword of their own).
+class LogInspector::GpuSink final : public LogLineSink {
+public:
+    static QList<QByteArray> keywords() { return {QByteArrayLiteral("NVIDIA-SMI"), QByteArrayLiteral("utilization.gpu")}; }
+
+    [[nodiscard]] bool wantsEveryLine() const override { return m_active; }
+    void takeLine(const LogLine& line) override {
+        if (!m_active && !containsBytes(line.text, "NVIDIA-SMI") && !containsBytes(line.text, "utilization.gpu"))
+            return;
+        if (!m_active)
+            m_parser.emplace();
+        m_active = true;
+        QByteArray bytes = line.text.toByteArray();
+        bytes.append('\n');
+        keep(m_parser->feed(bytes));
+    }
+    void endOfStream() override {
+        if (m_parser)
+            keep(m_parser->finish());
+        m_parser.reset();
+        m_active = false;
+    }
+    [[nodiscard]] QList<GpuSample> samples() const {
+        QList<GpuSample> out;
+        for (const auto& [index, sample] : m_last)
+            out.append(sample);
+        return out;
+    }
+
+private:
+    void keep(const QVector<GpuSample>& samples) {
+        for (const GpuSample& sample : samples)
+            m_last[sample.index] = sample;
+    }
+    bool m_active = false;
+    std::optional<NvidiaSmiParser> m_parser;
+    std::map<int, GpuSample> m_last;
+};
+
+namespace {
+
+QList<QByteArray> allKeywords() {
+    QList<QByteArray> keywords;
+    for (const QList<QByteArray>& list : {NcclLogParser::keywords(), WatchdogLogParser::keywords(),
+                                          ElasticLogParser::keywords(), TracebackLogParser::keywords(),
+                                          QList<QByteArray>{QByteArrayLiteral("NVIDIA-SMI"), QByteArrayLiteral("utilization.gpu")}}) {
+        for (const QByteArray& keyword : list) {
+            // A keyword that contains another one adds nothing: the shorter one already selects its lines.
+            const bool covered = std::any_of(keywords.cbegin(), keywords.cend(),
+                                             [&](const QByteArray& known) { return keyword.contains(known); });
+            if (!covered)
+                keywords.append(keyword);
+        }
+    }
+    return keywords;
+}
+
+constexpr qsizetype kReadChunk = 1024 * 1024;
+
+} // namespace
+
+LogInspector::LogInspector()
+    : m_gpu(new GpuSink), m_scanner(allKeywords(), {&m_nccl, &m_watchdog, &m_elastic, &m_traceback, m_gpu}) {}
+
+LogInspector::~LogInspector() { delete m_gpu; }
+
+void LogInspector::beginFile(const QString& name) {
+    m_files.append(name);
+    m_watchdog.setSource(name);
+    m_traceback.setSource(name);
+}
+
+void LogInspector::feed(QByteArrayView chunk) {
+    m_bytes += chunk.size();
+    m_scanner.feed(chunk);
+}
+
+void LogInspector::endFile() {
+    m_scanner.finish();
+    m_lines += m_scanner.lineCount();
+}
+
+std::optional<QString> LogInspector::inspectFile(const QString& path) {
+    QFile file(path);
+    if (!file.open(QIODevice::ReadOnly))
+        return QStringLiteral("%1: %2").arg(path, file.errorString());
+    beginFile(path);
+    QByteArray buffer(kReadChunk, Qt::Uninitialized);
+    while (true) {
+        const qint64 read = file.read(buffer.data(), buffer.size());
+        if (read < 0) {
+            endFile();
+            return QStringLiteral("%1: %2").arg(path, file.errorString());
+        }
+        if (read == 0)
+            break;
+        feed(QByteArrayView(buffer.constData(), read));
+    }
+    endFile();
+    return std::nullopt;
+}
+
+LogInspection LogInspector::result() const {
+    LogInspection inspection;
+    inspection.files = m_files;
+    inspection.nccl = m_nccl.facts();
+    inspection.timeouts = m_watchdog.timeouts();
+    inspection.failures = m_elastic.failures();
+    inspection.gpus = m_gpu->samples();
+    // One error per line: a traceback's last line can also be an "NCCL error in:" line.
+    QList<LogError> errors = m_watchdog.errors() + m_traceback.errors();
+    std::stable_sort(errors.begin(), errors.end(), [this](const LogError& a, const LogError& b) {
+        const qsizetype fa = m_files.indexOf(a.file);
+        const qsizetype fb = m_files.indexOf(b.file);
+        return fa != fb ? fa < fb : a.line < b.line;
+    });
+    for (const LogError& error : errors) {
+        if (inspection.errors.isEmpty() || inspection.errors.back().file != error.file ||
+            inspection.errors.back().line != error.line)
+            inspection.errors.append(error);
+    }
+    inspection.bytes = m_bytes;
+    inspection.lines = m_lines;
+    return inspection;
+}
+
+namespace {
+
+void putString(QJsonObject& object, const char* key, const QString& value) {
+    if (!value.isEmpty())
+        object.insert(QLatin1String(key), value);
+}
+
+void putNumber(QJsonObject& object, const char* key, qint64 value) {
+    if (value >= 0)
+        object.insert(QLatin1String(key), value);
+}
+
+void putReading(QJsonObject& object, const char* key, double value) {
+    if (GpuSample::has(value))
+        object.insert(QLatin1String(key), value);
+}
+
+QJsonObject ncclJson(const NcclFacts& nccl) {
+    QJsonObject object;
+    if (!nccl.versions.isEmpty())
+        object.insert(QStringLiteral("versions"), QJsonArray::fromStringList(nccl.versions));
+    if (!nccl.hosts.isEmpty())
+        object.insert(QStringLiteral("hosts"), QJsonArray::fromStringList(nccl.hosts));
+    if (!nccl.ranks.isEmpty()) {
+        QJsonArray ranks;
+        for (int rank : nccl.ranks)
+            ranks.append(rank);
+        object.insert(QStringLiteral("ranks"), ranks);
+    }
+    if (nccl.nranks > 0)
+        object.insert(QStringLiteral("nranks"), nccl.nranks);
+    if (!nccl.communicators.isEmpty()) {
+        QJsonArray comms;
+        for (const NcclCommunicator& comm : nccl.communicators) {
+            QJsonObject c;
+            putString(c, "comm_id", comm.commId);
+            c.insert(QStringLiteral("nranks"), comm.nranks);
+            QJsonArray ranks;
+            for (const NcclCommRank& rank : comm.ranks) {
+                QJsonObject r;
+                r.insert(QStringLiteral("rank"), rank.rank);
+                putString(r, "host", rank.host);
+                putNumber(r, "pid", rank.pid);
+                putNumber(r, "cuda_dev", rank.cudaDev);
+                putString(r, "bus_id", rank.busId);
+                putString(r, "init", rank.init);
+                ranks.append(r);
+            }
+            c.insert(QStringLiteral("ranks"), ranks);
+            comms.append(c);
+        }
+        object.insert(QStringLiteral("communicators"), comms);
+    }
+    putString(object, "network", nccl.network);
+    if (!nccl.interfaces.isEmpty())
+        object.insert(QStringLiteral("interfaces"), QJsonArray::fromStringList(nccl.interfaces));
+    if (!nccl.transports.isEmpty()) {
+        QJsonObject transports;
+        for (auto it = nccl.transports.cbegin(); it != nccl.transports.cend(); ++it)
+            transports.insert(it.key(), it.value());
+        object.insert(QStringLiteral("transports"), transports);
+    }
+    if (nccl.channels > 0)
+        object.insert(QStringLiteral("channels"), nccl.channels);
+    if (!nccl.warnings.isEmpty()) {
+        QJsonArray warnings;
+        for (const NcclWarning& warning : nccl.warnings) {
+            QJsonObject w;
+            putString(w, "host", warning.host);
+            putNumber(w, "pid", warning.pid);
+            putNumber(w, "rank", warning.rank);
+            putString(w, "source", warning.source);
+            w.insert(QStringLiteral("text"), warning.text);
+            warnings.append(w);
+        }
+        object.insert(QStringLiteral("warnings"), warnings);
+    }
+    return object;
+}
+
+QJsonArray timeoutsJson(const QList<CollectiveTimeout>& timeouts) {
+    QJsonArray array;
+    for (const CollectiveTimeout& t : timeouts) {
+        QJsonObject o;
+        putNumber(o, "rank", t.rank);
+        putNumber(o, "seq", t.seq);
+        putString(o, "op", t.op);
+        putNumber(o, "numel_in", t.numelIn);
+        putNumber(o, "numel_out", t.numelOut);
+        putNumber(o, "timeout_ms", t.timeoutMs);
+        putNumber(o, "ran_ms", t.ranMs);
+        putNumber(o, "last_enqueued", t.lastEnqueued);
+        putNumber(o, "last_completed", t.lastCompleted);
+        array.append(o);
+    }
+    return array;
+}
+
+QJsonArray failuresJson(const QList<ElasticFailure>& failures) {
+    QJsonArray array;
+    for (const ElasticFailure& f : failures) {
+        QJsonObject o;
+        putString(o, "time", f.time);
+        putString(o, "host", f.host);
+        putNumber(o, "rank", f.rank);
+        putNumber(o, "local_rank", f.localRank);
+        if (f.exitCode)
+            o.insert(QStringLiteral("exit_code"), *f.exitCode);
+        putString(o, "signal", f.signal);
+        putNumber(o, "pid", f.pid);
+        o.insert(QStringLiteral("root_cause"), f.rootCause);
+        array.append(o);
+    }
+    return array;
+}
+
+QJsonArray gpusJson(const QList<GpuSample>& gpus) {
+    QJsonArray array;
+    for (const GpuSample& g : gpus) {
+        QJsonObject o;
+        putNumber(o, "index", g.index);
+        putString(o, "name", g.name);
+        putString(o, "bus_id", g.busId);
+        putReading(o, "util_pct", g.utilizationPercent);
+        putReading(o, "mem_used_mib", g.memoryUsedMiB);
+        putReading(o, "mem_total_mib", g.memoryTotalMiB);
+        putReading(o, "temp_c", g.temperatureC);
+        putReading(o, "power_w", g.powerWatts);
+        putReading(o, "power_cap_w", g.powerLimitWatts);
+        array.append(o);
+    }
+    return array;
+}
+
+QJsonArray errorsJson(const QList<LogError>& errors) {
+    QJsonArray array;
+    for (const LogError& e : errors) {
+        QJsonObject o;
+        putString(o, "file", e.file);
+        putNumber(o, "line", e.line);
+        putNumber(o, "rank", e.rank);
+        o.insert(QStringLiteral("text"), e.text);
+        array.append(o);
+    }
+    return array;
+}
+
+} // namespace
+
+QByteArray inspectionToJson(const LogInspection& inspection) {
+    QJsonObject root;
+    root.insert(QStringLiteral("files"), QJsonArray::fromStringList(inspection.files));
+    if (!inspection.nccl.isEmpty())
+        root.insert(QStringLiteral("nccl"), ncclJson(inspection.nccl));
+    if (!inspection.timeouts.isEmpty())
+        root.insert(QStringLiteral("timeouts"), timeoutsJson(inspection.timeouts));
+    if (!inspection.failures.isEmpty())
+        root.insert(QStringLiteral("failures"), failuresJson(inspection.failures));
+    if (!inspection.gpus.isEmpty())
+        root.insert(QStringLiteral("gpus"), gpusJson(inspection.gpus));
+    if (!inspection.errors.isEmpty())
+        root.insert(QStringLiteral("errors"), errorsJson(inspection.errors));
+    return QJsonDocument(root).toJson(QJsonDocument::Indented);
+}
+
+} // namespace rankscope

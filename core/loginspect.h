@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include "core/elasticparser.h"
+#include "core/loglines.h"
+#include "core/ncclparser.h"
+#include "core/nvidiasmi.h"
+#include "core/tracebackparser.h"
+#include "core/watchdogparser.h"
+
+#include <QByteArray>
+#include <QList>
+#include <QString>
+#include <QStringList>
+
+#include <optional>
+
+namespace rankscope {
+
+// What `rankscope-cli inspect` reports: every parser's findings over a set of log files.
+struct LogInspection {
+    QStringList files;
+    NcclFacts nccl;
+    QList<CollectiveTimeout> timeouts;
+    QList<ElasticFailure> failures;
+    QList<GpuSample> gpus; // the last reading of each GPU (by index) found in nvidia-smi output
+    QList<LogError> errors; // Python exceptions, C++ exceptions, NCCL errors, desync blame; in file and line order
+    qint64 bytes = 0;
+    qint64 lines = 0;
+};
+
+// Runs every log parser over one stream per file in a single pass. Feed each file's bytes in any chunks
+// between beginFile() and endFile(); the result does not depend on the chunking.
+class LogInspector final {
+public:
+    LogInspector();
+    ~LogInspector();
+    LogInspector(const LogInspector&) = delete;
+    LogInspector& operator=(const LogInspector&) = delete;
+
+    void beginFile(const QString& name);
+    void feed(QByteArrayView chunk);
+    void endFile();
+
+    // Reads a whole file in chunks; returns a message naming the file when it cannot be read.
+    [[nodiscard]] std::optional<QString> inspectFile(const QString& path);
+
+    [[nodiscard]] LogInspection result() const;
+
+private:
+    class GpuSink;
+
+    NcclLogParser m_nccl;
+    WatchdogLogParser m_watchdog;
+    ElasticLogParser m_elastic;
+    TracebackLogParser m_traceback;
+    GpuSink* m_gpu;
+    LogLineScanner m_scanner;
+    QStringList m_files;
+    qint64 m_bytes = 0;
+    qint64 m_lines = 0;
+};
+
+// The JSON object of `rankscope-cli inspect --json` (README, "Inspecting logs"). Facts that were not found are
+// left out.
+[[nodiscard]] QByteArray inspectionToJson(const LogInspection& inspection);
+
+} // namespace rankscope

@@ -1,0 +1,171 @@
+// SPDX-License-Identifier: MIT
+#include "core/logprefix.h"
+
+namespace rankscope {
+
+namespace {
+
+constexpr qsizetype kMaxBracketPrefix = 64;
+constexpr int kMaxPrefixes = 4;
+
+bool isDigit(char c) { return c >= '0' && c <= '9'; }
+bool isAlpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
+
+int digitsValue(QByteArrayView digits) {
+    if (digits.isEmpty() || digits.size() > 9)
+        return -1;
+    int value = 0;
+    for (char c : digits) {
+        if (!isDigit(c))
+            return -1;
+        value = value * 10 + (c - '0');
+    }
+    return value;
+}
+
+QByteArrayView skipSpaces(QByteArrayView text) {
+    qsizetype i = 0;
+    while (i < text.size() && (text[i] == ' ' || text[i] == '\t'))
+        ++i;
+    return text.sliced(i);
+}
+
+// "[1,3]<stdout>:" or "[1,3]<stderr>:" (Open MPI --tag-output): the second number is the rank.
+bool stripOpenMpi(QByteArrayView inside, QByteArrayView after, StrippedLine& out) {
+    const qsizetype comma = inside.indexOf(',');
+    if (comma < 0 || digitsValue(inside.first(comma)) < 0)
+        return false;
+    const int rank = digitsValue(inside.sliced(comma + 1));
+    if (rank < 0)
+        return false;
+    for (const char* tag : {"<stdout>:", "<stderr>:", "<stddiag>:"}) {
+        if (after.startsWith(tag)) {
+            out = {after.sliced(qstrlen(tag)), rank};
+            return true;
+        }
+    }
+    return false;
+}
+
+// "[default3]:" (torchrun --tee, role name and local rank) and "[rank3]:" (PyTorch 2.x log prefix).
+bool stripRoleRank(QByteArrayView inside, QByteArrayView after, StrippedLine& out) {
+    qsizetype letters = 0;
+    while (letters < inside.size() && isAlpha(inside[letters]))
+        ++letters;
+    if (letters == 0 || !after.startsWith(':'))
+        return false;
+    const int rank = digitsValue(inside.sliced(letters));
+    if (rank < 0)
+        return false;
+    out = {after.sliced(1), rank};
+    return true;
+}
+
+// "[2024-05-08 08:47:31,261]": a bracket that starts with a digit and holds a date or a time. "[0]:" (an entry
+// of torchrun's failure table) has neither and is kept.
+bool stripBracketTimestamp(QByteArrayView inside, QByteArrayView after, StrippedLine& out) {
+    if (inside.isEmpty() || !isDigit(inside[0]) || (!inside.contains('-') && !inside.contains(':')))
+        return false;
+    for (char c : inside) {
+        if (!isDigit(c) && c != '-' && c != ':' && c != ' ' && c != ',' && c != '.' && c != 'T' && c != 'Z' &&
+            c != '+' && c != '/')
+            return false;
+    }
+    out.text = skipSpaces(after);
+    return true;
+}
+
+// "2025-11-12 20:42:20,261 " optionally followed by "- INFO - " (Python logging's default format).
+bool stripLeadingTimestamp(QByteArrayView text, StrippedLine& out) {
+    if (text.size() < 19 || !isDigit(text[0]) || !isDigit(text[3]) || text[4] != '-' || text[7] != '-' ||
+        (text[10] != ' ' && text[10] != 'T') || text[13] != ':' || text[16] != ':')
+        return false;
+    qsizetype i = 19;
+    while (i < text.size() && (isDigit(text[i]) || text[i] == ',' || text[i] == '.' || text[i] == 'Z'))
+        ++i;
+    QByteArrayView rest = skipSpaces(text.sliced(i));
+    if (rest.startsWith("- ")) {
+        const qsizetype dash = rest.indexOf(" - ", 2);
+        if (dash > 0 && dash < 12)
+            rest = rest.sliced(dash + 3);
+    }
+    out.text = rest;
+    return true;
+}
+
+// "(pid=123)" or "(RayWorkerWrapper pid=1019, ip=10.0.0.1)": Ray's worker prefix.
+bool stripRayPrefix(QByteArrayView text, StrippedLine& out) {
+    const qsizetype close = text.first(std::min(text.size(), kMaxBracketPrefix)).indexOf(')');
+    if (close < 0)
+        return false;
+    const QByteArrayView inside = text.sliced(1, close - 1);
+    if (!inside.startsWith("pid=") && !inside.contains(" pid="))
+        return false;
+    out.text = skipSpaces(text.sliced(close + 1));
+    return true;
+}
+
+bool stripOne(QByteArrayView text, StrippedLine& out) {
+    if (text.isEmpty())
+        return false;
+    if (text[0] == '(')
+        return stripRayPrefix(text, out);
+    if (text[0] != '[')
+        return stripLeadingTimestamp(text, out);
+    const qsizetype close = text.first(std::min(text.size(), kMaxBracketPrefix)).indexOf(']');
+    if (close < 0)
+        return false;
+    const QByteArrayView inside = text.sliced(1, close - 1);
+    const QByteArrayView after = text.sliced(close + 1);
+    return stripOpenMpi(inside, after, out) || stripRoleRank(inside, after, out) ||
+           stripBracketTimestamp(inside, after, out);
+}
+
+} // namespace
+
+StrippedLine stripLogPrefix(QByteArrayView line) {
+    StrippedLine result{line, -1};
+    for (int i = 0; i < kMaxPrefixes; ++i) {
+        StrippedLine next{result.text, -1};
+        if (!stripOne(result.text, next))
+            break;
+        result.text = next.text;
+        if (next.rank >= 0)
+            result.rank = next.rank;
+    }
+    return result;
+}
+
+QByteArrayView cleanTerminalArtifacts(QByteArrayView line, QByteArray& scratch) {
+    const bool hasEscape = line.contains('\x1b');
+    // Text after the last '\r' that is followed by something (a trailing '\r' hides nothing).
+    qsizetype start = 0;
+    for (qsizetype i = line.size() - 2; i >= 0; --i) {
+        if (line[i] == '\r') {
+            start = i + 1;
+            break;
+        }
+    }
+    if (!hasEscape)
+        return line.sliced(start);
+    scratch.clear();
+    for (qsizetype i = start; i < line.size(); ++i) {
+        const char c = line[i];
+        if (c != '\x1b') {
+            if (c != '\r')
+                scratch.append(c);
+            continue;
+        }
+        // CSI "ESC [ params final" or a two-byte escape "ESC X".
+        if (i + 1 < line.size() && line[i + 1] == '[') {
+            i += 2;
+            while (i < line.size() && !(line[i] >= 0x40 && line[i] <= 0x7e))
+                ++i;
+        } else {
+            ++i;
+        }
+    }
+    return QByteArrayView(scratch);
+}
+
+} // namespace rankscope

@@ -1,0 +1,27 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <QByteArray>
+#include <QByteArrayView>
+
+namespace rankscope {
+
+// A log line without what launchers and terminals put around the program's own text.
+struct StrippedLine {
+    QByteArrayView text;
+    int rank = -1; // the rank named by a prefix ("[1,3]<stdout>:", "[default3]:", "[rank3]:"); -1 when none does
+};
+
+// Removes launcher prefixes from the front of a line, repeatedly (a line can carry several, e.g. a timestamp
+// and then "[rank3]:"): Open MPI's "[JOB,RANK]<stdout>:", torchrun's "[default3]:" (torchrun prints the local
+// rank there), "[rank3]:", Ray's "(pid=…)" and "(Worker pid=…, ip=…)", timestamps "[2024-05-08 08:47:31,261] "
+// and "2025-11-12 20:42:20,261 - INFO - ". Glog and c10 prefixes ("[E ProcessGroupNCCL.cpp:458]") are kept:
+// they are part of the message. No allocation, no regular expression.
+[[nodiscard]] StrippedLine stripLogPrefix(QByteArrayView line);
+
+// What a terminal would show of a line: the text after the last carriage return that is followed by text
+// (progress bars redraw with '\r'), without ANSI escape sequences. Returns `line` itself when it has neither;
+// otherwise the cleaned bytes are written into `scratch` and a view of them is returned.
+[[nodiscard]] QByteArrayView cleanTerminalArtifacts(QByteArrayView line, QByteArray& scratch);
+
+} // namespace rankscope

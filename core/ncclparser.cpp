@@ -1,0 +1,386 @@
+// SPDX-License-Identifier: MIT
+#include "core/ncclparser.h"
+
+#include <QSet>
+#include <QVarLengthArray>
+
+#include <algorithm>
+
+namespace rankscope {
+
+namespace {
+
+constexpr QByteArrayView kInfo = "NCCL INFO ";
+constexpr QByteArrayView kWarn = "NCCL WARN ";
+
+bool isDigit(char c) { return c >= '0' && c <= '9'; }
+bool isSpace(char c) { return c == ' ' || c == '\t'; }
+
+QByteArrayView trimmed(QByteArrayView text) {
+    qsizetype begin = 0;
+    qsizetype end = text.size();
+    while (begin < end && isSpace(text[begin]))
+        ++begin;
+    while (end > begin && isSpace(text[end - 1]))
+        --end;
+    return text.sliced(begin, end - begin);
+}
+
+qint64 toNumber(QByteArrayView digits) {
+    if (digits.isEmpty() || digits.size() > 18)
+        return -1;
+    qint64 value = 0;
+    for (char c : digits) {
+        if (!isDigit(c))
+            return -1;
+        value = value * 10 + (c - '0');
+    }
+    return value;
+}
+
+// The whitespace-free token that ends just before `end` (after skipping spaces back from it).
+QByteArrayView tokenBefore(QByteArrayView text, qsizetype end, qsizetype* tokenStart) {
+    while (end > 0 && isSpace(text[end - 1]))
+        --end;
+    qsizetype start = end;
+    while (start > 0 && !isSpace(text[start - 1]))
+        --start;
+    *tokenStart = start;
+    return text.sliced(start, end - start);
+}
+
+bool isDeviceToken(QByteArrayView token) {
+    return token.size() >= 3 && token.front() == '[' && token.back() == ']' &&
+           toNumber(token.sliced(1, token.size() - 2)) >= 0;
+}
+
+// "misc/ibvwrap.cc:63": a file with an extension, a colon and a line number.
+bool isSourceLocation(QByteArrayView token) {
+    const qsizetype colon = token.lastIndexOf(':');
+    return colon > 0 && token.first(colon).contains('.') && toNumber(token.sliced(colon + 1)) >= 0;
+}
+
+// "init.cc:840 -> 5" and "group.cc:73 -> 5 [Async thread]": one step of NCCL's error-code propagation.
+bool isChainStep(QByteArrayView message) {
+    const qsizetype arrow = findBytes(message, " -> ");
+    return arrow > 0 && isSourceLocation(message.first(arrow)) && arrow + 4 < message.size() &&
+           (isDigit(message[arrow + 4]) || message[arrow + 4] == '-');
+}
+
+// The value after "key " in "… key value …" (the token up to the next space).
+QByteArrayView valueAfter(QByteArrayView text, QByteArrayView key) {
+    qsizetype from = 0;
+    while (true) {
+        const qsizetype at = findBytes(text, key, from);
+        if (at < 0)
+            return {};
+        const bool wordStart = at == 0 || isSpace(text[at - 1]);
+        const qsizetype valueStart = at + key.size();
+        if (wordStart && valueStart < text.size() && text[valueStart] == ' ') {
+            qsizetype end = valueStart + 1;
+            while (end < text.size() && !isSpace(text[end]))
+                ++end;
+            return text.sliced(valueStart + 1, end - valueStart - 1);
+        }
+        from = at + 1;
+    }
+}
+
+QString str(QByteArrayView bytes) { return QString::fromUtf8(bytes); }
+
+} // namespace
+
+bool NcclFacts::isEmpty() const {
+    return versions.isEmpty() && hosts.isEmpty() && ranks.isEmpty() && nranks == 0 && communicators.isEmpty() &&
+           network.isEmpty() && interfaces.isEmpty() && !ibNoDevice && transports.isEmpty() && channels == 0 &&
+           warnings.isEmpty() && orphanChains.isEmpty();
+}
+
+NcclLogParser::NcclLogParser() : m_scanner(keywords(), {this}) {}
+
+QList<QByteArray> NcclLogParser::keywords() { return {QByteArrayLiteral("NCCL")}; }
+
+void NcclLogParser::takeLine(const LogLine& line) {
+    const QByteArrayView text = line.text;
+    if (containsBytes(text, "NCCL version"))
+        takeVersion(text);
+    struct Record {
+        qsizetype marker = 0;      // where "NCCL INFO " or "NCCL WARN " starts
+        qsizetype start = 0;       // where the record starts: its header, or the marker when it has none
+        bool warn = false;
+        Header header;
+        QByteArrayView source;
+    };
+    QVarLengthArray<Record, 2> records;
+    for (qsizetype from = 0;;) {
+        const qsizetype at = findBytes(text, "NCCL ", from);
+        if (at < 0)
+            break;
+        from = at + 5;
+        const QByteArrayView rest = text.sliced(at);
+        Record record;
+        record.marker = record.start = at;
+        record.warn = rest.startsWith(kWarn);
+        if ((!record.warn && !rest.startsWith(kInfo)) || (at > 0 && !isSpace(text[at - 1])))
+            continue;
+        // Read the header backwards: "host:pid:tid [dev] [file.cc:NN] NCCL …".
+        qsizetype start = 0;
+        QByteArrayView token = tokenBefore(text, at, &start);
+        if (!isDeviceToken(token) && isSourceLocation(token)) {
+            record.source = token;
+            token = tokenBefore(text, start, &start);
+        }
+        if (isDeviceToken(token)) {
+            qsizetype idStart = 0;
+            const QByteArrayView id = tokenBefore(text, start, &idStart);
+            const qsizetype second = id.lastIndexOf(':');
+            const qsizetype first = second > 0 ? id.lastIndexOf(':', second - 1) : -1;
+            if (first > 0) {
+                const qint64 pid = toNumber(id.sliced(first + 1, second - first - 1));
+                const qint64 tid = toNumber(id.sliced(second + 1));
+                if (pid >= 0 && tid >= 0) {
+                    record.header = {id.first(first), pid, tid};
+                    record.start = idStart;
+                }
+            }
+        }
+        if (record.header.pid < 0)
+            record.source = {};
+        records.append(record);
+    }
+    for (qsizetype i = 0; i < records.size(); ++i) {
+        const Record& record = records[i];
+        const qsizetype messageStart = record.marker + kInfo.size();
+        const qsizetype messageEnd = i + 1 < records.size() ? records[i + 1].start : text.size();
+        const QByteArrayView message =
+            trimmed(text.sliced(messageStart, std::max<qsizetype>(0, messageEnd - messageStart)));
+        takeRecord(record.header, record.source, record.warn, message, line);
+    }
+}
+
+void NcclLogParser::takeRecord(const Header& header, QByteArrayView source, bool warn, QByteArrayView message,
+                               const LogLine& line) {
+    if (!header.host.isEmpty() && header.host != QByteArrayView(m_lastHost)) {
+        m_lastHost = header.host.toByteArray();
+        const QString host = str(header.host);
+        if (!m_hosts.contains(host))
+            m_hosts.append(host);
+    }
+    const auto threadKey = [&header] {
+        return header.pid >= 0 ? QStringLiteral("%1:%2:%3").arg(str(header.host)).arg(header.pid).arg(header.tid)
+                               : QString();
+    };
+    if (warn) {
+        m_warnings.append({str(header.host), header.pid, line.rank, str(source), str(message), {}, line.number});
+        if (header.pid >= 0)
+            m_openWarning.insert(threadKey(), m_warnings.size() - 1);
+        return;
+    }
+    if (isChainStep(message)) {
+        const auto open = m_openWarning.constFind(threadKey());
+        if (open != m_openWarning.cend())
+            m_warnings[*open].chain.append(str(message));
+        else if (header.pid >= 0)
+            m_orphanChains[QStringLiteral("%1:%2").arg(str(header.host)).arg(header.pid)].append(str(message));
+        return;
+    }
+    if (!m_openWarning.isEmpty() && header.pid >= 0)
+        m_openWarning.remove(threadKey());
+
+    if (message.startsWith("Channel ")) {
+        const qsizetype via = findBytes(message, " via ");
+        if (via >= 0) {
+            takeConnection(message.sliced(via + 5));
+            return;
+        }
+        // "Channel 00/02 :    0   1": the second number is how many channels the rank has.
+        const qsizetype slash = message.indexOf('/');
+        const qsizetype colon = findBytes(message, " :");
+        if (slash > 0 && colon > slash)
+            m_channels = std::max<int>(m_channels, static_cast<int>(toNumber(trimmed(message.sliced(slash + 1, colon - slash - 1)))));
+        return;
+    }
+    if (containsBytes(message, " coll channels")) {
+        const qsizetype space = message.indexOf(' ');
+        m_channels = std::max<int>(m_channels, static_cast<int>(toNumber(message.first(space))));
+        return;
+    }
+    if (message.startsWith("Connected NVLS")) {
+        ++m_common[NVLS];
+        return;
+    }
+    if (containsBytes(message, "comm 0x") && containsBytes(message, " nranks ")) {
+        takeCommInit(header, message);
+        return;
+    }
+    if (message.startsWith("Using network ")) {
+        const QString network = str(trimmed(message.sliced(14)));
+        if (!m_networkVotes.contains(network))
+            m_networkOrder.append(network);
+        ++m_networkVotes[network];
+        return;
+    }
+    if (message.startsWith("NET/")) {
+        if (message.startsWith("NET/IB : No device found")) {
+            m_ibNoDevice = true;
+            return;
+        }
+        const qsizetype using_ = findBytes(message, " : Using [");
+        if (using_ > 0) {
+            QByteArrayView list = message.sliced(using_ + 9);
+            const qsizetype oob = list.indexOf(';');
+            if (oob >= 0)
+                list = list.first(oob);
+            const bool socket = message.startsWith("NET/Socket");
+            while (true) {
+                const qsizetype open = list.indexOf('[');
+                if (open < 0)
+                    break;
+                const qsizetype close = list.indexOf(']', open);
+                if (close < 0)
+                    break;
+                qsizetype end = close + 1;
+                while (end < list.size() && !isSpace(list[end]) && !(socket && list[end] == ':'))
+                    ++end;
+                const QString device = str(list.sliced(close + 1, end - close - 1));
+                if (!device.isEmpty() && !m_interfaces.contains(device))
+                    m_interfaces.append(device);
+                list = list.sliced(end);
+            }
+        }
+    }
+}
+
+void NcclLogParser::takeConnection(QByteArrayView via) {
+    via = trimmed(via);
+    if (containsBytes(via, "/GDRDMA"))
+        ++m_common[GDRDMA];
+    if (via.startsWith("P2P")) {
+        ++m_common[P2P];
+    } else if (via.startsWith("SHM")) {
+        ++m_common[SHM];
+    } else if (via.startsWith("NET/Socket")) {
+        ++m_common[NetSocket];
+    } else if (via.startsWith("NET/IB/")) {
+        ++m_common[NetIB];
+    } else if (via.startsWith("NET/")) {
+        qsizetype end = 4;
+        while (end < via.size() && via[end] != '/' && !isSpace(via[end]))
+            ++end;
+        ++m_transports[str(via.first(end))];
+    } else {
+        qsizetype end = 0;
+        while (end < via.size() && via[end] != '/' && !isSpace(via[end]))
+            ++end;
+        if (end > 0)
+            ++m_transports[str(via.first(end))];
+    }
+}
+
+void NcclLogParser::takeCommInit(const Header& header, QByteArrayView message) {
+    NcclCommRank rank;
+    rank.rank = static_cast<int>(toNumber(valueAfter(message, "rank")));
+    const int nranks = static_cast<int>(toNumber(valueAfter(message, "nranks")));
+    if (rank.rank < 0 || nranks <= 0)
+        return;
+    rank.host = str(header.host);
+    rank.pid = header.pid;
+    const qint64 cudaDev = toNumber(valueAfter(message, "cudaDev"));
+    rank.cudaDev = cudaDev >= 0 ? static_cast<int>(cudaDev) : -1;
+    rank.busId = str(valueAfter(message, "busId"));
+    if (containsBytes(message, "Init COMPLETE"))
+        rank.init = QStringLiteral("COMPLETE");
+    else if (containsBytes(message, "Init START"))
+        rank.init = QStringLiteral("START");
+    const QString commId = str(valueAfter(message, "commId"));
+    if (commId == QLatin1String("0x"))
+        return; // the id was cut by a wrapped line: which communicator this is is not known
+    const QString key = commId.isEmpty() ? QStringLiteral("nranks:%1").arg(nranks) : commId;
+    NcclCommunicator& comm = m_comms[key];
+    comm.commId = commId;
+    comm.nranks = nranks;
+    for (NcclCommRank& known : comm.ranks) {
+        if (known.rank != rank.rank)
+            continue;
+        if (known.init != QLatin1String("COMPLETE") && !rank.init.isEmpty())
+            known.init = rank.init;
+        if (known.busId.isEmpty())
+            known.busId = rank.busId;
+        if (known.cudaDev < 0)
+            known.cudaDev = rank.cudaDev;
+        return;
+    }
+    const auto at = std::lower_bound(comm.ranks.begin(), comm.ranks.end(), rank.rank,
+                                     [](const NcclCommRank& r, int value) { return r.rank < value; });
+    comm.ranks.insert(at, rank);
+}
+
+void NcclLogParser::takeVersion(QByteArrayView text) {
+    const qsizetype at = findBytes(text, "NCCL version");
+    qsizetype i = at + 12;
+    while (i < text.size() && (text[i] == ':' || isSpace(text[i])))
+        ++i;
+    qsizetype end = i;
+    while (end < text.size() && (isDigit(text[end]) || text[end] == '.'))
+        ++end;
+    const QByteArrayView version = text.sliced(i, end - i);
+    if (version.size() >= 3 && version.contains('.') && isDigit(version.back())) {
+        const QString value = str(version);
+        if (!m_versions.contains(value))
+            m_versions.append(value);
+    }
+}
+
+void NcclLogParser::endOfStream() { m_openWarning.clear(); }
+
+NcclFacts NcclLogParser::facts() const {
+    NcclFacts facts;
+    facts.versions = m_versions;
+    facts.versions.sort();
+    facts.hosts = m_hosts;
+    facts.hosts.sort();
+    QSet<int> ranks;
+    const NcclCommunicator* largest = nullptr;
+    for (const NcclCommunicator& comm : m_comms) {
+        facts.communicators.append(comm);
+        facts.nranks = std::max(facts.nranks, comm.nranks);
+        if (!largest || comm.nranks > largest->nranks)
+            largest = &comm;
+        for (const NcclCommRank& rank : comm.ranks)
+            ranks.insert(rank.rank);
+    }
+    facts.ranks = ranks.values();
+    std::sort(facts.ranks.begin(), facts.ranks.end());
+    int bestVotes = 0;
+    for (const QString& network : m_networkOrder) {
+        if (m_networkVotes.value(network) > bestVotes) {
+            bestVotes = m_networkVotes.value(network);
+            facts.network = network;
+        }
+    }
+    facts.interfaces = m_interfaces;
+    facts.interfaces.sort();
+    facts.ibNoDevice = m_ibNoDevice;
+    facts.transports = m_transports;
+    const char* const commonNames[kCommonTransports] = {"P2P", "SHM", "NET/Socket", "NET/IB", "GDRDMA", "NVLS"};
+    for (int i = 0; i < kCommonTransports; ++i) {
+        if (m_common[i] > 0)
+            facts.transports[QString::fromLatin1(commonNames[i])] += m_common[i];
+    }
+    facts.channels = m_channels;
+    facts.warnings = m_warnings;
+    // A warning without a launcher prefix gets the rank its process has in the largest communicator.
+    for (NcclWarning& warning : facts.warnings) {
+        if (warning.rank >= 0 || !largest || warning.pid < 0)
+            continue;
+        for (const NcclCommRank& rank : largest->ranks) {
+            if (rank.pid == warning.pid && rank.host == warning.host)
+                warning.rank = rank.rank;
+        }
+    }
+    for (auto it = m_orphanChains.cbegin(); it != m_orphanChains.cend(); ++it)
+        facts.orphanChains.append(it.key() + QStringLiteral(": ") + it.value().join(QStringLiteral(", ")));
+    return facts;
+}
+
+} // namespace rankscope

@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include "core/loglines.h"
+
+#include <QList>
+#include <QMap>
+#include <QString>
+#include <QStringList>
+
+namespace rankscope {
+
+// One rank's line "comm 0x… rank R nranks N cudaDev D busId B commId C - Init START|COMPLETE".
+struct NcclCommRank {
+    int rank = -1;
+    QString host;
+    qint64 pid = -1;
+    int cudaDev = -1;  // -1: not printed
+    QString busId;     // empty: not printed
+    QString init;      // "START" or "COMPLETE" (COMPLETE wins once seen)
+};
+
+struct NcclCommunicator {
+    QString commId; // empty before NCCL 2.9, which did not print it
+    int nranks = 0;
+    QList<NcclCommRank> ranks; // sorted by rank
+};
+
+// "host:pid:tid [dev] file.cc:NN NCCL WARN text" and the "file.cc:NN -> code" lines that follow it.
+struct NcclWarning {
+    QString host;
+    qint64 pid = -1;
+    int rank = -1;  // from a launcher prefix, or the rank this host:pid has in the largest communicator
+    QString source; // "misc/ibvwrap.cc:63"; empty when not printed
+    QString text;
+    QStringList chain; // the error-code propagation that followed, e.g. "init.cc:840 -> 5"
+    qint64 line = 0;
+};
+
+struct NcclFacts {
+    QStringList versions; // "2.10.3", sorted
+    QStringList hosts;    // sorted
+    QList<int> ranks;     // from communicator init lines, sorted
+    int nranks = 0;       // the largest communicator's size; 0 when unknown
+    QList<NcclCommunicator> communicators;
+    QString network;                 // "IB", "Socket", "IBext", …: the most often chosen; empty when unknown
+    QStringList interfaces;          // NET/Socket and NET/IB devices: "eth0", "mlx5_0:1/RoCE"; sorted
+    bool ibNoDevice = false;         // "NET/IB : No device found" was printed
+    QMap<QString, qint64> transports; // connections per transport: "P2P", "SHM", "NET/Socket", "NET/IB", "GDRDMA"…
+    int channels = 0;                // the most channels any rank printed
+    QList<NcclWarning> warnings;
+    QStringList orphanChains; // error-code chains with no WARN before them, "host:pid: a.cc:1 -> 3, b.cc:2 -> 3"
+
+    [[nodiscard]] bool isEmpty() const;
+};
+
+// NCCL's own output (NCCL_DEBUG=INFO or WARN), versions 2.4 to current. A record is found by its
+// " NCCL INFO " / " NCCL WARN " marker and its header "host:pid:tid [dev]" read backwards from there, so any
+// prefix before it (pdsh "node: ", Python logging, timestamps) does not matter, and several records that a
+// terminal joined into one line are all read.
+class NcclLogParser final : public LogLineSink {
+public:
+    NcclLogParser();
+
+    [[nodiscard]] static QList<QByteArray> keywords();
+
+    void feed(QByteArrayView chunk) { m_scanner.feed(chunk); }
+    void finish() { m_scanner.finish(); }
+
+    [[nodiscard]] NcclFacts facts() const;
+
+    [[nodiscard]] bool wantsEveryLine() const override { return false; }
+    void takeLine(const LogLine& line) override;
+    void endOfStream() override;
+
+private:
+    struct Header {
+        QByteArrayView host; // into the line being parsed
+        qint64 pid = -1;
+        qint64 tid = -1;
+    };
+    void takeRecord(const Header& header, QByteArrayView source, bool warn, QByteArrayView message,
+                    const LogLine& line);
+    void takeCommInit(const Header& header, QByteArrayView message);
+    void takeConnection(QByteArrayView message);
+    void takeSocketOrIbDevices(QByteArrayView list);
+    void takeVersion(QByteArrayView text);
+
+    LogLineScanner m_scanner;
+    QStringList m_versions;
+    QStringList m_hosts;
+    QByteArray m_lastHost; // the host of the previous record: most records repeat it
+    QMap<QString, NcclCommunicator> m_comms; // by commId, or "nranks:N" when no commId was printed
+    QMap<QString, int> m_networkVotes;
+    QStringList m_networkOrder;
+    QStringList m_interfaces;
+    bool m_ibNoDevice = false;
+    QMap<QString, qint64> m_transports; // all but the common ones below
+    enum CommonTransport { P2P, SHM, NetSocket, NetIB, GDRDMA, NVLS, kCommonTransports };
+    qint64 m_common[kCommonTransports] = {};
+    int m_channels = 0;
+    QList<NcclWarning> m_warnings;
+    QMap<QString, qsizetype> m_openWarning; // "host:pid:tid" -> index of its last warning, for its chain
+    QMap<QString, QStringList> m_orphanChains;
+};
+
+} // namespace rankscope

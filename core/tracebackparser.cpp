@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: MIT
+#include "core/tracebackparser.h"
+
+namespace rankscope {
+
+namespace {
+
+constexpr int kMaxTracebackLines = 5000;
+constexpr qsizetype kMaxErrorText = 1000;
+
+QByteArrayView trimmed(QByteArrayView text) {
+    qsizetype begin = 0;
+    qsizetype end = text.size();
+    while (begin < end && (text[begin] == ' ' || text[begin] == '\t'))
+        ++begin;
+    while (end > begin && (text[end - 1] == ' ' || text[end - 1] == '\t'))
+        --end;
+    return text.sliced(begin, end - begin);
+}
+
+} // namespace
+
+TracebackLogParser::TracebackLogParser() : m_scanner(keywords(), {this}) {}
+
+QList<QByteArray> TracebackLogParser::keywords() {
+    return {QByteArrayLiteral("Traceback (most recent call last)"), QByteArrayLiteral("terminate called after"),
+            QByteArrayLiteral("what():")};
+}
+
+void TracebackLogParser::takeLine(const LogLine& line) {
+    const QByteArrayView text = line.text;
+    const int key = line.rank;
+    if (containsBytes(text, "Traceback (most recent call last)")) {
+        m_open.insert(key, 0);
+        return;
+    }
+    if (const qsizetype at = findBytes(text, "terminate called after throwing an instance of '"); at >= 0) {
+        const qsizetype start = at + 48;
+        const qsizetype end = text.indexOf('\'', start);
+        if (end > start)
+            m_pendingThrow.insert(key, QString::fromUtf8(text.sliced(start, end - start)));
+        return;
+    }
+    const QByteArrayView stripped = trimmed(text);
+    if (stripped.startsWith("what():")) {
+        const QString message = QString::fromUtf8(trimmed(stripped.sliced(7)));
+        const QString type = m_pendingThrow.take(key);
+        addError(line, type.isEmpty() ? message : type + QStringLiteral(": ") + message);
+        return;
+    }
+    const auto open = m_open.find(key);
+    if (open == m_open.end())
+        return;
+    if (text.isEmpty() || text.startsWith(' ') || text.startsWith('\t')) {
+        if (++*open > kMaxTracebackLines)
+            m_open.erase(open);
+        return;
+    }
+    // The first line that is not indented ends the traceback: it names the exception.
+    addError(line, QString::fromUtf8(stripped));
+    m_open.erase(open);
+}
+
+void TracebackLogParser::addError(const LogLine& line, const QString& text) {
+    m_errors.append({m_source, line.number, line.rank, text.left(kMaxErrorText)});
+}
+
+void TracebackLogParser::endOfStream() {
+    m_open.clear();
+    m_pendingThrow.clear();
+}
+
+} // namespace rankscope

@@ -1,0 +1,195 @@
+// SPDX-License-Identifier: MIT
+#include "core/watchdogparser.h"
+
+#include <algorithm>
+
+namespace rankscope {
+
+namespace {
+
+constexpr int kMaxWrappedLines = 3;
+constexpr qsizetype kMaxErrorText = 1000;
+
+bool isDigit(char c) { return c >= '0' && c <= '9'; }
+
+QByteArrayView trimmed(QByteArrayView text) {
+    qsizetype begin = 0;
+    qsizetype end = text.size();
+    while (begin < end && (text[begin] == ' ' || text[begin] == '\t'))
+        ++begin;
+    while (end > begin && (text[end - 1] == ' ' || text[end - 1] == '\t'))
+        --end;
+    return text.sliced(begin, end - begin);
+}
+
+// The number at `at` (after optional spaces); -1 when there is none.
+qint64 numberAt(QByteArrayView text, qsizetype at) {
+    while (at < text.size() && text[at] == ' ')
+        ++at;
+    qint64 value = -1;
+    for (; at < text.size() && isDigit(text[at]); ++at)
+        value = (value < 0 ? 0 : value * 10) + (text[at] - '0');
+    return value;
+}
+
+qint64 numberAfter(QByteArrayView text, QByteArrayView key, qsizetype from = 0) {
+    const qsizetype at = findBytes(text, key, from);
+    return at < 0 ? -1 : numberAt(text, at + key.size());
+}
+
+// "Rank 3" nearest before `before` (PyTorch writes "[Rank 3]" and "[PG ID 0 PG GUID 0(default_pg) Rank 3]").
+int rankBefore(QByteArrayView text, qsizetype before, int fallback) {
+    const qsizetype at = text.first(before).lastIndexOf("Rank ");
+    const qint64 rank = at < 0 ? -1 : numberAt(text, at + 5);
+    return rank >= 0 ? static_cast<int>(rank) : fallback;
+}
+
+bool isErrorLine(QByteArrayView text) {
+    return containsBytes(text, "NCCL error in:") || containsBytes(text, "async exception: NCCL error") ||
+           text.startsWith("torch.distributed.DistBackendError:") || text.startsWith("DistBackendError:");
+}
+
+} // namespace
+
+WatchdogLogParser::WatchdogLogParser() : m_scanner(keywords(), {this}) {}
+
+QList<QByteArray> WatchdogLogParser::keywords() {
+    return {QByteArrayLiteral("atchdog caught"), QByteArrayLiteral("last enqueued"), QByteArrayLiteral("NCCL error"),
+            QByteArrayLiteral("DistBackendError"), QByteArrayLiteral("caused the desync")};
+}
+
+void WatchdogLogParser::takeLine(const LogLine& line) {
+    const QByteArrayView text = line.text;
+    if (m_joinLines > 0) {
+        m_joined.append(text.data(), text.size()); // a terminal's hard wrap: the pieces join without a space
+        if (--m_joinLines == 0 || containsBytes(m_joined, "timing out")) {
+            takeTimeout(m_joined, m_joinRank);
+            m_joinLines = 0;
+            m_joined.clear();
+        }
+        return;
+    }
+    if (m_inDesyncReport) {
+        takeDesyncLine(line);
+        if (m_inDesyncReport)
+            return;
+    }
+    const qsizetype watchdog = findBytes(text, "atchdog caught");
+    if (watchdog >= 0) {
+        if (findBytes(text, "timing out", watchdog) >= 0 || findBytes(text, "milliseconds", watchdog) >= 0) {
+            takeTimeout(text, line.rank);
+        } else {
+            m_joined = text.toByteArray();
+            m_joinLines = kMaxWrappedLines;
+            m_joinRank = line.rank;
+        }
+    }
+    if (containsBytes(text, "last enqueued"))
+        takeProgress(text, line.rank);
+    if (containsBytes(text, "caused the desync are:"))
+        m_inDesyncReport = true;
+    if (isErrorLine(text))
+        addError(line, text);
+}
+
+void WatchdogLogParser::takeTimeout(QByteArrayView text, int prefixRank) {
+    const qsizetype watchdog = findBytes(text, "atchdog caught");
+    const qsizetype work = findBytes(text, "WorkNCCL(", watchdog);
+    if (watchdog < 0 || work < 0)
+        return;
+    CollectiveTimeout timeout;
+    timeout.rank = rankBefore(text, watchdog, prefixRank);
+    timeout.seq = numberAfter(text, "SeqNum=", work);
+    const qsizetype op = findBytes(text, "OpType=", work);
+    if (op >= 0) {
+        qsizetype end = op + 7;
+        while (end < text.size() && text[end] != ',' && text[end] != ')' && text[end] != ' ')
+            ++end;
+        timeout.op = QString::fromUtf8(text.sliced(op + 7, end - op - 7));
+    }
+    timeout.numelIn = numberAfter(text, "NumelIn=", work);
+    timeout.numelOut = numberAfter(text, "NumelOut=", work);
+    timeout.timeoutMs = numberAfter(text, "Timeout(ms)=", work);
+    timeout.ranMs = numberAfter(text, "ran for ", work);
+    for (CollectiveTimeout& known : m_timeouts) {
+        if (known.rank == timeout.rank && known.seq == timeout.seq && known.op == timeout.op) {
+            // The same timeout again, e.g. in the "what():" of the exception that ends the process.
+            for (auto [mine, theirs] : {std::pair{&known.numelIn, timeout.numelIn}, {&known.numelOut, timeout.numelOut},
+                                        {&known.timeoutMs, timeout.timeoutMs}, {&known.ranMs, timeout.ranMs}}) {
+                if (*mine < 0)
+                    *mine = theirs;
+            }
+            return;
+        }
+    }
+    m_timeouts.append(timeout);
+}
+
+// "… Rank 1] Exception (either an error or timeout) detected by watchdog at work: 808, last enqueued NCCL work:
+// 811, last completed NCCL work: 807." (2.2 to 2.4) and "… failure detected by watchdog at work sequence id: 241
+// PG status: last enqueued work: 315, last completed work: 183" (2.5 and later).
+void WatchdogLogParser::takeProgress(QByteArrayView text, int prefixRank) {
+    const qsizetype enqueued = findBytes(text, "last enqueued");
+    const qsizetype enqueuedColon = text.indexOf(':', enqueued);
+    const qsizetype completed = findBytes(text, "last completed", enqueued);
+    const qsizetype completedColon = completed < 0 ? -1 : text.indexOf(':', completed);
+    Progress progress{rankBefore(text, enqueued, prefixRank), -1, -1, -1};
+    if (const qsizetype at = findBytes(text, "at work sequence id:"); at >= 0 && at < enqueued)
+        progress.seq = numberAt(text, at + 20);
+    else if (const qsizetype at = findBytes(text, "at work:"); at >= 0 && at < enqueued)
+        progress.seq = numberAt(text, at + 8);
+    progress.lastEnqueued = enqueuedColon < 0 ? -1 : numberAt(text, enqueuedColon + 1);
+    progress.lastCompleted = completedColon < 0 ? -1 : numberAt(text, completedColon + 1);
+    if (progress.lastEnqueued >= 0 || progress.lastCompleted >= 0)
+        m_progress.append(progress);
+}
+
+// The lines after "the lagging/dead/mismatched ranks that caused the desync are:", up to the next "- " item.
+void WatchdogLogParser::takeDesyncLine(const LogLine& line) {
+    const QByteArrayView text = trimmed(line.text);
+    if (text.startsWith('[') && containsBytes(text, "] ")) {
+        addError(line, QByteArray("desync: ") + text.toByteArray());
+        return;
+    }
+    m_inDesyncReport = false;
+}
+
+void WatchdogLogParser::addError(const LogLine& line, QByteArrayView text) {
+    m_errors.append({m_source, line.number, line.rank,
+                     QString::fromUtf8(trimmed(text).first(std::min(trimmed(text).size(), kMaxErrorText)))});
+}
+
+void WatchdogLogParser::endOfStream() {
+    if (m_joinLines > 0)
+        takeTimeout(m_joined, m_joinRank);
+    m_joinLines = 0;
+    m_joined.clear();
+    m_inDesyncReport = false;
+}
+
+QList<CollectiveTimeout> WatchdogLogParser::timeouts() const {
+    QList<CollectiveTimeout> result = m_timeouts;
+    for (CollectiveTimeout& timeout : result) {
+        const Progress* best = nullptr;
+        for (const Progress& progress : m_progress) {
+            if (progress.rank != timeout.rank)
+                continue;
+            if (progress.seq == timeout.seq) {
+                best = &progress;
+                break;
+            }
+            if (progress.seq < 0 && !best)
+                best = &progress;
+        }
+        if (best) {
+            timeout.lastEnqueued = best->lastEnqueued;
+            timeout.lastCompleted = best->lastCompleted;
+        }
+    }
+    std::stable_sort(result.begin(), result.end(), [](const CollectiveTimeout& a, const CollectiveTimeout& b) {
+        return a.rank != b.rank ? a.rank < b.rank : a.seq < b.seq;
+    });
+    return result;
+}
+
+} // namespace rankscope

@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include "core/loglines.h"
+
+#include <QList>
+#include <QString>
+
+namespace rankscope {
+
+// "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=…, OpType=…, NumelIn=…, NumelOut=…,
+// Timeout(ms)=…) ran for … milliseconds", with the "last enqueued/completed work" PyTorch prints after it.
+// A field that was not printed is -1 (numbers) or empty (op).
+struct CollectiveTimeout {
+    int rank = -1;
+    qint64 seq = -1;
+    QString op;
+    qint64 numelIn = -1;
+    qint64 numelOut = -1;
+    qint64 timeoutMs = -1;
+    qint64 ranMs = -1;
+    qint64 lastEnqueued = -1;
+    qint64 lastCompleted = -1;
+};
+
+// An error line found in a log: where it is and what it says.
+struct LogError {
+    QString file;
+    qint64 line = 0;
+    int rank = -1;
+    QString text;
+};
+
+// PyTorch's ProcessGroupNCCL watchdog and its errors: timeouts (also when a terminal wrapped the line, or
+// when it is repeated inside a "what():" of c10::DistBackendError: one timeout per rank and sequence number),
+// "last enqueued/completed work", "NCCL error in: …", DistBackendError lines and the ranks a desync report
+// blames.
+class WatchdogLogParser final : public LogLineSink {
+public:
+    WatchdogLogParser();
+
+    [[nodiscard]] static QList<QByteArray> keywords();
+
+    void setSource(const QString& file) { m_source = file; }
+    void feed(QByteArrayView chunk) { m_scanner.feed(chunk); }
+    void finish() { m_scanner.finish(); }
+
+    [[nodiscard]] QList<CollectiveTimeout> timeouts() const; // sorted by rank, then sequence number
+    [[nodiscard]] QList<LogError> errors() const { return m_errors; }
+
+    [[nodiscard]] bool wantsEveryLine() const override { return m_joinLines > 0 || m_inDesyncReport; }
+    void takeLine(const LogLine& line) override;
+    void endOfStream() override;
+
+private:
+    void takeTimeout(QByteArrayView text, int prefixRank);
+    void takeProgress(QByteArrayView text, int prefixRank);
+    void takeDesyncLine(const LogLine& line);
+    void addError(const LogLine& line, QByteArrayView text);
+
+    LogLineScanner m_scanner;
+    QString m_source;
+    QList<CollectiveTimeout> m_timeouts;
+    struct Progress {
+        int rank;
+        qint64 seq;
+        qint64 lastEnqueued;
+        qint64 lastCompleted;
+    };
+    QList<Progress> m_progress;
+    QList<LogError> m_errors;
+    QByteArray m_joined; // a timeout message that a terminal wrapped over several lines
+    int m_joinLines = 0; // continuation lines still allowed
+    int m_joinRank = -1;
+    bool m_inDesyncReport = false;
+};
+
+} // namespace rankscope

@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: MIT
+// Runs the built `rankscope-cli inspect` on the recorded public logs and checks its exit codes and output.
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QTest>
+
+namespace {
+
+const QString kLogsDir = QStringLiteral(RANKSCOPE_TEST_DATA_DIR "/logs/");
+
+struct CliRun {
+    int exitCode = -1;
+    QByteArray out;
+    QByteArray err;
+};
+
+CliRun runCli(const QStringList& arguments) {
+    QProcess process;
+    process.start(QStringLiteral(RANKSCOPE_CLI_PATH), arguments);
+    if (!process.waitForFinished(30000) || process.exitStatus() != QProcess::NormalExit)
+        return {};
+    return {process.exitCode(), process.readAllStandardOutput(), process.readAllStandardError()};
+}
+
+} // namespace
+
+class tst_CliInspect final : public QObject {
+    Q_OBJECT
+
+private slots:
+    void exitCodes_data();
+    void exitCodes();
+    void jsonOnSeveralFiles();
+    void textReportHasItsSections();
+};
+
+void tst_CliInspect::exitCodes_data() {
+    QTest::addColumn<QStringList>("arguments");
+    QTest::addColumn<int>("exitCode");
+    const QString sample = kLogsDir + QStringLiteral("nccl-public-samples.log");
+    QTest::newRow("one file") << QStringList{"inspect", sample} << 0;
+    QTest::newRow("json") << QStringList{"inspect", sample, "--json"} << 0;
+    QTest::newRow("no file") << QStringList{"inspect"} << 2;
+    QTest::newRow("missing file") << QStringList{"inspect", sample, kLogsDir + "no-such.log"} << 2;
+    QTest::newRow("unknown option") << QStringList{"inspect", sample, "--bogus"} << 2;
+}
+
+void tst_CliInspect::exitCodes() {
+    QFETCH(QStringList, arguments);
+    QFETCH(int, exitCode);
+    QCOMPARE(runCli(arguments).exitCode, exitCode);
+}
+
+void tst_CliInspect::jsonOnSeveralFiles() {
+    const QStringList files = {kLogsDir + "nccl-public-samples.log", kLogsDir + "public/nccl-1189-init-complete.log",
+                               kLogsDir + "public/minigpt4-237-failure-table.log",
+                               kLogsDir + "public/pytorch-4921-runtimeerror-traceback.log"};
+    const CliRun run = runCli(QStringList{"inspect", "--json"} + files);
+    QCOMPARE(run.exitCode, 0);
+    QJsonParseError error;
+    const QJsonObject root = QJsonDocument::fromJson(run.out, &error).object();
+    QCOMPARE(error.error, QJsonParseError::NoError);
+    QCOMPARE(root.value("files").toArray().size(), 4);
+    const QJsonObject nccl = root.value("nccl").toObject();
+    QCOMPARE(nccl.value("versions").toArray(), QJsonArray{"2.10.3"});
+    QCOMPARE(nccl.value("nranks").toInt(), 4);
+    QCOMPARE(nccl.value("network").toString(), QStringLiteral("Socket"));
+    QCOMPARE(nccl.value("communicators").toArray().at(0).toObject().value("comm_id").toString(),
+             QStringLiteral("0xf021d9037f9243d8"));
+    QCOMPARE(nccl.value("warnings").toArray().at(0).toObject().value("source").toString(),
+             QStringLiteral("misc/ibvwrap.cc:63"));
+    const QJsonObject timeout = root.value("timeouts").toArray().at(0).toObject();
+    QCOMPARE(timeout.value("seq").toInteger(), 808);
+    QCOMPARE(timeout.value("op").toString(), QStringLiteral("ALLREDUCE"));
+    QCOMPARE(timeout.value("last_completed").toInteger(), 807);
+    const QJsonArray failures = root.value("failures").toArray();
+    QCOMPARE(failures.size(), 2);
+    QCOMPARE(failures.at(1).toObject().value("root_cause").toBool(), true);
+    QCOMPARE(failures.at(1).toObject().value("pid").toInteger(), 78970);
+    QVERIFY(!failures.at(1).toObject().contains("signal")); // absent facts are left out
+    const QJsonObject lastError = root.value("errors").toArray().last().toObject();
+    QCOMPARE(lastError.value("file").toString(), files.last());
+    QCOMPARE(lastError.value("line").toInt(), 13);
+    QVERIFY(lastError.value("text").toString().startsWith("RuntimeError: NCCL error in:"));
+    QVERIFY(!root.contains("gpus"));
+}
+
+void tst_CliInspect::textReportHasItsSections() {
+    const CliRun run = runCli({"inspect", kLogsDir + "nccl-public-samples.log"});
+    QCOMPARE(run.exitCode, 0);
+    const QString out = QString::fromUtf8(run.out);
+    for (const char* section : {"NCCL\n", "\nTimeouts\n", "\nFailures\n", "\nErrors\n"})
+        QVERIFY2(out.contains(QLatin1String(section)), section);
+    QVERIFY(out.contains(QLatin1String("rank 1: ALLREDUCE #808 ran 600020 ms")));
+}
+
+QTEST_GUILESS_MAIN(tst_CliInspect)
+#include "tst_cli_inspect.moc"

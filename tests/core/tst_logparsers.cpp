@@ -1,0 +1,352 @@
+// SPDX-License-Identifier: MIT
+// The log parsers (NCCL, ProcessGroupNCCL watchdog, torchrun failures, tracebacks) on public logs recorded in
+// tests/data/logs/public/ (sources in tests/data/README.md), and on the messy forms real logs take.
+#include "core/elasticparser.h"
+#include "core/loginspect.h"
+#include "core/logprefix.h"
+#include "core/ncclparser.h"
+
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QTest>
+
+using namespace rankscope;
+
+namespace {
+
+const QString kPublicDir = QStringLiteral(RANKSCOPE_TEST_DATA_DIR "/logs/public/");
+
+QByteArray readData(const QString& path) {
+    QFile file(path);
+    return file.open(QIODevice::ReadOnly) ? file.readAll() : QByteArray();
+}
+
+// Inspects `bytes` as one file fed in chunks of at most `chunkSize` bytes, or split once at `splitAt`.
+QByteArray inspectJson(const QByteArray& bytes, qsizetype chunkSize = 0, qsizetype splitAt = -1) {
+    LogInspector inspector;
+    inspector.beginFile(QStringLiteral("log"));
+    if (splitAt >= 0) {
+        inspector.feed(QByteArrayView(bytes).first(splitAt));
+        inspector.feed(QByteArrayView(bytes).sliced(splitAt));
+    } else if (chunkSize > 0) {
+        for (qsizetype at = 0; at < bytes.size(); at += chunkSize)
+            inspector.feed(QByteArrayView(bytes).sliced(at, std::min(chunkSize, bytes.size() - at)));
+    } else {
+        inspector.feed(bytes);
+    }
+    inspector.endFile();
+    return inspectionToJson(inspector.result());
+}
+
+// The value at a path such as "nccl.communicators.0.ranks.1.host", written as compact JSON.
+QString valueAt(const QByteArray& json, const QString& path) {
+    QJsonValue value = QJsonDocument::fromJson(json).object();
+    for (const QString& part : path.split(QLatin1Char('.'))) {
+        bool isIndex = false;
+        const int index = part.toInt(&isIndex);
+        value = isIndex && value.isArray() ? value.toArray().at(index) : value.toObject().value(part);
+    }
+    if (value.isUndefined())
+        return QStringLiteral("<absent>");
+    if (value.isObject())
+        return QString::fromUtf8(QJsonDocument(value.toObject()).toJson(QJsonDocument::Compact));
+    if (value.isArray())
+        return QString::fromUtf8(QJsonDocument(value.toArray()).toJson(QJsonDocument::Compact));
+    if (value.isString())
+        return value.toString();
+    if (value.isBool())
+        return value.toBool() ? QStringLiteral("true") : QStringLiteral("false");
+    return QString::number(value.toDouble(), 'g', 17);
+}
+
+} // namespace
+
+class tst_LogParsers final : public QObject {
+    Q_OBJECT
+
+private slots:
+    void prefixes_data();
+    void prefixes();
+    void terminalArtifacts();
+    void publicLogs_data();
+    void publicLogs();
+    void messyLines_data();
+    void messyLines();
+    void everySplitPointGivesTheSameResult_data();
+    void everySplitPointGivesTheSameResult();
+    void singleByteChunks();
+    void severalFilesKeepTheirLineNumbers();
+};
+
+void tst_LogParsers::prefixes_data() {
+    QTest::addColumn<QByteArray>("line");
+    QTest::addColumn<QByteArray>("text");
+    QTest::addColumn<int>("rank");
+    // Launcher prefixes as the launchers print them (Open MPI --tag-output, torchrun --tee, PyTorch 2.x, Ray).
+    QTest::newRow("none") << QByteArray("host:1:2 [0] NCCL INFO x") << QByteArray("host:1:2 [0] NCCL INFO x") << -1;
+    QTest::newRow("open mpi") << QByteArray("[1,3]<stdout>:host:1:2 [0] NCCL INFO x")
+                              << QByteArray("host:1:2 [0] NCCL INFO x") << 3;
+    QTest::newRow("open mpi stderr") << QByteArray("[1,12]<stderr>:Traceback (most recent call last):")
+                                     << QByteArray("Traceback (most recent call last):") << 12;
+    QTest::newRow("torchrun tee") << QByteArray("[default3]:NCCL version 2.18.1+cuda12.1")
+                                  << QByteArray("NCCL version 2.18.1+cuda12.1") << 3;
+    QTest::newRow("pytorch rank") << QByteArray("[rank1]:[E626 06:24:44.903881913 ProcessGroupNCCL.cpp:616] x")
+                                  << QByteArray("[E626 06:24:44.903881913 ProcessGroupNCCL.cpp:616] x") << 1;
+    QTest::newRow("ray") << QByteArray("(RayWorkerWrapper pid=1019) INFO 01-29 selector.py:120] y")
+                         << QByteArray("INFO 01-29 selector.py:120] y") << -1;
+    QTest::newRow("ray pid only") << QByteArray("(pid=77) NCCL INFO z") << QByteArray("NCCL INFO z") << -1;
+    QTest::newRow("bracket timestamp") << QByteArray("[2024-05-08 08:47:31,261] torch.distributed: x")
+                                       << QByteArray("torch.distributed: x") << -1;
+    QTest::newRow("python logging") << QByteArray("2025-11-12 20:42:20,261 - INFO - g:1:2 [5] NCCL INFO a")
+                                    << QByteArray("g:1:2 [5] NCCL INFO a") << -1;
+    QTest::newRow("timestamp then rank") << QByteArray("[2024-01-01 10:00:00] [rank7]:hello") << QByteArray("hello")
+                                         << 7;
+    QTest::newRow("failure table entry is kept") << QByteArray("[0]:") << QByteArray("[0]:") << -1;
+    QTest::newRow("glog prefix is kept") << QByteArray("[E ProcessGroupNCCL.cpp:458] [Rank 0] x")
+                                         << QByteArray("[E ProcessGroupNCCL.cpp:458] [Rank 0] x") << -1;
+}
+
+void tst_LogParsers::prefixes() {
+    QFETCH(QByteArray, line);
+    QFETCH(QByteArray, text);
+    QFETCH(int, rank);
+    const StrippedLine stripped = stripLogPrefix(line);
+    QCOMPARE(stripped.text.toByteArray(), text);
+    QCOMPARE(stripped.rank, rank);
+}
+
+void tst_LogParsers::terminalArtifacts() {
+    QByteArray scratch;
+    QCOMPARE(cleanTerminalArtifacts("plain", scratch).toByteArray(), QByteArray("plain"));
+    QCOMPARE(cleanTerminalArtifacts("10%\r50%\r100%", scratch).toByteArray(), QByteArray("100%"));
+    QCOMPARE(cleanTerminalArtifacts("\x1b[31mNCCL WARN\x1b[0m x", scratch).toByteArray(), QByteArray("NCCL WARN x"));
+    QCOMPARE(cleanTerminalArtifacts("a\r\x1b[2Kb", scratch).toByteArray(), QByteArray("b"));
+}
+
+void tst_LogParsers::publicLogs_data() {
+    QTest::addColumn<QString>("file");
+    QTest::addColumn<QString>("path");
+    QTest::addColumn<QString>("expected");
+    const auto row = [](const char* file, const char* path, const char* expected) {
+        QTest::addRow("%s %s", file, path) << QString::fromLatin1(file) << QString::fromLatin1(path)
+                                           << QString::fromUtf8(expected);
+    };
+    row("nccl-952-p2p-ipc-socket.log", "nccl.transports", R"({"NET/Socket":2,"P2P":5})");
+    row("nccl-952-p2p-ipc-socket.log", "nccl.hosts", R"(["<cluster_name>"])");
+    row("nccl-1189-init-complete.log", "nccl.nranks", "4");
+    row("nccl-1189-init-complete.log", "nccl.ranks", "[0,1,2,3]");
+    row("nccl-1189-init-complete.log", "nccl.channels", "8");
+    row("nccl-1189-init-complete.log", "nccl.communicators.0.comm_id", "0xf021d9037f9243d8");
+    row("nccl-1189-init-complete.log", "nccl.communicators.0.ranks.2",
+        R"({"bus_id":"18000","cuda_dev":0,"host":"H20-GPU-06","init":"COMPLETE","pid":4015539,"rank":2})");
+    row("easydistill-4-python-logging-prefix.log", "nccl.transports", R"({"P2P":4})");
+    row("easydistill-4-python-logging-prefix.log", "nccl.hosts", R"(["g340-cd51-4900-b72a-d104-a9bf-df48"])");
+    row("nccl-tests-213-direct-pointer.log", "nccl.transports", R"({"P2P":4})");
+    row("nccl-1537-roce-init-start.log", "nccl.network", "IB");
+    row("nccl-1537-roce-init-start.log", "nccl.interfaces", R"(["mlx5_0:1/RoCE","mlx5_1:1/RoCE"])");
+    row("nccl-1537-roce-init-start.log", "nccl.communicators.0.ranks.0.init", "START");
+    row("nccl-1029-pdsh-prefix-ibext.log", "nccl.network", "IBext");
+    row("nccl-1029-pdsh-prefix-ibext.log", "nccl.hosts", R"(["rdma-gpu-train-worker-0"])");
+    row("nccl-1029-pdsh-prefix-ibext.log", "nccl.ranks", "[0,1,4]");
+    row("nccl-1814-nvls.log", "nccl.transports.NVLS", "2");
+    row("nccl-1814-nvls.log", "nccl.channels", "16");
+    row("nccl-1814-nvls.log", "nccl.nranks", "64");
+    row("nccl-707-old-channel-gdrdma.log", "nccl.transports", R"({"GDRDMA":5,"NET/IB":5})");
+    row("nv-peer-memory-56-nccl-2.4.log", "nccl.versions", R"(["2.4.7"])");
+    row("nv-peer-memory-56-nccl-2.4.log", "nccl.interfaces", R"(["ib0","mlx5_0:1/IB"])");
+    row("deepep-106-joined-lines.log", "nccl.transports", R"({"GDRDMA":3,"NET/IBext":3})");
+    row("deepep-106-joined-lines.log", "nccl.ranks", "[1,5]");
+    row("deepep-106-joined-lines.log", "nccl.warnings.0.source", "ib_plugin.c:1075");
+    row("deepep-106-joined-lines.log", "nccl.warnings.0.pid", "11978");
+    row("nccl-983-mpirun-ib.log", "nccl.versions", R"(["2.13.4"])");
+    row("nccl-983-mpirun-ib.log", "nccl.network", "IB");
+    row("nccl-tests-252-comminitrank.log", "nccl.communicators.0.ranks",
+        R"([{"bus_id":"42000","cuda_dev":0,"host":"kolyoz1","init":"START","pid":27255,"rank":0},)"
+        R"({"bus_id":"42000","cuda_dev":0,"host":"kolyoz2","init":"START","pid":25146,"rank":4},)"
+        R"({"bus_id":"55000","cuda_dev":1,"host":"kolyoz2","init":"START","pid":25172,"rank":5}])");
+    row("nccl-1053-lo-socket-error-chain.log", "nccl.interfaces", R"(["lo"])");
+    row("nccl-1053-lo-socket-error-chain.log", "nccl.network", "Socket");
+    row("nccl-1591-ray-prefix.log", "nccl.versions", R"(["2.21.5"])");
+    row("aks-rdma-30-cumem-gdrdma.log", "nccl.transports", R"({"GDRDMA":3,"NET/IB":3,"P2P":2})");
+    row("pytorch-105287-rings-trees.log", "nccl.channels", "16");
+    row("longrange-13-no-ib-duplicate-gpu.log", "nccl.versions", R"(["2.7.8"])");
+    row("longrange-13-no-ib-duplicate-gpu.log", "nccl.warnings.1",
+        R"({"host":"ubun","pid":2375340,"source":"init.cc:573","text":"Duplicate GPU detected : rank 0 and rank 1 both on CUDA device 1000"})");
+    row("vlmevalkit-975-ibext-no-device.log", "nccl.network", "Socket");
+    row("vlmevalkit-975-ibext-no-device.log", "nccl.interfaces", R"(["eth0"])");
+    row("nccl-public-samples.log", "nccl.versions", R"(["2.10.3"])");
+    row("nccl-public-samples.log", "nccl.network", "Socket");
+    row("nccl-public-samples.log", "nccl.channels", "2");
+    row("nccl-public-samples.log", "nccl.warnings.0.source", "misc/ibvwrap.cc:63");
+    row("nccl-public-samples.log", "timeouts.0",
+        R"({"last_completed":807,"last_enqueued":811,"numel_in":9801523,"numel_out":9801523,"op":"ALLREDUCE","ran_ms":600030,"rank":0,"seq":808,"timeout_ms":600000})");
+    row("nccl-public-samples.log", "timeouts.1.numel_in", "<absent>");
+    row("nccl-public-samples.log", "timeouts.1.ran_ms", "25624887");
+    row("megatron-935-terminate-distbackenderror.log", "timeouts.0.op", "_REDUCE_SCATTER_BASE");
+    row("megatron-935-terminate-distbackenderror.log", "timeouts.0.numel_in", "7098994688");
+    row("megatron-935-terminate-distbackenderror.log", "timeouts.0.ran_ms", "<absent>");
+    row("megatron-935-terminate-distbackenderror.log", "errors.0.line", "6");
+    row("catalyst-rl-15-nccl-watchdog-terminated.log", "timeouts.0.rank", "6");
+    row("instructlab-520-pg-guid.log", "timeouts.0.ran_ms", "90");
+    row("open-r1-620-interleaved-wrapped.log", "timeouts.0",
+        R"({"numel_in":112,"numel_out":112,"op":"BROADCAST","ran_ms":1800011,"rank":3,"seq":4,"timeout_ms":1800000})");
+    row("sglang-1693-allgather-base.log", "timeouts.0.numel_out", "152064");
+    row("pytorch-152623-desync-report.log", "timeouts.0.last_enqueued", "315");
+    row("pytorch-152623-desync-report.log", "timeouts.0.last_completed", "183");
+    row("pytorch-152623-desync-report.log", "errors.0.text",
+        "desync: [7] finished collective #182, but didn't join collective #183 (count from 1)");
+    row("minigpt4-237-failure-table.log", "failures",
+        R"([{"exit_code":1,"host":"n136-117-136.byted.org","local_rank":1,"pid":78971,"rank":1,"root_cause":false,"time":"2023-05-19_16:39:58"},)"
+        R"({"exit_code":1,"host":"n136-117-136.byted.org","local_rank":0,"pid":78970,"rank":0,"root_cause":true,"time":"2023-05-19_16:39:58"}])");
+    row("pytorch-121209-several-failures.log", "failures.0.root_cause", "true");
+    row("colossalai-3571-torchrun-traceback.log", "failures", "<absent>");
+    row("colossalai-3571-torchrun-traceback.log", "errors.0.text",
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:");
+    row("hkproj-1-distbackenderror-socket.log", "errors.0.line", "1");
+    row("hkproj-1-distbackenderror-socket.log", "nccl.versions", R"(["2.18.6"])");
+    row("pytorch-4921-runtimeerror-traceback.log", "errors",
+        R"([{"file":"log","line":13,"text":"RuntimeError: NCCL error in: /home/liy/programs/pytorch/torch/lib/THD/base/data_channels/DataChannelNccl.cpp:324, unhandled system error"}])");
+    row("pytorch-149984-async-exception.log", "errors.0.line", "1");
+    row("pytorch-121209-interleaved-tracebacks.log", "errors", "<absent>");
+    row("salience-detr-4-timestamped-elastic.log", "errors", "<absent>");
+    row("trixie-87-wrapped-runtimeerror.log", "errors.0.line", "1");
+}
+
+void tst_LogParsers::publicLogs() {
+    QFETCH(QString, file);
+    QFETCH(QString, path);
+    QFETCH(QString, expected);
+    const QString dir = file.startsWith(QLatin1String("nccl-public")) ? kPublicDir + QStringLiteral("../") : kPublicDir;
+    const QByteArray bytes = readData(dir + file);
+    QVERIFY2(!bytes.isEmpty(), qPrintable(file));
+    QCOMPARE(valueAt(inspectJson(bytes), path), expected);
+}
+
+void tst_LogParsers::messyLines_data() {
+    QTest::addColumn<QByteArray>("log");
+    QTest::addColumn<QString>("path");
+    QTest::addColumn<QString>("expected");
+    // Synthetic variations of the public lines above: prefixes, CRLF, ANSI colours, progress bars, bytes that
+    // are not UTF-8, ranks interleaved.
+    const QByteArray comm = "host-a:11:12 [1] NCCL INFO comm 0x1 rank 1 nranks 2 cudaDev 1 busId 2000 commId 0xab - "
+                            "Init COMPLETE";
+    QTest::newRow("torchrun tee prefix") << "[default1]:" + comm + "\n" << "nccl.ranks" << "[1]";
+    QTest::newRow("open mpi prefix, crlf") << "[1,1]<stdout>:" + comm + "\r\n" << "nccl.communicators.0.ranks.0.init"
+                                           << "COMPLETE";
+    QTest::newRow("no final newline") << comm << "nccl.communicators.0.ranks.0.bus_id" << "2000";
+    QTest::newRow("ansi colours") << "\x1b[32m" + comm + "\x1b[0m\n" << "nccl.communicators.0.ranks.0.init"
+                                  << "COMPLETE";
+    QTest::newRow("progress bar before") << "epoch 1: 10%\repoch 1: 90%\r" + comm + "\n" << "nccl.hosts"
+                                         << R"(["host-a"])";
+    QTest::newRow("not utf-8 around") << QByteArray("\xff\xfe garbage \xc3\x28\n") + comm + "\n\xff\n"
+                                      << "nccl.nranks" << "2";
+    QTest::newRow("not utf-8 in warning")
+        << QByteArray("h:1:2 [0] misc/x.cc:5 NCCL WARN bad \xff byte\n") << "nccl.warnings.0.source" << "misc/x.cc:5";
+    QTest::newRow("warn with prefix rank") << QByteArray("[rank4]:h:1:2 [0] net.cc:9 NCCL WARN oops\n")
+                                           << "nccl.warnings.0.rank" << "4";
+    QTest::newRow("warn rank from communicator")
+        << QByteArray("h:7:8 [0] NCCL INFO comm 0x1 rank 5 nranks 8 cudaDev 0 busId 1000 commId 0x9 - Init START\n"
+                      "h:7:9 [0] transport.cc:1 NCCL WARN lost peer\n")
+        << "nccl.warnings.0.rank" << "5";
+    QTest::newRow("shm and socket")
+        << QByteArray("h:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via SHM/direct/direct\n"
+                      "h:1:2 [0] NCCL INFO Channel 00/0 : 1[1] -> 2[0] [send] via NET/Socket/0\n")
+        << "nccl.transports" << R"({"NET/Socket":1,"SHM":1})";
+    QTest::newRow("nccl version in info") << QByteArray("h:1:1 [0] NCCL INFO NCCL version 2.18.3+cuda12.2\n")
+                                          << "nccl.versions" << R"(["2.18.3"])";
+    QTest::newRow("ib no device is not a network") << QByteArray("h:1:1 [0] NCCL INFO NET/IB : No device found.\n")
+                                                   << "nccl.network" << "<absent>";
+    QTest::newRow("interleaved tracebacks by rank")
+        << QByteArray("[default0]:Traceback (most recent call last):\n"
+                      "[default1]:Traceback (most recent call last):\n"
+                      "[default0]:  File \"a.py\", line 1, in <module>\n"
+                      "[default1]:  File \"b.py\", line 2, in <module>\n"
+                      "[default1]:ValueError: one\n"
+                      "[default0]:KeyError: 'zero'\n")
+        << "errors" << R"([{"file":"log","line":5,"rank":1,"text":"ValueError: one"},)"
+                       R"({"file":"log","line":6,"rank":0,"text":"KeyError: 'zero'"}])";
+    QTest::newRow("chained traceback")
+        << QByteArray("Traceback (most recent call last):\n  File \"a.py\", line 1\nOSError: first\n\n"
+                      "During handling of the above exception, another exception occurred:\n\n"
+                      "Traceback (most recent call last):\n  File \"a.py\", line 3\nRuntimeError: second\n")
+        << "errors.1.text" << "RuntimeError: second";
+    QTest::newRow("signal by name")
+        << QByteArray("Root Cause (first observed failure):\n[0]:\n  time      : 2024-01-01_00:00:00\n"
+                      "  host      : node7\n  rank      : 12 (local_rank: 4)\n  exitcode  : -9 (pid: 4242)\n"
+                      "  error_file: <N/A>\n  traceback : Signal 9 (SIGKILL) received by PID 4242\n"
+                      "============================================================\n")
+        << "failures.0"
+        << R"({"exit_code":-9,"host":"node7","local_rank":4,"pid":4242,"rank":12,"root_cause":true,"signal":"SIGKILL","time":"2024-01-01_00:00:00"})";
+    QTest::newRow("signal from exit code only")
+        << QByteArray("Root Cause (first observed failure):\n[0]:\n  rank      : 0 (local_rank: 0)\n"
+                      "  exitcode  : -6 (pid: 1)\n====\n")
+        << "failures.0.signal" << "SIGABRT";
+    QTest::newRow("the same table twice is one failure")
+        << QByteArray("Root Cause:\n[0]:\n  rank      : 0 (local_rank: 0)\n  exitcode  : 1 (pid: 1)\n====\n"
+                      "Root Cause:\n[0]:\n  rank      : 0 (local_rank: 0)\n  exitcode  : 1 (pid: 1)\n====\n")
+        << "failures.1" << "<absent>";
+    QTest::newRow("nvidia-smi csv in a log")
+        << QByteArray("step 1\nindex, name, utilization.gpu [%], memory.used [MiB], memory.total [MiB]\n"
+                      "0, NVIDIA A100-SXM4-40GB, 98 %, 30000 MiB, 40960 MiB\n")
+        << "gpus.0" << R"({"index":0,"mem_total_mib":40960,"mem_used_mib":30000,"name":"NVIDIA A100-SXM4-40GB","util_pct":98})";
+    QTest::newRow("nothing found") << QByteArray("hello\nworld\n") << "nccl" << "<absent>";
+}
+
+void tst_LogParsers::messyLines() {
+    QFETCH(QByteArray, log);
+    QFETCH(QString, path);
+    QFETCH(QString, expected);
+    QCOMPARE(valueAt(inspectJson(log), path), expected);
+}
+
+void tst_LogParsers::everySplitPointGivesTheSameResult_data() {
+    QTest::addColumn<QString>("file");
+    for (const char* file : {"deepep-106-joined-lines.log", "open-r1-620-interleaved-wrapped.log",
+                             "pytorch-152623-desync-report.log", "minigpt4-237-failure-table.log",
+                             "longrange-13-no-ib-duplicate-gpu.log", "nccl-1189-init-complete.log",
+                             "pytorch-4921-runtimeerror-traceback.log"})
+        QTest::newRow(file) << QString::fromLatin1(file);
+}
+
+void tst_LogParsers::everySplitPointGivesTheSameResult() {
+    QFETCH(QString, file);
+    QByteArray bytes = readData(kPublicDir + file);
+    bytes.replace("\n", "\r\n"); // "\r" | "\n" is a split point too
+    const QByteArray whole = inspectJson(bytes);
+    for (qsizetype at = 0; at <= bytes.size(); ++at) {
+        const QByteArray split = inspectJson(bytes, 0, at);
+        if (split != whole)
+            QFAIL(qPrintable(QStringLiteral("split at %1 differs:\n%2\nvs\n%3")
+                                 .arg(at)
+                                 .arg(QString::fromUtf8(split), QString::fromUtf8(whole))));
+    }
+}
+
+void tst_LogParsers::singleByteChunks() {
+    const QByteArray bytes = readData(kPublicDir + QStringLiteral("../nccl-public-samples.log")) +
+                             readData(kPublicDir + QStringLiteral("minigpt4-237-failure-table.log")) +
+                             readData(kPublicDir + QStringLiteral("catalyst-rl-15-nccl-watchdog-terminated.log"));
+    const QByteArray whole = inspectJson(bytes);
+    QCOMPARE(inspectJson(bytes, 1), whole);
+    QCOMPARE(inspectJson(bytes, 7), whole);
+    QVERIFY(whole.contains("\"failures\""));
+    QVERIFY(whole.contains("\"timeouts\""));
+}
+
+void tst_LogParsers::severalFilesKeepTheirLineNumbers() {
+    LogInspector inspector;
+    QVERIFY(!inspector.inspectFile(kPublicDir + QStringLiteral("pytorch-4921-runtimeerror-traceback.log")));
+    QVERIFY(!inspector.inspectFile(kPublicDir + QStringLiteral("hkproj-1-distbackenderror-socket.log")));
+    QVERIFY(inspector.inspectFile(kPublicDir + QStringLiteral("no-such-file.log")).has_value());
+    const LogInspection result = inspector.result();
+    QCOMPARE(result.files.size(), 2);
+    QCOMPARE(result.errors.size(), 2);
+    QCOMPARE(result.errors[0].line, 13);
+    QVERIFY(result.errors[1].file.endsWith(QLatin1String("hkproj-1-distbackenderror-socket.log")));
+    QCOMPARE(result.errors[1].line, 1);
+}
+
+QTEST_GUILESS_MAIN(tst_LogParsers)
+#include "tst_logparsers.moc"
