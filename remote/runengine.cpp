@@ -14,6 +14,10 @@
 #include <QSaveFile>
 #include <QSysInfo>
 #include <QThread>
+#include <QTimer>
+
+#include <algorithm>
+#include <limits>
 
 namespace rankscope::remote {
 
@@ -69,6 +73,12 @@ RunEngine::RunEngine(RunStore* store, EngineOptions options, QObject* parent)
     qRegisterMetaType<QVector<TrainerEvent>>();
     qRegisterMetaType<QVector<RankLogLine>>();
     qRegisterMetaType<QVector<GpuSample>>();
+    qRegisterMetaType<QVector<Diagnosis>>();
+    // Hangs and stragglers are about time passing: re-evaluated ten times a second while following.
+    m_diagnosisTimer = new QTimer(this);
+    m_diagnosisTimer->setInterval(100);
+    connect(m_diagnosisTimer, &QTimer::timeout, this,
+            [this] { diagnose(static_cast<double>(QDateTime::currentMSecsSinceEpoch()) / 1000.0); });
     if (m_options.localTrainer.isEmpty())
         m_options.localTrainer = QCoreApplication::applicationDirPath() + QStringLiteral("/rankscope-trainer");
 }
@@ -135,6 +145,8 @@ NodeWorker* RunEngine::startWorker(int node, std::unique_ptr<Transport> transpor
 }
 
 void RunEngine::reset() {
+    m_diagnosisTimer->stop();
+    m_diagnostics.clear();
     releaseWorkers();
     m_workers.clear();
     qDeleteAll(m_parsers);
@@ -199,6 +211,7 @@ bool RunEngine::launch(const JobSpec& original, RunMode mode, QString* error) {
         m_record.nodes[rank.nodeIndex].ranks.append(rank.rank);
     if (!m_store->save(m_record, error))
         return false;
+    startDiagnosis();
 
     for (int i = 0; i < plan.nodes.size(); ++i) {
         NodeLaunch launch;
@@ -246,6 +259,7 @@ bool RunEngine::attach(const QString& runId, QString* error) {
     }
     reset();
     m_record = *record;
+    startDiagnosis();
     replayStored();
     for (int i = 0; i < m_record.nodes.size(); ++i) {
         const RunNodeRecord& node = m_record.nodes[i];
@@ -280,11 +294,66 @@ bool RunEngine::open(const QString& runId, QString* error) {
     reset();
     m_record = *record;
     m_finished = true; // nothing to follow
-    replayStored();
+    startDiagnosis();
+    m_diagnosisTimer->stop();
+    // The diagnosis is replayed in the order things happened, as it ran live: events by their time, exits
+    // when they were seen, evaluated every tenth of a second of the run's time, as the live timer does. A run stopped because it hung
+    // shows the hang, though its ranks ended afterwards.
+    m_offlineEvents.emplace();
+    replayStreams();
+    QVector<TrainerEvent> timeline = *std::exchange(m_offlineEvents, std::nullopt);
+    std::stable_sort(timeline.begin(), timeline.end(),
+                     [](const TrainerEvent& a, const TrainerEvent& b) { return a.time < b.time; });
+    QVector<QPair<double, int>> exits; // (time, rank)
+    for (auto it = m_record.exits.cbegin(); it != m_record.exits.cend(); ++it)
+        exits.append({it->seenAt.isValid() ? static_cast<double>(it->seenAt.toMSecsSinceEpoch()) / 1000.0 : 0.0,
+                      it.key()});
+    std::sort(exits.begin(), exits.end());
+    double tick = timeline.isEmpty() ? 0.0 : timeline.front().time;
+    qsizetype nextExit = 0;
+    const auto exitsUntil = [&](double t) {
+        for (; nextExit < exits.size() && exits[nextExit].first <= t; ++nextExit)
+            m_diagnostics.rankExited(exits[nextExit].second, m_record.exits.value(exits[nextExit].second).status);
+    };
+    for (qsizetype i = 0; i < timeline.size();) {
+        tick += 0.1;
+        const qsizetype from = i;
+        while (i < timeline.size() && timeline[i].time <= tick)
+            ++i;
+        if (i == from && i < timeline.size() && timeline[i].time > tick + 60.0)
+            tick = timeline[i].time - 0.1; // a long silence: jump, after one evaluation inside it
+        m_diagnostics.addEvents(timeline.mid(from, i - from));
+        exitsUntil(tick);
+        diagnose(tick);
+    }
+    exitsUntil(std::numeric_limits<double>::infinity());
+    replayExits();
+    m_diagnostics.runEnded(m_record);
+    diagnose(m_record.ended.isValid() ? static_cast<double>(m_record.ended.toMSecsSinceEpoch()) / 1000.0
+                                      : static_cast<double>(QDateTime::currentMSecsSinceEpoch()) / 1000.0);
     return true;
 }
 
+void RunEngine::startDiagnosis() {
+    QHash<int, QString> hosts;
+    for (int rank = 0; rank < m_record.worldSize; ++rank)
+        hosts.insert(rank, hostOfRank(rank));
+    m_diagnostics.setRankHosts(hosts);
+    m_diagnosisTimer->start();
+}
+
+void RunEngine::diagnose(double now) {
+    const QVector<Diagnosis> changed = m_diagnostics.update(now);
+    if (!changed.isEmpty())
+        emit diagnoses(changed);
+}
+
 void RunEngine::replayStored() {
+    replayStreams();
+    replayExits();
+}
+
+void RunEngine::replayStreams() {
     // Everything already on disk goes through the same parsers first, so that a front end attaching to a
     // run sees its history, and a line cut by the interruption is completed by the bytes that follow.
     for (const RunNodeRecord& node : std::as_const(m_record.nodes))
@@ -299,8 +368,13 @@ void RunEngine::replayStored() {
         if (file.open(QIODevice::ReadOnly))
             parseGpu(node, file.readAll());
     }
-    for (auto it = m_record.exits.cbegin(); it != m_record.exits.cend(); ++it)
+}
+
+void RunEngine::replayExits() {
+    for (auto it = m_record.exits.cbegin(); it != m_record.exits.cend(); ++it) {
+        m_diagnostics.rankExited(it.key(), it.value().status); // once more is harmless
         emit rankExited(it.key(), hostOfRank(it.key()), it.value().status);
+    }
 }
 
 void RunEngine::onData(int /*node*/, int rank, int stream, qint64 offset, const QByteArray& bytes) {
@@ -353,8 +427,13 @@ void RunEngine::parse(int rank, RankStream stream, QByteArrayView bytes) {
                 m_firstErrors.insert(event.rank,
                                      {QDateTime::fromMSecsSinceEpoch(static_cast<qint64>(event.time * 1000), Qt::UTC),
                                       event.string("kind"), event.string("message")});
-        if (!batch.events.isEmpty())
+        if (!batch.events.isEmpty()) {
+            if (m_offlineEvents)
+                *m_offlineEvents += batch.events;
+            else
+                m_diagnostics.addEvents(batch.events);
             emit events(batch.events);
+        }
         if (!batch.errors.isEmpty())
             emit decodeErrors(rank, batch.errors);
         if (!batch.logLines.isEmpty()) {
@@ -384,6 +463,7 @@ void RunEngine::onRankExited(int /*node*/, int rank, int status, double unixTime
         return; // seen before this attach
     const QDateTime when = QDateTime::fromMSecsSinceEpoch(static_cast<qint64>(unixTime * 1000), Qt::UTC);
     m_record.exits.insert(rank, RankExit{status, when});
+    m_diagnostics.rankExited(rank, status);
     emit rankExited(rank, hostOfRank(rank), status);
     const bool genuine = status != 0 && !m_stopRequested && (!m_tearingDown || when < m_teardownAt);
     if (genuine) {
@@ -523,6 +603,7 @@ void RunEngine::stop() {
 }
 
 void RunEngine::detach() {
+    m_diagnosisTimer->stop();
     saveRecord();
     releaseWorkers();
     m_workers.clear(); // no longer following: isActive() is false, and a new run may start
@@ -538,6 +619,9 @@ void RunEngine::finish(const QString& state) {
         m_record.summary = QStringLiteral("stopped by the user");
     saveRecord();
     releaseWorkers();
+    m_diagnosisTimer->stop();
+    m_diagnostics.runEnded(m_record);
+    diagnose(static_cast<double>(QDateTime::currentMSecsSinceEpoch()) / 1000.0);
     emit finished(m_record);
 }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include "core/diagnostics.h"
 #include "core/eventstreamparser.h"
 #include "core/jobspec.h"
 #include "core/linesplitter.h"
@@ -22,6 +23,7 @@
 #include <memory>
 
 class QThread;
+class QTimer;
 
 namespace rankscope::remote {
 
@@ -79,6 +81,9 @@ signals:
     void linkRestored(int node, const QString& host);
     void stopped(int processesLeft); // every node answered the teardown; -1 when one could not be verified
     void finished(const rankscope::RunRecord& record);
+    // New or changed findings of the run's live diagnosis (hang, straggler, divergence, root cause), as
+    // they happen; an attached or opened run's history is diagnosed too.
+    void diagnoses(const QVector<rankscope::Diagnosis>& diagnoses);
 
 private:
     struct RankParsers {
@@ -98,7 +103,9 @@ private:
     void parse(int rank, RankStream stream, QByteArrayView bytes);
     void onGpuData(int node, qint64 offset, const QByteArray& bytes);
     void parseGpu(int node, QByteArrayView bytes);
-    void replayStored();
+    void replayStored(); // replayStreams, then replayExits
+    void replayStreams();
+    void replayExits();
     void teardown(int graceSeconds);
     void noteFailure();
     void finish(const QString& state);
@@ -121,6 +128,11 @@ private:
     };
     QHash<int, QString> m_lastStderrLine; // what a rank that dies without an error event said last
     QHash<int, FirstError> m_firstErrors; // the first error event of each rank
+    RunDiagnostics m_diagnostics;
+    std::optional<QVector<TrainerEvent>> m_offlineEvents; // open(): events gathered to be diagnosed in time order
+    QTimer* m_diagnosisTimer = nullptr;
+    void diagnose(double now);
+    void startDiagnosis();
     QSet<int> m_drainedNodes;
     QSet<int> m_stoppedNodes;
     int m_processesLeft = 0;
@@ -135,4 +147,5 @@ private:
 } // namespace rankscope::remote
 
 Q_DECLARE_METATYPE(rankscope::RankLogLine)
+Q_DECLARE_METATYPE(rankscope::Diagnosis)
 Q_DECLARE_METATYPE(rankscope::GpuSample)

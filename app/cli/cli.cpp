@@ -32,6 +32,8 @@ const QList<Command>& commands() {
         {"runs", "runs [--json]", "List stored runs."},
         {"logs", "logs RUN [--rank R] [--stream out|err|events|all] [--follow]", "Print a run's logs."},
         {"events", "events FILE... [--json]", "Summarise trainer event files (or a rank's stdout) per rank."},
+        {"diagnose", "diagnose RUN [--json]",
+         "What went wrong in a stored run: root cause, hangs, stragglers, diverged replicas."},
         {"inspect", "inspect FILE... [--json]",
          "Parse any log files: NCCL setup and warnings, watchdog timeouts, torchrun failures, errors."},
     };
@@ -88,7 +90,7 @@ int run(const QStringList& arguments) {
     if (connectionCommands.contains(command))
         parser.addOptions({knownHosts, sshConfig, acceptNew});
     if (command == QLatin1String("check") || command == QLatin1String("runs") || command == QLatin1String("events") ||
-        command == QLatin1String("inspect"))
+        command == QLatin1String("inspect") || command == QLatin1String("diagnose"))
         parser.addOption(json);
     if (command == QLatin1String("run"))
         parser.addOptions({mode, detach});
@@ -126,6 +128,11 @@ int run(const QStringList& arguments) {
         if (rest.isEmpty())
             return usageError(QStringLiteral("inspect: missing FILE"));
         return runInspectCommand(rest, parser.isSet(json));
+    }
+    if (command == QLatin1String("diagnose")) {
+        if (auto error = needOne(QStringLiteral("RUN")))
+            return *error;
+        return runDiagnoseCommand(rest.front(), parser.isSet(json));
     }
     if (command == QLatin1String("check")) {
         if (auto error = needOne(QStringLiteral("JOB")))

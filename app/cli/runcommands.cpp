@@ -199,6 +199,51 @@ int runStopCommand(const QString& run, const ConnectionFlags& flags) {
     return left == 0 ? kExitOk : kExitRunFailed;
 }
 
+int runDiagnoseCommand(const QString& run, bool json) {
+    RunStore store;
+    const QString id = resolveRun(store, QStringLiteral("diagnose"), run);
+    if (id.isEmpty())
+        return kExitUsage;
+    // The stored run replayed offline through the engine's own diagnosis, as of the moment it ended.
+    remote::RunEngine engine(&store, remote::EngineOptions{});
+    QVector<Diagnosis> found;
+    QObject::connect(&engine, &remote::RunEngine::diagnoses, [&found](const QVector<Diagnosis>& changed) {
+        for (const Diagnosis& diagnosis : changed) {
+            const auto same = std::find_if(found.begin(), found.end(),
+                                           [&](const Diagnosis& d) { return d.key == diagnosis.key; });
+            if (same != found.end())
+                *same = diagnosis;
+            else
+                found.append(diagnosis);
+        }
+    });
+    QString error;
+    if (!engine.open(id, &error)) {
+        printError(QStringLiteral("diagnose"), error);
+        return kExitUsage;
+    }
+    if (json) {
+        QJsonArray array;
+        for (const Diagnosis& d : std::as_const(found)) {
+            QJsonArray ranks;
+            for (const int rank : d.ranks)
+                ranks.append(rank);
+            QJsonObject object{{"kind", diagnosisKindName(d.kind)}, {"ranks", ranks}, {"message", d.message},
+                               {"resolved", d.resolved}, {"time", d.time}};
+            if (!d.host.isEmpty())
+                object.insert("host", d.host);
+            array.append(object);
+        }
+        std::printf("%s", QJsonDocument(QJsonObject{{"run", id}, {"diagnoses", array}}).toJson().constData());
+        return kExitOk;
+    }
+    if (found.isEmpty())
+        std::printf("run %s: nothing to report (no failure, hang, straggler or divergence)\n", qPrintable(id));
+    for (const Diagnosis& d : std::as_const(found))
+        std::printf("%s\n", qPrintable(d.toString()));
+    return kExitOk;
+}
+
 int runRunsCommand(bool json) {
     RunStore store;
     const QVector<RunRecord> runs = store.list();

@@ -33,6 +33,8 @@ struct CommandJob {
 [[nodiscard]] int runAttachCommand(const QString& run, const ConnectionFlags& flags);
 [[nodiscard]] int runStopCommand(const QString& run, const ConnectionFlags& flags);
 [[nodiscard]] int runRunsCommand(bool json);
+// `diagnose RUN [--json]`: the diagnosis of a stored run (root cause, hangs, stragglers, divergence).
+[[nodiscard]] int runDiagnoseCommand(const QString& run, bool json);
 [[nodiscard]] int runLogsCommand(const QString& run, std::optional<int> rank, const QString& stream, bool follow,
                                  const ConnectionFlags& flags);
 

@@ -36,6 +36,10 @@ RunMonitor::RunMonitor(remote::RunEngine* engine, bool interactive, FILE* out)
         if (status != 0)
             printLine(QStringLiteral("rank %1 on %2 ended: %3").arg(rank).arg(host, shortExitStatus(status)));
     });
+    connect(engine, &remote::RunEngine::diagnoses, this, [this](const QVector<Diagnosis>& found) {
+        for (const Diagnosis& diagnosis : found)
+            printLine(QStringLiteral("diagnosis: ") + diagnosis.toString());
+    });
     connect(engine, &remote::RunEngine::linkLost, this, [this](int, const QString& host, const QString& message) {
         printLine(QStringLiteral("[%1] link lost (%2); the run goes on, reconnecting").arg(host, message));
     });

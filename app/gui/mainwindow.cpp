@@ -14,6 +14,7 @@
 
 #include <QAction>
 #include <QCloseEvent>
+#include <QDockWidget>
 #include <QComboBox>
 #include <QDateTime>
 #include <QFile>
@@ -33,6 +34,7 @@
 #include <QTableView>
 #include <QToolBar>
 #include <QToolButton>
+#include <QTreeWidget>
 #include <QVBoxLayout>
 
 namespace rankscope::gui {
@@ -139,6 +141,25 @@ void MainWindow::buildTabs() {
     m_tabs->addTab(history, QStringLiteral("History"));
 
     setCentralWidget(m_tabs);
+
+    m_diagnostics = new QTreeWidget;
+    m_diagnostics->setObjectName(QStringLiteral("diagnosticsView"));
+    m_diagnostics->setHeaderLabels({QStringLiteral("Finding"), QStringLiteral("Ranks"), QStringLiteral("What")});
+    m_diagnostics->setRootIsDecorated(false);
+    m_diagnostics->setWordWrap(true);
+    m_diagnostics->setColumnWidth(0, 110);
+    m_diagnostics->setColumnWidth(1, 70);
+    connect(m_diagnostics, &QTreeWidget::itemClicked, this, [this](QTreeWidgetItem* item) {
+        const int rank = item->data(1, Qt::UserRole).toInt();
+        if (rank >= 0 && rank != m_focusedRank)
+            focusRank(rank);
+        showTab(LogsTab);
+    });
+    auto* dock = new QDockWidget(QStringLiteral("Diagnostics"));
+    dock->setObjectName(QStringLiteral("diagnosticsDock"));
+    dock->setWidget(m_diagnostics);
+    dock->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable);
+    addDockWidget(Qt::BottomDockWidgetArea, dock);
     m_runLabel = new QLabel(QStringLiteral("no run"));
     statusBar()->addPermanentWidget(m_runLabel);
 
@@ -211,6 +232,7 @@ void MainWindow::connectSession() {
     connect(m_session, &RunSession::logBatch, m_logs->model(), &LogModel::appendLines);
     connect(m_session, &RunSession::rankExited, m_runView, &RunView::rankExited);
     connect(m_session, &RunSession::gpuSamples, m_runView, &RunView::addGpuSamples);
+    connect(m_session, &RunSession::diagnoses, this, &MainWindow::addDiagnoses);
     connect(m_session, &RunSession::message, this, [this](const QString& text) { showMessage(text); });
     connect(m_session, &RunSession::finished, this, &MainWindow::onFinished);
     connect(m_session->engine(), &remote::RunEngine::launched, this, [this] {
@@ -221,6 +243,7 @@ void MainWindow::connectSession() {
 
 void MainWindow::onRunStarting(const RunRecord& record) {
     m_runView->clear();
+    m_diagnostics->clear();
     m_logs->model()->clear();
     m_logs->model()->setRankHosts(RunSession::rankHosts(record));
     m_focusedRank = -1;
@@ -228,6 +251,32 @@ void MainWindow::onRunStarting(const RunRecord& record) {
     setWindowTitle(QStringLiteral("RankScope — %1").arg(record.name.isEmpty() ? record.id : record.name));
     m_historyModel->refresh();
     updateActions();
+}
+
+void MainWindow::addDiagnoses(const QVector<Diagnosis>& diagnoses) {
+    for (const Diagnosis& d : diagnoses) {
+        QTreeWidgetItem* item = nullptr;
+        for (int i = 0; i < m_diagnostics->topLevelItemCount() && !item; ++i)
+            if (m_diagnostics->topLevelItem(i)->data(0, Qt::UserRole).toString() == d.key)
+                item = m_diagnostics->topLevelItem(i);
+        if (!item)
+            item = new QTreeWidgetItem(m_diagnostics);
+        QStringList ranks;
+        for (const int rank : d.ranks)
+            ranks << QString::number(rank);
+        item->setText(0, diagnosisKindName(d.kind) + (d.resolved ? QStringLiteral(" (resolved)") : QString()));
+        item->setText(1, ranks.join(QLatin1Char(',')));
+        item->setText(2, d.message);
+        item->setToolTip(2, d.message);
+        item->setData(0, Qt::UserRole, d.key);
+        item->setData(1, Qt::UserRole, d.ranks.value(0, -1));
+        const QColor colour = d.resolved ? QColor(0x75, 0x75, 0x75)
+                              : d.kind == DiagnosisKind::Straggler ? QColor(0xe6, 0x51, 0x00)
+                                                                    : QColor(0xc6, 0x28, 0x28);
+        item->setForeground(0, colour);
+        if (!d.resolved)
+            showMessage(d.toString(), true);
+    }
 }
 
 void MainWindow::onFinished(const RunRecord& record) {

@@ -13,6 +13,7 @@ class QLabel;
 class QSortFilterProxyModel;
 class QTabWidget;
 class QTableView;
+class QTreeWidget;
 
 namespace rankscope::gui {
 
@@ -63,6 +64,9 @@ public:
     [[nodiscard]] RunView* runView() const { return m_runView; }
     [[nodiscard]] LogInspector* logInspector() const { return m_logs; }
     [[nodiscard]] HistoryModel* historyModel() const { return m_historyModel; }
+    // One row per finding of the engine's diagnosis (root cause, hang, straggler, divergence); a click
+    // focuses every view on the rank it is about.
+    [[nodiscard]] QTreeWidget* diagnosticsView() const { return m_diagnostics; }
     [[nodiscard]] RunSession* session() const { return m_session; }
     [[nodiscard]] RunStore* store() const { return m_store.get(); }
 
@@ -75,6 +79,7 @@ private:
     void connectSession();
     void onRunStarting(const RunRecord& record);
     void onFinished(const RunRecord& record);
+    void addDiagnoses(const QVector<Diagnosis>& diagnoses);
     void focusRank(int rank);
     void updateActions();
     void updateDebugNodes();
@@ -97,6 +102,7 @@ private:
     HistoryModel* m_historyModel = nullptr;
     QSortFilterProxyModel* m_historyProxy = nullptr;
     QTableView* m_history = nullptr;
+    QTreeWidget* m_diagnostics = nullptr;
     QComboBox* m_debugNode = nullptr;
     QAction* m_debugAction = nullptr;
     QAction* m_submitAction = nullptr;

@@ -18,6 +18,7 @@ RunSession::RunSession(RunStore* store, remote::EngineOptions options, QObject* 
         flush(); // the lines a rank wrote before it ended come before its end
         emit rankExited(rank, host, status);
     });
+    connect(m_engine, &remote::RunEngine::diagnoses, this, &RunSession::diagnoses);
     connect(m_engine, &remote::RunEngine::gpuSamples, this,
             [this](int, const QString&, const QVector<GpuSample>& samples) { emit gpuSamples(samples); });
     connect(m_engine, &remote::RunEngine::nodeProgress, this,

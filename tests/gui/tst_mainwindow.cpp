@@ -21,6 +21,7 @@
 #include <QSignalSpy>
 #include <QStandardPaths>
 #include <QTemporaryDir>
+#include <QTreeWidget>
 #include <QtTest>
 
 using namespace rankscope;
@@ -31,14 +32,17 @@ namespace {
 const QString kTrainer = QStringLiteral(RANKSCOPE_BIN_DIR "/rankscope-trainer");
 constexpr int kSteps = 12;
 
-QString localDebugJob() {
+QString localDebugJob(const QJsonArray& faults = {}) {
+    QJsonArray extra{"--threads", "1"};
+    for (const QJsonValue& fault : faults)
+        extra.append(fault);
     const QJsonObject job{
         {"version", 1},
         {"name", "gui-debug"},
         {"mode", "debug"},
         {"master_port", 29700 + QRandomGenerator::global()->bounded(200)},
         {"trainer", QJsonObject{{"dataset", "synthetic"}, {"model", "mlp"}, {"batch_size", 16}, {"backend", "gloo"},
-                                {"device", "cpu"}, {"max_steps", kSteps}, {"extra_args", QJsonArray{"--threads", "1"}}}},
+                                {"device", "cpu"}, {"max_steps", kSteps}, {"extra_args", extra}}},
         {"debug", QJsonObject{{"node", "local"}, {"procs", 2}, {"max_steps", kSteps}, {"verbose", false}}}};
     return QString::fromUtf8(QJsonDocument(job).toJson());
 }
@@ -165,6 +169,33 @@ private slots:
             QCOMPARE(gridState(window.runView()->gridModel(), rank), RankLiveState::Finished);
         }
         QVERIFY(window.logInspector()->model()->rowCount() > 0);
+    }
+
+    // A rank that fails: the diagnostics panel names it as the root cause; a click on the finding focuses
+    // the views on that rank and shows its log.
+    void failedRankIsTheRootCauseInThePanel() {
+        MainWindow window(options());
+        window.show();
+        window.jobEditor()->setJsonText(localDebugJob({"--fail-at-step", "4", "--fail-rank", "1", "--timeout-s", "5"}));
+        QTRY_VERIFY_WITH_TIMEOUT(window.jobEditor()->isValid(), 5000);
+        QSignalSpy finished(window.session(), &RunSession::finished);
+        QString error;
+        QVERIFY2(window.debugRun(&error, QStringLiteral("local")), qPrintable(error));
+        QVERIFY(finished.wait(120000));
+        QTreeWidget* panel = window.diagnosticsView();
+        QTreeWidgetItem* cause = nullptr;
+        for (int i = 0; i < panel->topLevelItemCount(); ++i)
+            if (panel->topLevelItem(i)->text(0) == QLatin1String("root-cause"))
+                cause = panel->topLevelItem(i);
+        QVERIFY(cause);
+        QCOMPARE(cause->text(1), QStringLiteral("1"));
+        QVERIFY2(cause->text(2).contains(QLatin1String("rank 1")), qPrintable(cause->text(2)));
+        emit panel->itemClicked(cause, 0);
+        QCOMPARE(window.runView()->focusedRank(), 1);
+        const LogFilterProxy* proxy = window.logInspector()->filterProxy();
+        QVERIFY(proxy->rowCount() > 0);
+        for (int row = 0; row < proxy->rowCount(); ++row)
+            QCOMPARE(proxy->index(row, 0).data(LogModel::RankRole).toInt(), 1);
     }
 
     // Submit needs nodes: the error names the field rather than launching nothing.

@@ -1,0 +1,328 @@
+// SPDX-License-Identifier: MIT
+#include "core/diagnostics.h"
+
+#include <rankscope/event_schema.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace rankscope {
+
+namespace schema = rankscope::schema;
+
+namespace {
+
+double median(std::vector<double> values) {
+    if (values.empty())
+        return 0.0;
+    const auto middle = values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2);
+    std::nth_element(values.begin(), middle, values.end());
+    if (values.size() % 2 == 1)
+        return *middle;
+    const double upper = *middle;
+    const double lower = *std::max_element(values.begin(), middle);
+    return (lower + upper) / 2.0;
+}
+
+// "0-3,5": ranks as a user reads them.
+QString rankList(QVector<int> ranks) {
+    std::sort(ranks.begin(), ranks.end());
+    QStringList parts;
+    for (qsizetype i = 0; i < ranks.size();) {
+        qsizetype j = i;
+        while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1)
+            ++j;
+        parts << (j > i ? QStringLiteral("%1-%2").arg(ranks[i]).arg(ranks[j]) : QString::number(ranks[i]));
+        i = j + 1;
+    }
+    return parts.join(QLatin1Char(','));
+}
+
+} // namespace
+
+QString diagnosisKindName(DiagnosisKind kind) {
+    switch (kind) {
+    case DiagnosisKind::RootCause:
+        return QStringLiteral("root-cause");
+    case DiagnosisKind::Hang:
+        return QStringLiteral("hang");
+    case DiagnosisKind::Straggler:
+        return QStringLiteral("straggler");
+    case DiagnosisKind::Divergence:
+        return QStringLiteral("divergence");
+    }
+    return {};
+}
+
+QString Diagnosis::toString() const {
+    return diagnosisKindName(kind) + QStringLiteral(": ") + message + (resolved ? QStringLiteral(" (resolved)") : QString());
+}
+
+RunDiagnostics::RunDiagnostics(DiagnosticsOptions options) : m_options(options) {}
+
+void RunDiagnostics::clear() {
+    m_ranks.clear();
+    m_all.clear();
+    m_pending.clear();
+    m_hosts.clear();
+}
+
+double RunDiagnostics::heartbeatSeconds() const {
+    std::vector<double> gaps;
+    for (const RankState& state : m_ranks)
+        gaps.insert(gaps.end(), state.heartbeatGaps.begin(), state.heartbeatGaps.end());
+    const double measured = median(gaps);
+    return measured > 0.0 ? measured : m_options.defaultHeartbeatSeconds;
+}
+
+double RunDiagnostics::hangThresholdSeconds() const {
+    std::vector<double> steps;
+    for (const RankState& state : m_ranks)
+        steps.insert(steps.end(), state.stepMs.begin(), state.stepMs.end());
+    return std::max(m_options.hangIntervals * heartbeatSeconds(), 2.0 * median(steps) / 1000.0);
+}
+
+QString RunDiagnostics::where(int rank) const {
+    const QString host = m_hosts.value(rank);
+    return host.isEmpty() ? QStringLiteral("rank %1").arg(rank) : QStringLiteral("rank %1 on %2").arg(rank).arg(host);
+}
+
+void RunDiagnostics::addEvents(const QVector<TrainerEvent>& events) {
+    for (const TrainerEvent& event : events) {
+        RankState& state = m_ranks[event.rank];
+        switch (event.type) {
+        case TrainerEventType::Start:
+            if (const QString host = event.string(schema::start::kHost); !host.isEmpty() && !m_hosts.contains(event.rank))
+                m_hosts.insert(event.rank, host);
+            break;
+        case TrainerEventType::Heartbeat:
+            applyHeartbeat(event, state);
+            break;
+        case TrainerEventType::Step:
+            applyStep(event, state);
+            break;
+        case TrainerEventType::Error:
+            if (event.string(schema::error::kKind) == jsonKey(schema::error_kind::kReplicaDivergence))
+                report({DiagnosisKind::Divergence, QStringLiteral("divergence:check"), {event.rank}, m_hosts.value(event.rank),
+                        event.time,
+                        QStringLiteral("replicas diverged: %1 reports %2").arg(where(event.rank), event.string(schema::error::kMessage)),
+                        false},
+                       m_pending);
+            break;
+        case TrainerEventType::End:
+            state.ended = true;
+            if (event.has(schema::end::kParamChecksum))
+                state.endChecksum = event.number(schema::end::kParamChecksum);
+            break;
+        default:
+            break;
+        }
+    }
+}
+
+void RunDiagnostics::applyHeartbeat(const TrainerEvent& event, RankState& state) {
+    const qint64 step = event.integer(schema::heartbeat::kStep);
+    const QString phase = event.string(schema::heartbeat::kPhase);
+    const qint64 started = event.integer(schema::heartbeat::kCollectiveStarted);
+    const qint64 finished = event.integer(schema::heartbeat::kCollectiveFinished);
+    if (state.seenHeartbeat) {
+        state.heartbeatGaps.push_back(event.time - state.lastHeartbeat);
+        if (state.heartbeatGaps.size() > 32)
+            state.heartbeatGaps.pop_front();
+    }
+    if (!state.seenHeartbeat || step != state.step || phase != state.phase || started != state.started ||
+        finished != state.finished)
+        state.lastMove = event.time;
+    state.step = step;
+    state.phase = phase;
+    state.started = started;
+    state.finished = finished;
+    state.lastHeartbeat = event.time;
+    state.seenHeartbeat = true;
+}
+
+void RunDiagnostics::applyStep(const TrainerEvent& event, RankState& state) {
+    state.step = event.integer(schema::step::kStep);
+    state.lastMove = std::max(state.lastMove, event.time);
+    const double stepMs = event.number(schema::step::kStepMs);
+    const double waitMs = event.number(schema::step::kCommWaitMs, 0.0);
+    if (!std::isfinite(stepMs))
+        return;
+    state.computeMs.push_back(stepMs - (std::isfinite(waitMs) ? waitMs : 0.0));
+    state.stepMs.push_back(stepMs);
+    while (static_cast<int>(state.computeMs.size()) > m_options.stragglerWindow) {
+        state.computeMs.pop_front();
+        state.stepMs.pop_front();
+    }
+}
+
+void RunDiagnostics::rankExited(int rank, int /*status*/) {
+    m_ranks[rank].ended = true;
+}
+
+void RunDiagnostics::runEnded(const RunRecord& record) {
+    if ((record.state != QLatin1String("failed") && record.state != QLatin1String("lost")) || record.firstFailedRank < 0)
+        return;
+    const int rank = record.firstFailedRank;
+    QString message = record.summary;
+    const RankExit exit = record.exits.value(rank);
+    if (exit.signal() == 9 && !message.contains(QLatin1String("error")))
+        message += QStringLiteral("; SIGKILL without an error of its own is often the kernel's OOM killer: look for "
+                                  "\"Out of memory\" or GPU Xid lines in dmesg on %1")
+                       .arg(m_hosts.value(rank, QStringLiteral("its node")));
+    report({DiagnosisKind::RootCause, QStringLiteral("root-cause"), {rank}, m_hosts.value(rank),
+            record.ended.isValid() ? record.ended.toMSecsSinceEpoch() / 1000.0 : 0.0, message, false},
+           m_pending);
+}
+
+QVector<Diagnosis> RunDiagnostics::update(double now) {
+    QVector<Diagnosis> changed = std::exchange(m_pending, {});
+    checkHang(now, changed);
+    checkStragglers(now, changed);
+    checkChecksums(now, changed);
+    return changed;
+}
+
+void RunDiagnostics::report(Diagnosis diagnosis, QVector<Diagnosis>& changed) {
+    const auto it = std::find_if(m_all.begin(), m_all.end(), [&](const Diagnosis& d) { return d.key == diagnosis.key; });
+    if (it != m_all.end() && !it->resolved)
+        return; // already reported and still standing
+    if (it != m_all.end())
+        *it = diagnosis;
+    else
+        m_all.append(diagnosis);
+    changed.append(diagnosis);
+}
+
+void RunDiagnostics::resolve(const QString& key, double now, QVector<Diagnosis>& changed) {
+    for (Diagnosis& d : m_all)
+        if (d.key == key && !d.resolved) {
+            d.resolved = true;
+            d.time = now;
+            changed.append(d);
+        }
+}
+
+void RunDiagnostics::checkHang(double now, QVector<Diagnosis>& changed) {
+    const double still = hangThresholdSeconds();
+    QVector<int> waiting;
+    qint64 collective = 0;
+    for (auto it = m_ranks.cbegin(); it != m_ranks.cend(); ++it) {
+        const RankState& s = it.value();
+        if (!s.ended && s.seenHeartbeat && s.started > s.finished && now - s.lastMove >= still) {
+            waiting.append(it.key());
+            collective = std::max(collective, s.started);
+        }
+    }
+    const QString key = QStringLiteral("hang:%1").arg(collective);
+    for (const Diagnosis& d : std::as_const(m_all)) {
+        if (d.kind != DiagnosisKind::Hang || d.resolved || (!waiting.isEmpty() && d.key == key))
+            continue;
+        // Moved on, unless its ranks merely ended: a hung run that is stopped stays a hung run.
+        const bool alive = std::any_of(d.ranks.cbegin(), d.ranks.cend(), [this](int rank) { return !m_ranks[rank].ended; });
+        if (alive)
+            resolve(d.key, now, changed);
+    }
+    if (waiting.isEmpty())
+        return;
+
+    QVector<int> inside;   // waiting in the newest collective
+    QVector<int> behind;   // never started it, and not moving either
+    bool moving = false;   // a live rank still on its way to the collective
+    for (auto it = m_ranks.cbegin(); it != m_ranks.cend(); ++it) {
+        const RankState& s = it.value();
+        if (s.ended || !s.seenHeartbeat)
+            continue;
+        if (s.started >= collective && waiting.contains(it.key()))
+            inside.append(it.key());
+        else if (s.started < collective && now - s.lastMove >= still)
+            behind.append(it.key());
+        else
+            moving = true;
+    }
+    if (moving)
+        return; // not yet: someone is still getting there
+    if (behind.isEmpty()) {
+        report({DiagnosisKind::Hang, key, inside, QString(), now,
+                QStringLiteral("every running rank (%1) is stuck inside collective #%2: no rank is missing from it, "
+                               "so look at the communication itself (NCCL logs, the network)")
+                    .arg(rankList(inside))
+                    .arg(collective),
+                false},
+               changed);
+        return;
+    }
+    const int culprit = behind.front();
+    const RankState& c = m_ranks[culprit];
+    QStringList others;
+    for (qsizetype i = 1; i < behind.size(); ++i)
+        others << where(behind[i]);
+    QVector<int> ranks = behind;
+    ranks += inside;
+    report({DiagnosisKind::Hang, key, ranks, m_hosts.value(culprit), now,
+            QStringLiteral("%1 stuck at step %2 in phase %3 (collective #%4)%5; ranks %6 waiting in collective #%7")
+                .arg(where(culprit))
+                .arg(c.step)
+                .arg(c.phase.isEmpty() ? QStringLiteral("?") : c.phase)
+                .arg(c.started)
+                .arg(others.isEmpty() ? QString() : QStringLiteral(", and ") + others.join(QStringLiteral(", ")))
+                .arg(rankList(inside))
+                .arg(collective),
+            false},
+           changed);
+}
+
+void RunDiagnostics::checkStragglers(double now, QVector<Diagnosis>& changed) {
+    QMap<int, double> medians;
+    for (auto it = m_ranks.cbegin(); it != m_ranks.cend(); ++it)
+        if (static_cast<int>(it->computeMs.size()) >= m_options.stragglerWindow)
+            medians.insert(it.key(), median({it->computeMs.begin(), it->computeMs.end()}));
+    if (medians.size() < 2)
+        return;
+    for (auto it = medians.cbegin(); it != medians.cend(); ++it) {
+        std::vector<double> others;
+        for (auto other = medians.cbegin(); other != medians.cend(); ++other)
+            if (other.key() != it.key())
+                others.push_back(other.value());
+        const double reference = median(others);
+        if (reference <= 0.0)
+            continue;
+        const double ratio = it.value() / reference;
+        const QString key = QStringLiteral("straggler:%1").arg(it.key());
+        if (ratio >= m_options.stragglerFactor)
+            report({DiagnosisKind::Straggler, key, {it.key()}, m_hosts.value(it.key()), now,
+                    QStringLiteral("%1 is a straggler: it computes %2x as long as the median of the others "
+                                   "(%3 ms vs %4 ms per step over its last %5 steps); the others wait for it")
+                        .arg(where(it.key()))
+                        .arg(ratio, 0, 'f', 2)
+                        .arg(it.value(), 0, 'f', 0)
+                        .arg(reference, 0, 'f', 0)
+                        .arg(m_options.stragglerWindow),
+                    false},
+                   changed);
+        else if (ratio < m_options.stragglerRecovered)
+            resolve(key, now, changed);
+    }
+}
+
+void RunDiagnostics::checkChecksums(double now, QVector<Diagnosis>& changed) {
+    if (m_ranks.size() < 2)
+        return;
+    QMap<double, QVector<int>> byChecksum;
+    for (auto it = m_ranks.cbegin(); it != m_ranks.cend(); ++it) {
+        if (!it->endChecksum)
+            return; // not every rank has ended well yet
+        byChecksum[*it->endChecksum].append(it.key());
+    }
+    if (byChecksum.size() < 2)
+        return;
+    QStringList groups;
+    for (auto it = byChecksum.cbegin(); it != byChecksum.cend(); ++it)
+        groups << QStringLiteral("ranks %1: %2").arg(rankList(it.value())).arg(it.key(), 0, 'g', 17);
+    report({DiagnosisKind::Divergence, QStringLiteral("divergence:end"), byChecksum.last(), QString(), now,
+            QStringLiteral("the replicas ended with different parameters (%1)").arg(groups.join(QStringLiteral("; "))),
+            false},
+           changed);
+}
+
+} // namespace rankscope

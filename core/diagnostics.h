@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include "core/runstore.h"
+#include "core/trainerevent.h"
+
+#include <QHash>
+#include <QMap>
+#include <QString>
+#include <QVector>
+
+#include <deque>
+
+namespace rankscope {
+
+enum class DiagnosisKind { RootCause, Hang, Straggler, Divergence };
+
+// "root-cause", "hang", "straggler", "divergence".
+[[nodiscard]] QString diagnosisKindName(DiagnosisKind kind);
+
+// One finding about a run, in words a user can act on, and the ranks it is about (the culprit first).
+struct Diagnosis {
+    DiagnosisKind kind = DiagnosisKind::RootCause;
+    QString key;        // stable identity across updates, e.g. "hang:41" (the collective) or "straggler:3"
+    QVector<int> ranks; // the culprit first, then the ranks affected
+    QString host;       // the culprit's
+    double time = 0.0;  // Unix seconds, when it was found (or resolved)
+    QString message;
+    bool resolved = false; // a hang that moved on, a straggler that caught up
+
+    [[nodiscard]] QString toString() const; // "hang: rank 1 on node-b stuck ..." (+ " (resolved)")
+};
+
+struct DiagnosticsOptions {
+    // A hang is reported once the waiting ranks and the rank they wait for have shown no progress for this
+    // many heartbeat intervals (the interval is measured from the heartbeats themselves), or for two typical
+    // steps when steps are longer than that: a rank that is merely slow is not a hang.
+    double hangIntervals = 1.2;
+    double defaultHeartbeatSeconds = 1.0;
+    // A straggler's compute time per step (step time without the wait for others) stays above this factor
+    // times the median of the other ranks over the last `stragglerWindow` steps.
+    double stragglerFactor = 1.2;
+    double stragglerRecovered = 1.1;
+    int stragglerWindow = 20;
+};
+
+// Live diagnosis of a distributed run from what its ranks report: heartbeats (step, phase, collective
+// counters), step timings, errors, exits. Fed with the engine's batches; update(now) re-evaluates the
+// time-dependent findings and returns what is new or changed since the previous call.
+//
+// Hang: the ranks waiting inside collective #K (started K, finished K-1) have not moved, and neither has
+// the rank that never started #K: "rank R on host H stuck at step S in phase P (collective #N); ranks ...
+// waiting in collective #K". When every live rank waits inside the same collective, no rank is singled out.
+// Straggler: compute time = step_ms - comm_wait_ms: in synchronous data parallelism every rank's step takes
+// as long as the slowest one's, and the others' surplus shows up as waiting; the slow rank is the one that
+// computes longer. Divergence: the trainer's replica check failing, or end checksums that differ.
+// Root cause: the engine's verdict on a failed run (first failure by cause, not by arrival), via runEnded().
+class RunDiagnostics final {
+public:
+    explicit RunDiagnostics(DiagnosticsOptions options = {});
+
+    void setRankHosts(const QHash<int, QString>& hosts) { m_hosts = hosts; }
+    void addEvents(const QVector<TrainerEvent>& events);
+    void rankExited(int rank, int status);
+    void runEnded(const RunRecord& record);
+    QVector<Diagnosis> update(double now);
+    void clear();
+
+    [[nodiscard]] const QVector<Diagnosis>& all() const { return m_all; }
+    [[nodiscard]] double heartbeatSeconds() const;
+    // How long the ranks must be still before a hang is reported (see DiagnosticsOptions::hangIntervals).
+    [[nodiscard]] double hangThresholdSeconds() const;
+
+private:
+    struct RankState {
+        qint64 step = 0;
+        QString phase;
+        qint64 started = 0;  // collective_started of the last heartbeat
+        qint64 finished = 0; // collective_finished
+        double lastHeartbeat = 0.0;
+        double lastMove = 0.0; // when step, phase or a counter last changed
+        bool seenHeartbeat = false;
+        bool ended = false;
+        std::deque<double> computeMs; // the last stragglerWindow steps
+        std::deque<double> stepMs;
+        std::deque<double> heartbeatGaps;
+        std::optional<double> endChecksum;
+    };
+
+    void applyHeartbeat(const TrainerEvent& event, RankState& state);
+    void applyStep(const TrainerEvent& event, RankState& state);
+    void report(Diagnosis diagnosis, QVector<Diagnosis>& changed);
+    void resolve(const QString& key, double now, QVector<Diagnosis>& changed);
+    void checkHang(double now, QVector<Diagnosis>& changed);
+    void checkStragglers(double now, QVector<Diagnosis>& changed);
+    void checkChecksums(double now, QVector<Diagnosis>& changed);
+    [[nodiscard]] QString where(int rank) const; // "rank 3 on node-b"
+
+    DiagnosticsOptions m_options;
+    QHash<int, QString> m_hosts;
+    QMap<int, RankState> m_ranks;
+    QVector<Diagnosis> m_all;
+    QVector<Diagnosis> m_pending; // found while feeding, handed out by the next update()
+};
+
+} // namespace rankscope

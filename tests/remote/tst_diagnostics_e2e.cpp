@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: MIT
+// The engine's live diagnosis on real runs of the trainer with its fault-injection flags, on the local
+// transport (debug mode on this machine, Gloo): a hung rank is named within two heartbeat intervals, a slow
+// rank is flagged as a straggler and the others are not, a failing rank is the root cause; and the stored
+// runs are diagnosed the same way by `rankscope-cli diagnose`.
+#include "enginetestutil.h"
+
+#include <QProcess>
+#include <QRandomGenerator>
+#include <QTemporaryDir>
+
+using namespace rankscope;
+using namespace rankscope::test;
+
+namespace {
+
+const QString kTrainer = QStringLiteral(RANKSCOPE_BIN_DIR "/rankscope-trainer");
+const QString kCli = QStringLiteral(RANKSCOPE_BIN_DIR "/rankscope-cli");
+constexpr double kHeartbeatSeconds = 0.5;
+
+QJsonObject debugJob(const QString& name, int steps, const QJsonArray& faults) {
+    QJsonArray extra{"--threads", "1", "--heartbeat-s", QString::number(kHeartbeatSeconds)};
+    for (const QJsonValue& fault : faults)
+        extra.append(fault);
+    return QJsonObject{{"version", 1},
+                       {"name", name},
+                       {"mode", "debug"},
+                       {"master_port", 29100 + QRandomGenerator::global()->bounded(300)},
+                       {"trainer", QJsonObject{{"dataset", "synthetic"}, {"model", "mlp"}, {"batch_size", 16},
+                                               {"backend", "gloo"}, {"device", "cpu"}, {"max_steps", steps},
+                                               {"extra_args", extra}}},
+                       {"debug", QJsonObject{{"node", "local"}, {"procs", 2}, {"max_steps", steps}, {"verbose", false}}}};
+}
+
+QVector<Diagnosis> collected(const QSignalSpy& spy, DiagnosisKind kind) {
+    QVector<Diagnosis> found;
+    for (const auto& call : spy)
+        for (const Diagnosis& d : call.front().value<QVector<Diagnosis>>())
+            if (d.kind == kind)
+                found.append(d);
+    return found;
+}
+
+} // namespace
+
+class tst_DiagnosticsE2E final : public QObject {
+    Q_OBJECT
+
+private:
+    QTemporaryDir m_dir;
+    RunStore m_store{m_dir.filePath(QStringLiteral("store"))};
+    QString m_hangRun;
+
+    remote::EngineOptions options() const {
+        remote::EngineOptions o;
+        o.localTrainer = kTrainer;
+        o.sshConfigPath = QStringLiteral("none");
+        return o;
+    }
+    QString cliDiagnose(const QString& run) const {
+        QProcess cli;
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert(QStringLiteral("RANKSCOPE_HOME"), m_dir.filePath(QStringLiteral("store")));
+        cli.setProcessEnvironment(env);
+        cli.start(kCli, {QStringLiteral("diagnose"), run});
+        cli.waitForFinished(60000);
+        return QString::fromUtf8(cli.readAllStandardOutput() + cli.readAllStandardError());
+    }
+
+private slots:
+    void initTestCase() {
+        qRegisterMetaType<RunRecord>();
+        QVERIFY(QFileInfo(kTrainer).isExecutable());
+    }
+    void cleanupTestCase() { QProcess::execute(QStringLiteral("pkill"), {QStringLiteral("-f"), m_dir.path()}); }
+
+    void hungRankIsNamedWithinTwoHeartbeats() {
+        remote::RunEngine engine(&m_store, options());
+        QSignalSpy diagnoses(&engine, &remote::RunEngine::diagnoses);
+        QSignalSpy events(&engine, &remote::RunEngine::events);
+        QString error;
+        QVERIFY2(engine.launch(jobFrom(debugJob("hang", 1000, {"--hang-at-step", "6", "--hang-rank", "1"})),
+                               RunMode::Debug, &error),
+                 qPrintable(error));
+        QTRY_VERIFY_WITH_TIMEOUT(!collected(diagnoses, DiagnosisKind::Hang).isEmpty(), 90000);
+        const Diagnosis hang = collected(diagnoses, DiagnosisKind::Hang).front();
+        QCOMPARE(hang.ranks.front(), 1);
+        QVERIFY2(hang.message.startsWith(QLatin1String("rank 1 on localhost stuck at step 5 in phase forward")),
+                 qPrintable(hang.message));
+        QVERIFY2(hang.message.contains(QLatin1String("ranks 0 waiting in collective")), qPrintable(hang.message));
+
+        // From the first heartbeat showing rank 0 waiting for the collective rank 1 never joins.
+        double waitingSince = 0.0;
+        for (const auto& call : events)
+            for (const TrainerEvent& e : call.front().value<QVector<TrainerEvent>>())
+                if (waitingSince == 0.0 && e.rank == 0 && e.type == TrainerEventType::Heartbeat && e.integer("step") == 5 &&
+                    e.integer("collective_started") > e.integer("collective_finished"))
+                    waitingSince = e.time;
+        QVERIFY(waitingSince > 0.0);
+        const double delay = hang.time - waitingSince;
+        qInfo("hang diagnosed %.2f s (%.1f heartbeat intervals) after rank 0 was seen waiting", delay,
+              delay / kHeartbeatSeconds);
+        QVERIFY2(delay <= 2 * kHeartbeatSeconds + 0.1, qPrintable(QString::number(delay)));
+
+        m_hangRun = engine.record().id;
+        QTest::qWait(2000); // the user reads it, then stops the run
+        QSignalSpy finished(&engine, &remote::RunEngine::finished);
+        engine.stop();
+        QVERIFY(finished.wait(60000));
+    }
+
+    // The stored run, offline: the same hang, from the CLI.
+    void storedHangIsDiagnosedByTheCli() {
+        QVERIFY(!m_hangRun.isEmpty());
+        const QString out = cliDiagnose(m_hangRun);
+        QVERIFY2(out.contains(QLatin1String("hang: rank 1 on localhost stuck at step 5")), qPrintable(out));
+    }
+
+    void slowRankIsTheOnlyStraggler() {
+        remote::RunEngine engine(&m_store, options());
+        QSignalSpy diagnoses(&engine, &remote::RunEngine::diagnoses);
+        QSignalSpy finished(&engine, &remote::RunEngine::finished);
+        QString error;
+        QVERIFY2(engine.launch(jobFrom(debugJob("slow", 60, {"--slow-rank", "1", "--slow-ms", "40"})), RunMode::Debug,
+                               &error),
+                 qPrintable(error));
+        QVERIFY(finished.wait(120000));
+        const QVector<Diagnosis> stragglers = collected(diagnoses, DiagnosisKind::Straggler);
+        QVERIFY(!stragglers.isEmpty());
+        for (const Diagnosis& d : stragglers)
+            QCOMPARE(d.ranks, QVector<int>{1});
+        QVERIFY2(stragglers.front().message.startsWith(QLatin1String("rank 1 on localhost is a straggler")),
+                 qPrintable(stragglers.front().message));
+        QVERIFY(collected(diagnoses, DiagnosisKind::Hang).isEmpty()); // a slow rank is not a hung one
+    }
+
+    void failingRankIsTheRootCause() {
+        remote::RunEngine engine(&m_store, options());
+        QSignalSpy diagnoses(&engine, &remote::RunEngine::diagnoses);
+        QSignalSpy finished(&engine, &remote::RunEngine::finished);
+        QString error;
+        QVERIFY2(engine.launch(jobFrom(debugJob("fail", 200, {"--fail-at-step", "4", "--fail-rank", "1", "--timeout-s", "5"})),
+                               RunMode::Debug, &error),
+                 qPrintable(error));
+        QVERIFY(finished.wait(120000));
+        const QVector<Diagnosis> causes = collected(diagnoses, DiagnosisKind::RootCause);
+        QCOMPARE(causes.size(), 1);
+        QCOMPARE(causes.front().ranks, QVector<int>{1});
+        QVERIFY2(causes.front().message.contains(QLatin1String("rank 1")), qPrintable(causes.front().message));
+        const QString out = cliDiagnose(engine.record().id);
+        QVERIFY2(out.contains(QLatin1String("root-cause: rank 1")), qPrintable(out));
+    }
+};
+
+QTEST_GUILESS_MAIN(tst_DiagnosticsE2E)
+#include "tst_diagnostics_e2e.moc"
