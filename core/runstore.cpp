@@ -186,6 +186,18 @@ QString RunStore::runDir(const QString& id) const {
     return m_root + QStringLiteral("/runs/") + id;
 }
 
+QString RunStore::saveStacks(const QString& id, const QJsonObject& stacks, const QDateTime& capturedAt,
+                             QString* error) {
+    const QString path = runDir(id) + QStringLiteral("/stacks-%1.json")
+                                          .arg(capturedAt.toUTC().toString(QStringLiteral("yyyyMMdd'T'HHmmsszzz'Z'")));
+    if (!QDir().mkpath(runDir(id))) {
+        if (error)
+            *error = QStringLiteral("cannot create %1").arg(runDir(id));
+        return {};
+    }
+    return writeJson(path, stacks, error) ? path : QString();
+}
+
 bool RunStore::save(const RunRecord& record, QString* error) {
     if (!QDir().mkpath(runDir(record.id))) {
         if (error)

@@ -105,6 +105,11 @@ public:
     bool appendNodeStream(const QString& id, int node, const QString& name, qint64 offset, QByteArrayView bytes,
                           QString* error = nullptr, qint64* appended = nullptr);
 
+    // A merged stack capture (core/stacks.h's StackTree::toJson), as ROOT/runs/ID/stacks-<UTC time>.json,
+    // written atomically. The path, or empty with *error set.
+    QString saveStacks(const QString& id, const QJsonObject& stacks, const QDateTime& capturedAt,
+                       QString* error = nullptr);
+
 private:
     void saveIndex() const;
 

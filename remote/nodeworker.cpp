@@ -36,6 +36,28 @@ QVector<ExitLine> parseExitLines(const QByteArray& completeLines) {
     return lines;
 }
 
+QString stackCaptureCommand(const QString& pidFile, int timeoutSeconds) {
+    // The rank's pid file holds the trainer's own pid (the supervisor execs it). kill -0 fails with EPERM
+    // for another user's live process, so /proc decides whether it is gone. The ptrace scope is reported so
+    // that a refusal can name it.
+    return QStringLiteral(
+               "f=%1; t=%2\n"
+               "pid=$(cat \"$f\" 2>/dev/null)\n"
+               "[ -n \"$pid\" ] || { echo \"rankscope: no pid file $f (the rank never started)\" >&2; exit 3; }\n"
+               "kill -0 \"$pid\" 2>/dev/null || [ -d \"/proc/$pid\" ] || "
+               "{ echo \"rankscope: process $pid is gone (the rank ended)\" >&2; exit 3; }\n"
+               "scope=$(cat /proc/sys/kernel/yama/ptrace_scope 2>/dev/null)\n"
+               "if command -v gdb >/dev/null 2>&1; then\n"
+               "  timeout -k 5 \"$t\" gdb -nx -p \"$pid\" -batch -ex 'set pagination off' -ex 'set width 0' "
+               "-ex 'thread apply all bt' </dev/null\n"
+               "elif command -v eu-stack >/dev/null 2>&1; then\n"
+               "  timeout -k 5 \"$t\" eu-stack -p \"$pid\" -s -m </dev/null\n"
+               "else echo 'rankscope: neither gdb nor eu-stack on the node (install gdb)' >&2; exit 3; fi\n"
+               "s=$?; echo \"rankscope-ptrace-scope=$scope\" >&2; exit $s\n")
+        .arg(shellQuote(pidFile))
+        .arg(timeoutSeconds);
+}
+
 NodeWorker::NodeWorker(int nodeIndex, std::unique_ptr<Transport> transport, NodeWorkerOptions options)
     : m_node(nodeIndex), m_transport(std::move(transport)), m_options(options) {}
 
@@ -429,6 +451,27 @@ void NodeWorker::stop(int graceSeconds) {
     } catch (const TransportError& error) {
         emit stopped(m_node, -1, error.message());
     }
+}
+
+void NodeWorker::captureStacks(int job, int timeoutSeconds) {
+    QVector<RankStackCapture> captures;
+    for (const int rank : std::as_const(m_ranks)) {
+        RankStackCapture capture{rank, {}, {}};
+        try {
+            if (!m_transport->isConnected())
+                m_transport->connect();
+            const QString pidFile = m_runDir + QStringLiteral("/rank%1.pid").arg(rank);
+            const ExecResult result = m_transport->exec(stackCaptureCommand(pidFile, timeoutSeconds), {},
+                                                        std::chrono::seconds(timeoutSeconds + 15));
+            capture.error = stackCaptureError(result.out, result.err, result.exitStatus);
+            if (capture.error.isEmpty())
+                capture.stacks = parseStacks(result.out);
+        } catch (const TransportError& error) {
+            capture.error = error.message();
+        }
+        captures.append(capture);
+    }
+    emit stacksCaptured(m_node, job, captures);
 }
 
 void NodeWorker::shutdown() {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "core/runstore.h"
+#include "core/stacks.h"
 #include "remote/transport.h"
 
 #include <QElapsedTimer>
@@ -61,6 +62,13 @@ struct StreamOffsets {
     qint64 gpu = 0; // bytes of the node's gpu.csv already stored
 };
 
+// One rank's native stacks, taken on its node: the parsed stacks, or why there are none.
+struct RankStackCapture {
+    int rank = 0;
+    ProcessStacks stacks;
+    QString error; // empty when `stacks` holds threads
+};
+
 struct NodeWorkerOptions {
     int pollIntervalMs = 20;
     int lostAfterMs = 15000; // no pulse for this long, with ranks still unaccounted for: they are lost
@@ -84,6 +92,9 @@ public slots:
     // SIGTERM to every rank's process group, SIGKILL after graceSeconds, then counts what is left.
     void stop(int graceSeconds);
     void shutdown(); // stops following and disconnects; call before the thread quits
+    // Every rank's native stacks (gdb, else eu-stack, each bounded by timeoutSeconds), parsed here, off the
+    // caller's thread; answered by stacksCaptured with the same `job`. Following pauses meanwhile.
+    void captureStacks(int job, int timeoutSeconds);
 
 signals:
     void progress(int node, const QString& message);
@@ -96,6 +107,7 @@ signals:
     void linkRestored(int node);
     void drained(int node); // every rank ended and every byte of its files was delivered
     void stopped(int node, int processesLeft, const QString& detail);
+    void stacksCaptured(int node, int job, const QVector<rankscope::remote::RankStackCapture>& captures);
 
 private:
     void poll();
@@ -142,4 +154,10 @@ struct ExitLine {
 };
 [[nodiscard]] QVector<ExitLine> parseExitLines(const QByteArray& completeLines);
 
+// The shell command that prints the native stacks of the process whose pid is in `pidFile`: gdb, else
+// eu-stack, under `timeout`; when it cannot, one "rankscope: ..." sentence on stderr (see stackCaptureError).
+[[nodiscard]] QString stackCaptureCommand(const QString& pidFile, int timeoutSeconds);
+
 } // namespace rankscope::remote
+
+Q_DECLARE_METATYPE(rankscope::remote::RankStackCapture)

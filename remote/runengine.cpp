@@ -74,6 +74,8 @@ RunEngine::RunEngine(RunStore* store, EngineOptions options, QObject* parent)
     qRegisterMetaType<QVector<RankLogLine>>();
     qRegisterMetaType<QVector<GpuSample>>();
     qRegisterMetaType<QVector<Diagnosis>>();
+    qRegisterMetaType<QVector<RankStackCapture>>();
+    qRegisterMetaType<StackTree>();
     // Hangs and stragglers are about time passing: re-evaluated ten times a second while following.
     m_diagnosisTimer = new QTimer(this);
     m_diagnosisTimer->setInterval(100);
@@ -134,6 +136,7 @@ NodeWorker* RunEngine::startWorker(int node, std::unique_ptr<Transport> transpor
     connect(worker, &NodeWorker::failed, this, &RunEngine::onFailed);
     connect(worker, &NodeWorker::drained, this, &RunEngine::onDrained);
     connect(worker, &NodeWorker::stopped, this, &RunEngine::onStopped);
+    connect(worker, &NodeWorker::stacksCaptured, this, &RunEngine::onStacksCaptured);
     connect(worker, &NodeWorker::linkLost, this,
             [this](int n, const QString& message) { emit linkLost(n, m_record.nodes.value(n).host, message); });
     connect(worker, &NodeWorker::linkRestored, this,
@@ -153,6 +156,9 @@ void RunEngine::reset() {
     m_parsers.clear();
     m_gpuParsers.clear();
     m_drainedNodes.clear();
+    m_stackNodesPending.clear();
+    m_stackedHangs.clear();
+    ++m_stackJob; // results of an earlier run's capture are dropped
     m_firstErrors.clear();
     m_lastStderrLine.clear();
     m_stoppedNodes.clear();
@@ -344,8 +350,63 @@ void RunEngine::startDiagnosis() {
 
 void RunEngine::diagnose(double now) {
     const QVector<Diagnosis> changed = m_diagnostics.update(now);
-    if (!changed.isEmpty())
-        emit diagnoses(changed);
+    if (changed.isEmpty())
+        return;
+    emit diagnoses(changed);
+    if (!m_options.captureStacksOnHang || !isActive() || m_offlineEvents)
+        return;
+    for (const Diagnosis& diagnosis : changed) {
+        if (diagnosis.kind == DiagnosisKind::Hang && !diagnosis.resolved && !m_stackedHangs.contains(diagnosis.key)) {
+            m_stackedHangs.insert(diagnosis.key);
+            captureStacks();
+            return; // one capture shows every hang of this moment
+        }
+    }
+}
+
+bool RunEngine::captureStacks(QString* error) {
+    if (!isActive()) {
+        if (error)
+            *error = QStringLiteral("no run is being followed");
+        return false;
+    }
+    const int job = ++m_stackJob;
+    m_stackTree = StackTree();
+    m_stackTree.runId = m_record.id;
+    m_stackNodesPending.clear();
+    const int timeout = m_options.stackTimeoutSeconds;
+    for (int i = 0; i < m_workers.size(); ++i) {
+        NodeWorker* worker = m_workers[i];
+        if (!worker)
+            continue;
+        m_stackNodesPending.insert(i);
+        QMetaObject::invokeMethod(
+            worker, [worker, job, timeout] { worker->captureStacks(job, timeout); }, Qt::QueuedConnection);
+    }
+    return true;
+}
+
+void RunEngine::onStacksCaptured(int node, int job, const QVector<RankStackCapture>& captures) {
+    if (job != m_stackJob || !m_stackNodesPending.remove(node))
+        return; // superseded
+    const QString host = m_record.nodes.value(node).host;
+    for (const RankStackCapture& capture : captures) {
+        if (capture.error.isEmpty())
+            m_stackTree.addRank(capture.rank, capture.stacks);
+        else
+            m_stackTree.addError(capture.rank, QStringLiteral("%1: %2").arg(host, capture.error));
+    }
+    if (!m_stackNodesPending.isEmpty())
+        return;
+    const QDateTime now = QDateTime::currentDateTimeUtc();
+    m_stackTree.capturedAt = static_cast<double>(now.toMSecsSinceEpoch()) / 1000.0;
+    QString error;
+    const QString path = m_store->saveStacks(m_record.id, m_stackTree.toJson(), now, &error);
+    if (path.isEmpty())
+        emit stacksError(error);
+    if (m_stackTree.isEmpty())
+        emit stacksError(QStringLiteral("no stacks from any rank"));
+    emit stacksCaptured(m_stackTree, path);
 }
 
 void RunEngine::replayStored() {

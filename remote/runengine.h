@@ -7,6 +7,7 @@
 #include "core/linesplitter.h"
 #include "core/nvidiasmi.h"
 #include "core/runstore.h"
+#include "core/stacks.h"
 #include "core/trainerevent.h"
 #include "remote/nodeworker.h"
 #include "remote/sshtransport.h"
@@ -40,6 +41,8 @@ struct EngineOptions {
     int failureGraceSeconds = 3; // a failed rank's peers are usually blocked in a collective: end them quickly
     QString localTrainer;        // default: rankscope-trainer next to this executable
     QString trainerSources = QStringLiteral(":/rankscope/trainer");
+    bool captureStacksOnHang = true; // once per hang (its key), while following a live run
+    int stackTimeoutSeconds = 60;    // per rank, for gdb or eu-stack
 };
 
 // The engine every front end drives: it launches a job's ranks on their nodes (or attaches to a stored
@@ -60,6 +63,10 @@ public:
     bool open(const QString& runId, QString* error);
     void stop();   // teardown: SIGTERM, SIGKILL after the grace period, verified on every node
     void detach(); // stop following; the run goes on on its nodes
+    // Takes every rank's native stacks on its node (gdb or eu-stack, on the node workers' threads), merges
+    // them into one tree, saves it in the run store and emits stacksCaptured; a capture still running is
+    // superseded. False when no run is being followed.
+    bool captureStacks(QString* error = nullptr);
 
     [[nodiscard]] const RunRecord& record() const { return m_record; }
     [[nodiscard]] QString hostOfRank(int rank) const;
@@ -84,6 +91,10 @@ signals:
     // New or changed findings of the run's live diagnosis (hang, straggler, divergence, root cause), as
     // they happen; an attached or opened run's history is diagnosed too.
     void diagnoses(const QVector<rankscope::Diagnosis>& diagnoses);
+    // A merged stack capture, and the file it was saved to in the run store (empty when saving failed:
+    // stacksError says why). Ranks without stacks are in tree.errors() with the reason.
+    void stacksCaptured(const rankscope::StackTree& tree, const QString& path);
+    void stacksError(const QString& message);
 
 private:
     struct RankParsers {
@@ -133,6 +144,11 @@ private:
     QTimer* m_diagnosisTimer = nullptr;
     void diagnose(double now);
     void startDiagnosis();
+    void onStacksCaptured(int node, int job, const QVector<RankStackCapture>& captures);
+    int m_stackJob = 0;
+    QSet<int> m_stackNodesPending;
+    StackTree m_stackTree;
+    QSet<QString> m_stackedHangs; // hang keys already captured automatically
     QSet<int> m_drainedNodes;
     QSet<int> m_stoppedNodes;
     int m_processesLeft = 0;
@@ -149,3 +165,4 @@ private:
 Q_DECLARE_METATYPE(rankscope::RankLogLine)
 Q_DECLARE_METATYPE(rankscope::Diagnosis)
 Q_DECLARE_METATYPE(rankscope::GpuSample)
+Q_DECLARE_METATYPE(rankscope::StackTree)

@@ -28,6 +28,8 @@ const QList<Command>& commands() {
         {"run", "run JOB [--mode debug|submit] [--detach]",
          "Deploy and launch a job, show per-rank progress, summarise at the end."},
         {"attach", "attach RUN", "Reattach to a run (after a dropped link or from another terminal)."},
+        {"stacks", "stacks RUN [--json]",
+         "Native stacks of every rank of a running run (gdb), merged into one tree, saved with the run."},
         {"stop", "stop RUN", "Stop a run on every node (SIGTERM, then SIGKILL) and verify nothing is left."},
         {"runs", "runs [--json]", "List stored runs."},
         {"logs", "logs RUN [--rank R] [--stream out|err|events|all] [--follow]", "Print a run's logs."},
@@ -86,11 +88,11 @@ int run(const QStringList& arguments) {
 
     parser.parse(arguments);
     const QString command = parser.positionalArguments().value(0);
-    const QStringList connectionCommands = {"check", "run", "attach", "stop", "logs"};
+    const QStringList connectionCommands = {"check", "run", "attach", "stop", "logs", "stacks"};
     if (connectionCommands.contains(command))
         parser.addOptions({knownHosts, sshConfig, acceptNew});
     if (command == QLatin1String("check") || command == QLatin1String("runs") || command == QLatin1String("events") ||
-        command == QLatin1String("inspect") || command == QLatin1String("diagnose"))
+        command == QLatin1String("inspect") || command == QLatin1String("diagnose") || command == QLatin1String("stacks"))
         parser.addOption(json);
     if (command == QLatin1String("run"))
         parser.addOptions({mode, detach});
@@ -133,6 +135,11 @@ int run(const QStringList& arguments) {
         if (auto error = needOne(QStringLiteral("RUN")))
             return *error;
         return runDiagnoseCommand(rest.front(), parser.isSet(json));
+    }
+    if (command == QLatin1String("stacks")) {
+        if (auto error = needOne(QStringLiteral("RUN")))
+            return *error;
+        return runStacksCommand(rest.front(), parser.isSet(json), flags);
     }
     if (command == QLatin1String("check")) {
         if (auto error = needOne(QStringLiteral("JOB")))

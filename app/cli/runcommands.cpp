@@ -181,6 +181,53 @@ int runAttachCommand(const QString& run, const ConnectionFlags& flags) {
     return follow(engine, true);
 }
 
+int runStacksCommand(const QString& run, bool json, const ConnectionFlags& flags) {
+    RunStore store;
+    const QString id = resolveRun(store, QStringLiteral("stacks"), run);
+    if (id.isEmpty())
+        return kExitUsage;
+    if (const auto record = store.load(id); record && record->ended.isValid()) {
+        printError(QStringLiteral("stacks"),
+                   QStringLiteral("run %1 has ended (%2): no process to take stacks of").arg(id, record->state));
+        return kExitRunFailed;
+    }
+    remote::EngineOptions options = engineOptions(flags);
+    options.captureStacksOnHang = false; // this command captures once, itself
+    remote::RunEngine engine(&store, options);
+    QString error;
+    if (!engine.attach(id, &error)) {
+        printError(QStringLiteral("stacks"), error);
+        return kExitLaunchFailed;
+    }
+    QObject::connect(&engine, &remote::RunEngine::stacksError, [](const QString& message) {
+        printError(QStringLiteral("stacks"), message);
+    });
+    QObject::connect(&engine, &remote::RunEngine::stacksCaptured, QCoreApplication::instance(),
+                     [&](const StackTree& tree, const QString& path) {
+                         if (json) {
+                             QJsonObject object = tree.toJson();
+                             object.insert("path", path);
+                             std::printf("%s", QJsonDocument(object).toJson().constData());
+                         } else {
+                             std::printf("stacks of run %s%s:\n%s", qPrintable(id),
+                                         path.isEmpty() ? "" : qPrintable(QStringLiteral(" (saved to %1)").arg(path)),
+                                         qPrintable(tree.render()));
+                         }
+                         std::fflush(stdout);
+                         engine.detach();
+                         QCoreApplication::exit(tree.isEmpty() ? kExitRunFailed : kExitOk);
+                     });
+    QObject::connect(&engine, &remote::RunEngine::finished, QCoreApplication::instance(),
+                     [&](const RunRecord& record) {
+                         printError(QStringLiteral("stacks"), QStringLiteral("run %1 ended (%2) before its stacks "
+                                                                             "were taken")
+                                                                  .arg(id, record.state));
+                         QCoreApplication::exit(kExitRunFailed);
+                     });
+    engine.captureStacks(); // queued behind each worker's attach, so it runs once connected
+    return QCoreApplication::exec();
+}
+
 int runStopCommand(const QString& run, const ConnectionFlags& flags) {
     RunStore store;
     const QString id = resolveRun(store, QStringLiteral("stop"), run);

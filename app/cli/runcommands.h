@@ -35,6 +35,9 @@ struct CommandJob {
 [[nodiscard]] int runRunsCommand(bool json);
 // `diagnose RUN [--json]`: the diagnosis of a stored run (root cause, hangs, stragglers, divergence).
 [[nodiscard]] int runDiagnoseCommand(const QString& run, bool json);
+// `stacks RUN [--json]`: attaches to a running run only to take every rank's native stacks, prints the
+// merged tree (also saved in the run store) and detaches; the run goes on.
+[[nodiscard]] int runStacksCommand(const QString& run, bool json, const ConnectionFlags& flags);
 [[nodiscard]] int runLogsCommand(const QString& run, std::optional<int> rank, const QString& stream, bool follow,
                                  const ConnectionFlags& flags);
 

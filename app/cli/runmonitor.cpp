@@ -40,6 +40,15 @@ RunMonitor::RunMonitor(remote::RunEngine* engine, bool interactive, FILE* out)
         for (const Diagnosis& diagnosis : found)
             printLine(QStringLiteral("diagnosis: ") + diagnosis.toString());
     });
+    connect(engine, &remote::RunEngine::stacksCaptured, this, [this](const StackTree& tree, const QString& path) {
+        printLine(QStringLiteral("stacks of every rank, merged%1:")
+                      .arg(path.isEmpty() ? QString() : QStringLiteral(" (saved to %1)").arg(path)));
+        clearBars();
+        std::fprintf(m_out, "%s", tree.render().toUtf8().constData());
+        redraw();
+    });
+    connect(engine, &remote::RunEngine::stacksError, this,
+            [this](const QString& message) { printLine(QStringLiteral("stacks: ") + message); });
     connect(engine, &remote::RunEngine::linkLost, this, [this](int, const QString& host, const QString& message) {
         printLine(QStringLiteral("[%1] link lost (%2); the run goes on, reconnecting").arg(host, message));
     });

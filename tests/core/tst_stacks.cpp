@@ -1,0 +1,233 @@
+// SPDX-License-Identifier: MIT
+// Native stacks: gdb's and eu-stack's output parsed, merged across ranks into the parallel-stacks tree,
+// wait frames labelled, and the tree through JSON and back. The gloo-hang files are real gdb output of a
+// hung 2-rank trainer (tests/data/README.md says how they were recorded).
+#include "core/stacks.h"
+
+#include <QFile>
+#include <QTest>
+
+using namespace rankscope;
+
+namespace {
+
+QByteArray data(const QString& name) {
+    QFile file(QStringLiteral(RANKSCOPE_TEST_DATA_DIR "/stacks/") + name);
+    if (!file.open(QIODevice::ReadOnly))
+        qFatal("missing test data %s", qPrintable(name));
+    return file.readAll();
+}
+
+StackTree hungGlooTree() {
+    StackTree tree;
+    tree.addRank(0, parseStacks(data(QStringLiteral("gloo-hang-rank0.gdb.txt"))));
+    tree.addRank(1, parseStacks(data(QStringLiteral("gloo-hang-rank1.gdb.txt"))));
+    return tree;
+}
+
+} // namespace
+
+class tst_Stacks final : public QObject {
+    Q_OBJECT
+
+private slots:
+    void frames_data() {
+        QTest::addColumn<QString>("line");
+        QTest::addColumn<QString>("function");
+        QTest::addColumn<QString>("location");
+        QTest::addColumn<QString>("library");
+        QTest::addColumn<bool>("inlined");
+        QTest::newRow("address, args, file") << "0x00007fa5d80f1e53 in __GI___nanosleep (req=<optimized out>, "
+                                                "rem=<optimized out>) at ../sysdeps/unix/sysv/linux/nanosleep.c:25"
+                                             << "__GI___nanosleep" << "nanosleep.c:25" << "" << false;
+        QTest::newRow("inlined") << "rankscope::trainer::(anonymous namespace)::Trainer::injectFaults "
+                                    "(this=0x7ffebd7a27a0) at /work/main/trainer/src/training.cpp:295"
+                                 << "rankscope::trainer::(anonymous namespace)::Trainer::injectFaults"
+                                 << "training.cpp:295" << "" << true;
+        QTest::newRow("signature, from lib")
+            << "0x00007fa5dc66cac1 in c10d::ProcessGroupGloo::runLoop(int) () from "
+               "/lib/x86_64-linux-gnu/libtorch_cpu.so.1.13"
+            << "c10d::ProcessGroupGloo::runLoop" << "" << "libtorch_cpu.so.1.13" << false;
+        QTest::newRow("no symbol") << "0x00007fa5d7ed44a3 in ?? () from /lib/x86_64-linux-gnu/libstdc++.so.6"
+                                   << "??" << "" << "libstdc++.so.6" << false;
+        QTest::newRow("const method") << "0x00007f7933f440e8 in at::Tensor::_backward(c10::ArrayRef<at::Tensor>, "
+                                         "c10::optional<at::Tensor> const&) const () from /lib/libtorch_cpu.so"
+                                      << "at::Tensor::_backward" << "" << "libtorch_cpu.so" << false;
+        QTest::newRow("operator()") << "0x00005592717ad0be in operator() (__closure=0x55927f6e4a48) at "
+                                       "/work/main/trainer/src/termination.cpp:20"
+                                    << "operator()" << "termination.cpp:20" << "" << false;
+        QTest::newRow("template with a function type")
+            << "std::__invoke_impl<void, rankscope::trainer::handleTerminationSignals(std::function<void "
+               "(int)>)::<lambda()> > (__f=...) at /usr/include/c++/12/bits/invoke.h:61"
+            << "std::__invoke_impl<void, rankscope::trainer::handleTerminationSignals(std::function<void "
+               "(int)>)::<lambda()> >"
+            << "invoke.h:61" << "" << true;
+        QTest::newRow("string argument with a parenthesis")
+            << "0x0000000000401136 in log (text=0x402004 \"a (b\") at log.c:3" << "log" << "log.c:3" << "" << false;
+        QTest::newRow("clone suffix") << "0x0000000000401136 in f(int) [clone .isra.0] () from /lib/x.so"
+                                      << "f" << "" << "x.so" << false;
+    }
+    void frames() {
+        QFETCH(QString, line);
+        const ProcessStacks stacks = parseGdbStacks(QStringLiteral("#0  %1\n").arg(line).toUtf8());
+        QCOMPARE(stacks.threads.size(), 1);
+        QCOMPARE(stacks.threads[0].frames.size(), 1);
+        const StackFrame& frame = stacks.threads[0].frames[0];
+        QTEST(frame.function, "function");
+        QTEST(frame.location(), "location");
+        QTEST(frame.library, "library");
+        QTEST(frame.inlined, "inlined");
+    }
+
+    void realGdbOutputMainThreadFirst() {
+        const ProcessStacks rank1 = parseStacks(data(QStringLiteral("gloo-hang-rank1.gdb.txt")));
+        QCOMPARE(rank1.pid, 21948);
+        QCOMPARE(rank1.threads.size(), 7);
+        QCOMPARE(rank1.threads[0].number, 1);
+        QCOMPARE(rank1.threads[0].lwp, 21948);
+        QCOMPARE(rank1.threads[0].name, QStringLiteral("rankscope-train"));
+        QCOMPARE(rank1.threads[0].frames.size(), 9);
+        QCOMPARE(rank1.threads[0].frames.back().function, QStringLiteral("main"));
+        QCOMPARE(rank1.threads[0].frames[3].function,
+                 QStringLiteral("rankscope::trainer::(anonymous namespace)::Trainer::injectFaults"));
+        const ProcessStacks rank0 = parseStacks(data(QStringLiteral("gloo-hang-rank0.gdb.txt")));
+        QCOMPARE(rank0.threads.size(), 8);
+        QCOMPARE(rank0.threads[0].frames[5].function, QStringLiteral("c10d::Reducer::finalize_backward"));
+    }
+
+    void waitLabels_data() {
+        QTest::addColumn<QString>("function");
+        QTest::addColumn<QString>("label");
+        QTest::newRow("gloo recv") << "gloo::transport::tcp::UnboundBuffer::waitRecv" << "gloo wait";
+        QTest::newRow("gloo loop") << "gloo::transport::tcp::Loop::run" << "";
+        QTest::newRow("nccl work") << "c10d::ProcessGroupNCCL::WorkNCCL::wait" << "c10d wait";
+        QTest::newRow("gloo work") << "c10d::ProcessGroupGloo::AsyncWork::wait" << "c10d wait";
+        QTest::newRow("store") << "c10d::TCPStore::doWait" << "c10d wait";
+        QTest::newRow("reducer") << "c10d::Reducer::finalize_backward" << "c10d wait";
+        QTest::newRow("idle gloo worker") << "c10d::ProcessGroupGloo::runLoop" << "";
+        QTest::newRow("nccl group") << "ncclGroupEnd" << "nccl wait";
+        QTest::newRow("nccl proxy") << "ncclProxyProgress" << "nccl wait";
+        QTest::newRow("sleep_for") << "std::this_thread::sleep_for<long, std::ratio<3600l, 1l> >" << "sleep";
+        QTest::newRow("nanosleep") << "__GI___clock_nanosleep" << "sleep";
+        QTest::newRow("other") << "main" << "";
+    }
+    void waitLabels() {
+        QFETCH(QString, function);
+        QTEST(waitKindName(classifyWaitFrame(function)), "label");
+    }
+
+    void hungRankStandsApart() {
+        const StackTree tree = hungGlooTree();
+        QCOMPARE(tree.ranks(), (QVector<int>{0, 1}));
+        // The main threads lead: the first root child is `main`, shared by both ranks.
+        QCOMPARE(tree.root().children.front().function, QStringLiteral("main"));
+        QCOMPARE(tree.root().children.front().ranks(), (QVector<int>{0, 1}));
+        const auto inject = tree.find(QStringLiteral("injectFaults"));
+        QCOMPARE(inject.size(), 1);
+        QCOMPARE(inject.front()->ranks(), QVector<int>{1});
+        const auto reducer = tree.find(QStringLiteral("finalize_backward"));
+        QCOMPARE(reducer.size(), 1);
+        QCOMPARE(reducer.front()->ranks(), QVector<int>{0});
+        QCOMPARE(reducer.front()->wait, WaitKind::C10d);
+        const auto recv = tree.find(QStringLiteral("waitRecv"));
+        QCOMPARE(recv.size(), 1);
+        QCOMPARE(recv.front()->ranks(), QVector<int>{0});
+        QCOMPARE(recv.front()->wait, WaitKind::Gloo);
+
+        const QString text = tree.render();
+        QVERIFY2(text.startsWith(QLatin1String("[ranks 0-1] main at main.cpp:49\n")), qPrintable(text));
+        QVERIFY2(text.contains(QRegularExpression(
+                     QStringLiteral("\\n +\\[rank 1\\] rankscope::trainer::\\(anonymous "
+                                    "namespace\\)::Trainer::injectFaults at training.cpp:295\\n"))),
+                 qPrintable(text));
+        QVERIFY2(text.contains(QLatin1String("[rank 0] c10d::Reducer::finalize_backward  <-- c10d wait")),
+                 qPrintable(text));
+        QVERIFY2(text.contains(QLatin1String("[rank 1] std::this_thread::sleep_for<long, std::ratio<3600l, 1l> > at "
+                                             "this_thread_sleep.h:80  <-- sleep")),
+                 qPrintable(text));
+        // Helper threads are kept: both ranks' Gloo worker loops, several threads per rank.
+        QVERIFY2(text.contains(QLatin1String("[ranks 0-1: 4 threads] c10d::ProcessGroupGloo::runLoop")),
+                 qPrintable(text));
+        const QString mainOnly = tree.render(true);
+        QVERIFY(!mainOnly.contains(QLatin1String("runLoop")));
+        QVERIFY(mainOnly.contains(QLatin1String("injectFaults")));
+    }
+
+    void wrappedLinesAndNccl() {
+        const ProcessStacks stacks = parseStacks(data(QStringLiteral("nccl-style-wrapped.gdb.txt")));
+        QCOMPARE(stacks.pid, 4100);
+        QCOMPARE(stacks.threads.size(), 3);
+        QCOMPARE(stacks.threads[0].lwp, 4100); // thread 1, printed last, is put first
+        QCOMPARE(stacks.threads[0].frames.size(), 3);
+        QCOMPARE(stacks.threads[0].frames[0].location(), QStringLiteral("TCPStore.cpp:1078")); // cut by a terminal
+        QCOMPARE(stacks.threads[0].frames[1].location(), QStringLiteral("TCPStore.cpp:1061")); // wrapped by gdb
+        StackTree tree;
+        tree.addRank(3, stacks);
+        QCOMPARE(tree.find(QStringLiteral("ncclGroupEnd")).front()->wait, WaitKind::Nccl);
+        QCOMPARE(tree.find(QStringLiteral("WorkNCCL::wait")).front()->wait, WaitKind::C10d);
+        QCOMPARE(tree.find(QStringLiteral("TCPStore::wait")).front()->wait, WaitKind::C10d);
+        const QString text = tree.render();
+        QVERIFY2(text.contains(QLatin1String("[rank 3] ?? (libnccl.so.2)")), qPrintable(text));
+        QVERIFY2(text.contains(QLatin1String("[rank 3] ?? (libcuda.so.1)")), qPrintable(text));
+    }
+
+    void euStack() {
+        const ProcessStacks stacks = parseStacks(data(QStringLiteral("sleep.eu-stack.txt")));
+        QCOMPARE(stacks.pid, 5100);
+        QCOMPARE(stacks.threads.size(), 2);
+        QCOMPARE(stacks.threads[0].lwp, 5100);
+        QCOMPARE(stacks.threads[0].frames[0].function, QStringLiteral("__GI___clock_nanosleep"));
+        QCOMPARE(stacks.threads[0].frames[0].location(), QStringLiteral("clock_nanosleep.c:48"));
+        QCOMPARE(stacks.threads[0].frames[2].location(), QStringLiteral("sleep.cc:6"));
+        QCOMPARE(stacks.threads[1].frames.size(), 4);
+    }
+
+    void captureErrors_data() {
+        QTest::addColumn<QByteArray>("out");
+        QTest::addColumn<QByteArray>("err");
+        QTest::addColumn<int>("status");
+        QTest::addColumn<QString>("expected");
+        QTest::newRow("ok") << data(QStringLiteral("gloo-hang-rank1.gdb.txt")) << QByteArray() << 0 << "";
+        QTest::newRow("ptrace denied") << QByteArray()
+                                       << data(QStringLiteral("ptrace-denied.gdb.err")) + "rankscope-ptrace-scope=2\n"
+                                       << 0 << "ptrace not permitted (kernel.yama.ptrace_scope = 2";
+        QTest::newRow("gone") << QByteArray() << data(QStringLiteral("process-gone.gdb.err")) << 0
+                              << "the process is gone";
+        QTest::newRow("script") << QByteArray() << QByteArray("rankscope: neither gdb nor eu-stack on the node\n")
+                                << 3 << "neither gdb nor eu-stack on the node";
+        QTest::newRow("timeout") << QByteArray() << QByteArray() << 124 << "the debugger did not finish in time";
+        QTest::newRow("nothing") << QByteArray("garbage\n") << QByteArray("boom\n") << 1
+                                 << "no stack in the debugger's output (exit 1: boom)";
+    }
+    void captureErrors() {
+        QFETCH(QByteArray, out);
+        QFETCH(QByteArray, err);
+        QFETCH(int, status);
+        QFETCH(QString, expected);
+        const QString error = stackCaptureError(out, err, status);
+        QVERIFY2(expected.isEmpty() ? error.isEmpty() : error.startsWith(expected), qPrintable(error));
+    }
+
+    void rankSets() {
+        QCOMPARE(formatRankSet({0, 2, 3, 4, 5, 6, 7}), QStringLiteral("0,2-7"));
+        QCOMPARE(formatRankSet({5}), QStringLiteral("5"));
+        QCOMPARE(formatRankSet({3, 1, 2, 9}), QStringLiteral("1-3,9"));
+    }
+
+    void jsonRoundTrip() {
+        StackTree tree = hungGlooTree();
+        tree.runId = QStringLiteral("20240101-000000-abcd");
+        tree.capturedAt = 1700000000.5;
+        tree.addError(2, QStringLiteral("the process is gone"));
+        const auto back = StackTree::fromJson(tree.toJson());
+        QVERIFY(back);
+        QCOMPARE(back->runId, tree.runId);
+        QCOMPARE(back->capturedAt, tree.capturedAt);
+        QCOMPARE(back->errors(), tree.errors());
+        QCOMPARE(back->render(), tree.render());
+        QVERIFY(!StackTree::fromJson(QJsonObject{{"version", 2}}));
+    }
+};
+
+QTEST_GUILESS_MAIN(tst_Stacks)
+#include "tst_stacks.moc"

@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: MIT
+// Merged native stacks on a real hung run of the trainer, on the local transport (debug mode, Gloo): when the
+// engine diagnoses the hang it takes every rank's stacks with gdb by itself, and the merged tree shows the
+// hung rank apart (in the injected sleep) from the one waiting in Gloo/c10d; the tree is saved in the run
+// store; `rankscope-cli stacks RUN` on the still-running run shows the same split. Where ptrace is refused
+// (kernel.yama.ptrace_scope, a container without CAP_SYS_PTRACE) or gdb is missing, the test is skipped with
+// the cause the engine reports.
+#include "enginetestutil.h"
+
+#include <QDir>
+#include <QProcess>
+#include <QRandomGenerator>
+#include <QTemporaryDir>
+
+using namespace rankscope;
+using namespace rankscope::test;
+
+namespace {
+
+const QString kTrainer = QStringLiteral(RANKSCOPE_BIN_DIR "/rankscope-trainer");
+const QString kCli = QStringLiteral(RANKSCOPE_BIN_DIR "/rankscope-cli");
+
+QJsonObject hangJob() {
+    const QJsonArray extra{"--threads", "1", "--heartbeat-s", "0.5", "--hang-at-step", "5", "--hang-rank", "1"};
+    return QJsonObject{{"version", 1},
+                       {"name", "stacks"},
+                       {"mode", "debug"},
+                       {"master_port", 29400 + QRandomGenerator::global()->bounded(300)},
+                       {"trainer", QJsonObject{{"dataset", "synthetic"}, {"model", "mlp"}, {"batch_size", 16},
+                                               {"backend", "gloo"}, {"device", "cpu"}, {"max_steps", 1000},
+                                               {"extra_args", extra}}},
+                       {"debug", QJsonObject{{"node", "local"}, {"procs", 2}, {"max_steps", 1000}, {"verbose", false}}}};
+}
+
+// The line of a rendered tree that holds `text`.
+QString lineWith(const QString& rendered, const QString& text) {
+    for (const QString& line : rendered.split(QLatin1Char('\n')))
+        if (line.contains(text))
+            return line;
+    return {};
+}
+
+// The split a hang must show: rank 1 alone in the injected sleep, rank 0 alone in a labelled Gloo/c10d wait.
+bool showsHungRankApart(const QString& rendered, QString* why) {
+    const QString inject = lineWith(rendered, QStringLiteral("Trainer::injectFaults"));
+    const QString sleep = lineWith(rendered, QStringLiteral("std::this_thread::sleep_for"));
+    const QString reducer = lineWith(rendered, QStringLiteral("c10d::Reducer::finalize_backward"));
+    const QString recv = lineWith(rendered, QStringLiteral("gloo::transport::tcp::UnboundBuffer::wait"));
+    const QString trainStep = lineWith(rendered, QStringLiteral("Trainer::trainStep"));
+    QStringList problems;
+    if (!inject.trimmed().startsWith(QLatin1String("[rank 1] ")))
+        problems << QStringLiteral("injectFaults: '%1'").arg(inject);
+    if (!sleep.trimmed().startsWith(QLatin1String("[rank 1] ")) || !sleep.endsWith(QLatin1String("<-- sleep")))
+        problems << QStringLiteral("sleep: '%1'").arg(sleep);
+    if (!reducer.trimmed().startsWith(QLatin1String("[rank 0] ")) || !reducer.endsWith(QLatin1String("<-- c10d wait")))
+        problems << QStringLiteral("reducer: '%1'").arg(reducer);
+    if (!recv.trimmed().startsWith(QLatin1String("[rank 0] ")) || !recv.endsWith(QLatin1String("<-- gloo wait")))
+        problems << QStringLiteral("gloo: '%1'").arg(recv);
+    if (!trainStep.trimmed().startsWith(QLatin1String("[ranks 0-1] ")))
+        problems << QStringLiteral("trainStep shared: '%1'").arg(trainStep);
+    *why = problems.join(QStringLiteral("; ")) + QStringLiteral("\n") + rendered;
+    return problems.isEmpty();
+}
+
+} // namespace
+
+class tst_StacksE2E final : public QObject {
+    Q_OBJECT
+
+private:
+    QTemporaryDir m_dir;
+    RunStore m_store{m_dir.filePath(QStringLiteral("store"))};
+
+    remote::EngineOptions options() const {
+        remote::EngineOptions o;
+        o.localTrainer = kTrainer;
+        o.sshConfigPath = QStringLiteral("none");
+        return o;
+    }
+
+private slots:
+    void initTestCase() {
+        qRegisterMetaType<RunRecord>();
+        qRegisterMetaType<StackTree>();
+        QVERIFY(QFileInfo(kTrainer).isExecutable());
+        QVERIFY(QFileInfo(kCli).isExecutable());
+    }
+    void cleanupTestCase() { QProcess::execute(QStringLiteral("pkill"), {QStringLiteral("-f"), m_dir.path()}); }
+
+    void hangIsCapturedAutomaticallyAndByTheCli() {
+        remote::RunEngine engine(&m_store, options());
+        QSignalSpy diagnoses(&engine, &remote::RunEngine::diagnoses);
+        QSignalSpy captured(&engine, &remote::RunEngine::stacksCaptured);
+        QSignalSpy finished(&engine, &remote::RunEngine::finished);
+        QString error;
+        QVERIFY2(engine.launch(jobFrom(hangJob()), RunMode::Debug, &error), qPrintable(error));
+        const auto hangSeen = [&] {
+            for (const auto& call : diagnoses)
+                for (const Diagnosis& d : call.front().value<QVector<Diagnosis>>())
+                    if (d.kind == DiagnosisKind::Hang && !d.resolved)
+                        return true;
+            return false;
+        };
+        QTRY_VERIFY_WITH_TIMEOUT(hangSeen(), 90000);
+        QTRY_COMPARE_WITH_TIMEOUT(captured.size(), 1, 120000);
+        const StackTree tree = captured.front().at(0).value<StackTree>();
+        const QString path = captured.front().at(1).toString();
+        if (tree.isEmpty()) {
+            engine.stop();
+            QVERIFY(finished.wait(60000));
+            QStringList causes;
+            for (auto it = tree.errors().cbegin(); it != tree.errors().cend(); ++it)
+                causes << QStringLiteral("rank %1: %2").arg(it.key()).arg(it.value());
+            QSKIP(qPrintable(QStringLiteral("no stacks could be taken here: ") + causes.join(QStringLiteral("; "))));
+        }
+        QVERIFY2(tree.errors().isEmpty(), qPrintable(tree.render()));
+        QCOMPARE(tree.runId, engine.record().id);
+        QString why;
+        QVERIFY2(showsHungRankApart(tree.render(), &why), qPrintable(why));
+
+        // Saved in the run store, and it reads back as the same tree.
+        QVERIFY2(path.startsWith(m_store.runDir(engine.record().id) + QStringLiteral("/stacks-")), qPrintable(path));
+        const auto stored = StackTree::fromJson(QJsonDocument::fromJson(readAll(path)).object());
+        QVERIFY(stored);
+        QCOMPARE(stored->render(), tree.render());
+
+        // The engine captured once for this hang, not on every diagnosis update.
+        QTest::qWait(2000);
+        QCOMPARE(captured.size(), 1);
+
+        // The CLI, on the run that is still hung.
+        QProcess cli;
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert(QStringLiteral("RANKSCOPE_HOME"), m_store.root());
+        cli.setProcessEnvironment(env);
+        cli.start(kCli, {QStringLiteral("stacks"), engine.record().id, QStringLiteral("--ssh-config"),
+                         QStringLiteral("none")});
+        QVERIFY(cli.waitForFinished(180000));
+        const QString out = QString::fromUtf8(cli.readAllStandardOutput());
+        const QString err = QString::fromUtf8(cli.readAllStandardError());
+        QVERIFY2(cli.exitCode() == 0, qPrintable(out + err));
+        QVERIFY2(out.startsWith(QStringLiteral("stacks of run %1 (saved to ").arg(engine.record().id)),
+                 qPrintable(out));
+        QVERIFY2(showsHungRankApart(out, &why), qPrintable(why));
+        const QStringList files =
+            QDir(m_store.runDir(engine.record().id)).entryList({QStringLiteral("stacks-*.json")}, QDir::Files);
+        QCOMPARE(files.size(), 2);
+
+        // The run was only looked at: it is still running, and stops as usual.
+        QVERIFY(engine.isActive());
+        engine.stop();
+        QVERIFY(finished.wait(60000));
+    }
+};
+
+QTEST_GUILESS_MAIN(tst_StacksE2E)
+#include "tst_stacks_e2e.moc"
