@@ -8,8 +8,6 @@
 
 namespace rankscope {
 
-namespace schema = rankscope::schema;
-
 namespace {
 
 double median(std::vector<double> values) {

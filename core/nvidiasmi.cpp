@@ -268,7 +268,8 @@ void NvidiaSmiParser::parseTableLine(const QByteArray& line, QVector<GpuSample>&
         sample.memoryUsedMiB = readingOf(mem.captured(1));
         sample.memoryTotalMiB = readingOf(mem.captured(2));
     }
-    sample.utilizationPercent = readingOf(QString::fromUtf8(cells[2]).trimmed());
+    // A row cut short (two cells) has no utilization cell.
+    sample.utilizationPercent = readingOf(QString::fromUtf8(cells.value(2)).trimmed());
     out.append(sample);
     return;
 }

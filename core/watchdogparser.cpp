@@ -22,13 +22,16 @@ QByteArrayView trimmed(QByteArrayView text) {
     return text.sliced(begin, end - begin);
 }
 
-// The number at `at` (after optional spaces); -1 when there is none.
+// The number at `at` (after optional spaces); -1 when there is none or it does not fit in 18 digits.
 qint64 numberAt(QByteArrayView text, qsizetype at) {
     while (at < text.size() && text[at] == ' ')
         ++at;
     qint64 value = -1;
-    for (; at < text.size() && isDigit(text[at]); ++at)
+    for (int digits = 0; at < text.size() && isDigit(text[at]); ++at) {
+        if (++digits > 18)
+            return -1;
         value = (value < 0 ? 0 : value * 10) + (text[at] - '0');
+    }
     return value;
 }
 

@@ -291,6 +291,12 @@ void tst_LogParsers::messyLines_data() {
         << QByteArray("step 1\nindex, name, utilization.gpu [%], memory.used [MiB], memory.total [MiB]\n"
                       "0, NVIDIA A100-SXM4-40GB, 98 %, 30000 MiB, 40960 MiB\n")
         << "gpus.0" << R"({"index":0,"mem_total_mib":40960,"mem_used_mib":30000,"name":"NVIDIA A100-SXM4-40GB","util_pct":98})";
+    // Found by fuzzing (tests/fuzz): a 20-digit number overflowed qint64 in the watchdog parser.
+    const QByteArray hugeSeq = "[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum="
+                               "99999999999999999999, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) "
+                               "ran for 600010 milliseconds before timing out.\n";
+    QTest::newRow("watchdog number too long: no sequence number") << hugeSeq << "timeouts.0.seq" << "<absent>";
+    QTest::newRow("watchdog number too long: the rest is read") << hugeSeq << "timeouts.0.timeout_ms" << "600000";
     QTest::newRow("nothing found") << QByteArray("hello\nworld\n") << "nccl" << "<absent>";
 }
 

@@ -168,6 +168,13 @@ private slots:
                           "0, 5 %, 7\n"
                           "  0 ,  42 %  \n")
             << QStringList() << QStringList{"0|||-|util=42|mem=-/-|temp=-|power=-/-"} << 5;
+        QTest::newRow("GPU row cut short after the memory cell (found by fuzzing)")
+            << recorded(QStringLiteral("table-550-tesla-p4.txt"))
+                   .replace("|    7719MiB /   8192MiB |      6%      Default |", "|    7719MiB /   8192MiB |")
+            << QStringList()
+            << QStringList{"0|Tesla P4|00000000:86:00.0|2025-01-12T16:15:58.000Z|util=-|mem=7719/8192|temp=49|"
+                           "power=24/75"}
+            << 0;
         QTest::newRow("empty") << QByteArray() << QStringList() << QStringList() << 0;
     }
 

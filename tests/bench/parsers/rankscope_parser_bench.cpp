@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: MIT
+// Log parser throughput: LogInspector (every log parser behind one scanner, fed in 1 MiB chunks) over a large
+// mixed log built from the recorded logs in tests/data, against `grep -c NCCL` and `grep -c -F NCCL` over the
+// same file as the floor. Rounds are interleaved; medians are reported. Run it on one core
+// (`tests/bench/run parsers` uses taskset -c 0; grep inherits the affinity).
+//
+//   rankscope_parser_bench [--size-mib 100] [--rounds 5] [--log PATH]
+#include "core/loginspect.h"
+
+#include <QCoreApplication>
+#include <QCryptographicHash>
+#include <QDir>
+#include <QElapsedTimer>
+#include <QFile>
+#include <QFileInfo>
+#include <QProcess>
+#include <QTemporaryFile>
+
+#include <algorithm>
+#include <cstdio>
+#include <vector>
+
+using namespace rankscope;
+
+namespace {
+
+QByteArray mixedSample() {
+    const QDir data(QStringLiteral(RANKSCOPE_TEST_DATA_DIR));
+    QByteArray sample;
+    const QList<QPair<QString, QStringList>> sources = {{QStringLiteral("logs/public"), {QStringLiteral("*")}},
+                                                        {QStringLiteral("logs"), {QStringLiteral("*")}},
+                                                        {QStringLiteral("events"), {QStringLiteral("*.out")}}};
+    for (const auto& [folder, filters] : sources) {
+        const QDir dir(data.filePath(folder));
+        for (const QString& name : dir.entryList(filters, QDir::Files, QDir::Name)) {
+            QFile file(dir.filePath(name));
+            if (file.open(QIODevice::ReadOnly)) {
+                sample += file.readAll();
+                if (!sample.endsWith('\n'))
+                    sample += '\n';
+            }
+        }
+    }
+    return sample;
+}
+
+bool writeMixedLog(QFile& file, qint64 bytes) {
+    const QByteArray sample = mixedSample();
+    if (sample.isEmpty())
+        return false;
+    qint64 written = 0;
+    while (written < bytes) {
+        if (file.write(sample) != sample.size())
+            return false;
+        written += sample.size();
+    }
+    return file.flush();
+}
+
+// LogInspection::lines is 0 today (the scanner resets its count in finish()), so the bench counts lines itself.
+qint64 countLines(const QString& path) {
+    QFile file(path);
+    if (!file.open(QIODevice::ReadOnly))
+        return 0;
+    qint64 lines = 0;
+    QByteArray chunk;
+    while (!(chunk = file.read(1024 * 1024)).isEmpty())
+        lines += chunk.count('\n');
+    return lines;
+}
+
+double median(std::vector<double> values) {
+    std::sort(values.begin(), values.end());
+    const size_t n = values.size();
+    return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+// Seconds grep takes, or a negative number when it fails; `count` gets its output.
+double timeGrep(const QStringList& arguments, QByteArray* count) {
+    QProcess grep;
+    QElapsedTimer timer;
+    timer.start();
+    grep.start(QStringLiteral("grep"), arguments);
+    grep.waitForFinished(-1);
+    const double seconds = timer.nsecsElapsed() / 1e9;
+    *count = grep.readAllStandardOutput().trimmed();
+    return grep.exitStatus() == QProcess::NormalExit && grep.exitCode() == 0 ? seconds : -1;
+}
+
+double timeInspector(const QString& path, LogInspection* inspection) {
+    QElapsedTimer timer;
+    timer.start();
+    LogInspector inspector;
+    if (inspector.inspectFile(path))
+        return -1;
+    *inspection = inspector.result();
+    return timer.nsecsElapsed() / 1e9;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    QCoreApplication app(argc, argv);
+    const QStringList args = app.arguments();
+    const auto option = [&](const char* name, const QString& fallback) {
+        const qsizetype at = args.indexOf(QLatin1String(name));
+        return at > 0 && at + 1 < args.size() ? args[at + 1] : fallback;
+    };
+    const qint64 sizeMiB = option("--size-mib", QStringLiteral("100")).toLongLong();
+    const int rounds = std::max(1, option("--rounds", QStringLiteral("5")).toInt());
+    QString path = option("--log", {});
+    QTemporaryFile temp(QDir::temp().filePath(QStringLiteral("rankscope-parser-bench-XXXXXX.log")));
+    if (path.isEmpty()) {
+        if (!temp.open() || !writeMixedLog(temp, sizeMiB * 1024 * 1024)) {
+            std::fprintf(stderr, "rankscope_parser_bench: cannot write the mixed log: %s\n",
+                         qPrintable(temp.errorString()));
+            return 1;
+        }
+        path = temp.fileName();
+        temp.close();
+    }
+    const double bytes = static_cast<double>(QFileInfo(path).size());
+
+    std::vector<double> inspectorTimes, grepTimes, grepFixedTimes;
+    LogInspection inspection;
+    QByteArray grepCount, grepFixedCount;
+    QByteArray warm;
+    timeGrep({QStringLiteral("-c"), QStringLiteral("NCCL"), path}, &warm); // page cache
+    for (int round = 0; round < rounds; ++round) {
+        inspectorTimes.push_back(timeInspector(path, &inspection));
+        grepTimes.push_back(timeGrep({QStringLiteral("-c"), QStringLiteral("NCCL"), path}, &grepCount));
+        grepFixedTimes.push_back(
+            timeGrep({QStringLiteral("-c"), QStringLiteral("-F"), QStringLiteral("NCCL"), path}, &grepFixedCount));
+        if (inspectorTimes.back() < 0 || grepTimes.back() < 0 || grepFixedTimes.back() < 0) {
+            std::fprintf(stderr, "rankscope_parser_bench: round %d failed\n", round + 1);
+            return 1;
+        }
+    }
+    const double lines = static_cast<double>(countLines(path));
+    const double inspector = median(inspectorTimes);
+    const double grep = median(grepTimes);
+    const double grepFixed = median(grepFixedTimes);
+    const auto row = [&](const char* what, double seconds, const char* note) {
+        std::printf("| %s | %.3f | %.1f | %.2f | %.2f | %s |\n", what, seconds, bytes / seconds / 1e6,
+                    lines / seconds / 1e6, grep / seconds, note);
+    };
+    std::printf("Mixed log: %.1f MB, %.0f lines, %d interleaved rounds, medians; NCCL lines: %s\n\n", bytes / 1e6,
+                lines, rounds, grepCount.constData());
+    std::printf("| program | s | MB/s | M lines/s | x grep -c NCCL | |\n|---|---|---|---|---|---|\n");
+    row("LogInspector (all parsers, 1 MiB chunks)", inspector, "goal >= 0.5x");
+    row("grep -c NCCL", grep, "floor");
+    row("grep -c -F NCCL", grepFixed, "");
+    std::printf("\nLogInspector found %lld communicators, %lld warnings, %lld timeouts, %lld failures, %lld errors\n",
+                static_cast<long long>(inspection.nccl.communicators.size()),
+                static_cast<long long>(inspection.nccl.warnings.size()),
+                static_cast<long long>(inspection.timeouts.size()), static_cast<long long>(inspection.failures.size()),
+                static_cast<long long>(inspection.errors.size()));
+    // Speedups must not change results: compare this digest before and after.
+    std::printf("Result digest (SHA-1 of the inspection JSON): %s\n",
+                QCryptographicHash::hash(inspectionToJson(inspection), QCryptographicHash::Sha1).toHex().constData());
+    return 0;
+}

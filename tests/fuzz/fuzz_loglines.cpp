@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: MIT
+// LogLineScanner: the lines delivered (text, number, rank) must not depend on how the bytes were chunked,
+// including the lines a sink asks for while it "wants every line".
+#include "core/loglines.h"
+#include "tests/fuzz/fuzzcommon.h"
+
+using namespace rankscope;
+
+namespace {
+
+// Wants every line between a line holding "BEGIN" and one holding "END", like the table parsers.
+class RecordingSink final : public LogLineSink {
+public:
+    [[nodiscard]] bool wantsEveryLine() const override { return m_open; }
+    void takeLine(const LogLine& line) override {
+        m_out += QByteArray::number(line.number) + ' ' + QByteArray::number(line.rank) + ' ' + line.text.toByteArray() +
+                 '\n';
+        if (containsBytes(line.text, "BEGIN"))
+            m_open = true;
+        else if (containsBytes(line.text, "END"))
+            m_open = false;
+    }
+    void endOfStream() override {
+        m_out += "end\n";
+        m_open = false;
+    }
+    [[nodiscard]] QByteArray out() const { return m_out; }
+
+private:
+    bool m_open = false;
+    QByteArray m_out;
+};
+
+QByteArray scan(QByteArrayView data, const fuzz::Cuts* cuts) {
+    RecordingSink sink;
+    LogLineScanner scanner({"NCCL", "BEGIN", "Error", "\r"}, {&sink}, 40); // a short line cap, so it is hit often
+    if (cuts)
+        fuzz::feedInPieces(data, *cuts, [&](QByteArrayView piece) { scanner.feed(piece); });
+    else
+        scanner.feed(data);
+    const qint64 lines = scanner.lineCount();
+    scanner.finish();
+    return sink.out() + QByteArray::number(lines);
+}
+
+} // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
+    const QByteArrayView data = fuzz::inputView(bytes, size);
+    const fuzz::Cuts cuts = fuzz::cutsFor(data);
+    fuzz::requireSame(scan(data, nullptr), scan(data, &cuts), cuts, "LogLineScanner");
+    (void)findBytes(data, data.first(std::min<qsizetype>(data.size(), cuts.hash % 8)), cuts.first);
+    return 0;
+}
