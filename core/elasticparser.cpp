@@ -9,18 +9,8 @@ namespace {
 
 constexpr int kMaxOtherLines = 20;
 
-QByteArrayView trimmed(QByteArrayView text) {
-    qsizetype begin = 0;
-    qsizetype end = text.size();
-    while (begin < end && (text[begin] == ' ' || text[begin] == '\t'))
-        ++begin;
-    while (end > begin && (text[end - 1] == ' ' || text[end - 1] == '\t'))
-        --end;
-    return text.sliced(begin, end - begin);
-}
-
 std::optional<qint64> leadingNumber(QByteArrayView text, qsizetype* end = nullptr) {
-    text = trimmed(text);
+    text = trimmedBlanks(text);
     qsizetype i = text.startsWith('-') ? 1 : 0;
     const qsizetype digitsStart = i;
     qint64 value = 0;
@@ -48,7 +38,7 @@ QList<QByteArray> ElasticLogParser::keywords() {
 }
 
 void ElasticLogParser::takeLine(const LogLine& line) {
-    const QByteArrayView text = trimmed(line.text);
+    const QByteArrayView text = trimmedBlanks(line.text);
     if (text.startsWith("Failures:") || text.startsWith("Root Cause")) {
         flushEntry();
         m_inTable = true;
@@ -75,10 +65,10 @@ void ElasticLogParser::takeLine(const LogLine& line) {
     }
     const qsizetype colon = text.indexOf(':');
     if (m_haveEntry && colon > 0) {
-        const QByteArrayView key = trimmed(text.first(colon));
+        const QByteArrayView key = trimmedBlanks(text.first(colon));
         if (key == "time" || key == "host" || key == "rank" || key == "exitcode" || key == "error_file" ||
             key == "traceback") {
-            takeField(key, trimmed(text.sliced(colon + 1)));
+            takeField(key, trimmedBlanks(text.sliced(colon + 1)));
             return;
         }
     }

@@ -90,8 +90,7 @@ void LogInspector::feed(QByteArrayView chunk) {
 }
 
 void LogInspector::endFile() {
-    m_scanner.finish();
-    m_lines += m_scanner.lineCount();
+    m_lines += m_scanner.finish();
 }
 
 std::optional<QString> LogInspector::inspectFile(const QString& path) {

@@ -169,12 +169,12 @@ void LogLineScanner::deliver(QByteArrayView raw) {
         sink->takeLine(line);
 }
 
-void LogLineScanner::finish() {
+qint64 LogLineScanner::finish() {
     if (m_inLine)
         endPartialLine();
     for (LogLineSink* sink : m_sinks)
         sink->endOfStream();
-    m_lineNumber = 0;
+    return std::exchange(m_lineNumber, 0);
 }
 
 } // namespace rankscope

@@ -13,6 +13,17 @@ namespace rankscope {
     return findBytes(haystack, needle) >= 0;
 }
 
+// Without leading and trailing spaces and tabs.
+[[nodiscard]] inline QByteArrayView trimmedBlanks(QByteArrayView text) {
+    qsizetype begin = 0;
+    qsizetype end = text.size();
+    while (begin < end && (text[begin] == ' ' || text[begin] == '\t'))
+        ++begin;
+    while (end > begin && (text[end - 1] == ' ' || text[end - 1] == '\t'))
+        --end;
+    return text.sliced(begin, end - begin);
+}
+
 // One line of a log as the parsers see it.
 struct LogLine {
     QByteArrayView text; // without launcher prefixes, terminal artifacts and the line ending
@@ -43,7 +54,9 @@ public:
                    qsizetype maxLineBytes = kDefaultMaxLineBytes);
 
     void feed(QByteArrayView chunk);
-    void finish(); // end of stream: the unterminated last line, then endOfStream() on every sink
+    // End of stream: the unterminated last line, then endOfStream() on every sink. Returns how many lines the
+    // stream had; the count restarts for the next one.
+    qint64 finish();
 
     [[nodiscard]] qint64 lineCount() const { return m_lineNumber; }
 

@@ -8,16 +8,6 @@ namespace {
 constexpr int kMaxTracebackLines = 5000;
 constexpr qsizetype kMaxErrorText = 1000;
 
-QByteArrayView trimmed(QByteArrayView text) {
-    qsizetype begin = 0;
-    qsizetype end = text.size();
-    while (begin < end && (text[begin] == ' ' || text[begin] == '\t'))
-        ++begin;
-    while (end > begin && (text[end - 1] == ' ' || text[end - 1] == '\t'))
-        --end;
-    return text.sliced(begin, end - begin);
-}
-
 } // namespace
 
 TracebackLogParser::TracebackLogParser() : m_scanner(keywords(), {this}) {}
@@ -41,9 +31,9 @@ void TracebackLogParser::takeLine(const LogLine& line) {
             m_pendingThrow.insert(key, QString::fromUtf8(text.sliced(start, end - start)));
         return;
     }
-    const QByteArrayView stripped = trimmed(text);
+    const QByteArrayView stripped = trimmedBlanks(text);
     if (stripped.startsWith("what():")) {
-        const QString message = QString::fromUtf8(trimmed(stripped.sliced(7)));
+        const QString message = QString::fromUtf8(trimmedBlanks(stripped.sliced(7)));
         const QString type = m_pendingThrow.take(key);
         addError(line, type.isEmpty() ? message : type + QStringLiteral(": ") + message);
         return;

@@ -12,16 +12,6 @@ constexpr qsizetype kMaxErrorText = 1000;
 
 bool isDigit(char c) { return c >= '0' && c <= '9'; }
 
-QByteArrayView trimmed(QByteArrayView text) {
-    qsizetype begin = 0;
-    qsizetype end = text.size();
-    while (begin < end && (text[begin] == ' ' || text[begin] == '\t'))
-        ++begin;
-    while (end > begin && (text[end - 1] == ' ' || text[end - 1] == '\t'))
-        --end;
-    return text.sliced(begin, end - begin);
-}
-
 // The number at `at` (after optional spaces); -1 when there is none or it does not fit in 18 digits.
 qint64 numberAt(QByteArrayView text, qsizetype at) {
     while (at < text.size() && text[at] == ' ')
@@ -149,7 +139,7 @@ void WatchdogLogParser::takeProgress(QByteArrayView text, int prefixRank) {
 
 // The lines after "the lagging/dead/mismatched ranks that caused the desync are:", up to the next "- " item.
 void WatchdogLogParser::takeDesyncLine(const LogLine& line) {
-    const QByteArrayView text = trimmed(line.text);
+    const QByteArrayView text = trimmedBlanks(line.text);
     if (text.startsWith('[') && containsBytes(text, "] ")) {
         addError(line, QByteArray("desync: ") + text.toByteArray());
         return;
@@ -159,7 +149,7 @@ void WatchdogLogParser::takeDesyncLine(const LogLine& line) {
 
 void WatchdogLogParser::addError(const LogLine& line, QByteArrayView text) {
     m_errors.append({m_source, line.number, line.rank,
-                     QString::fromUtf8(trimmed(text).first(std::min(trimmed(text).size(), kMaxErrorText)))});
+                     QString::fromUtf8(trimmedBlanks(text).first(std::min(trimmedBlanks(text).size(), kMaxErrorText)))});
 }
 
 void WatchdogLogParser::endOfStream() {

@@ -352,6 +352,16 @@ void tst_LogParsers::severalFilesKeepTheirLineNumbers() {
     QCOMPARE(result.errors[0].line, 13);
     QVERIFY(result.errors[1].file.endsWith(QLatin1String("hkproj-1-distbackenderror-socket.log")));
     QCOMPARE(result.errors[1].line, 1);
+    // Every line of both files is counted, a last line without a newline too.
+    qint64 expected = 0;
+    for (const char* name : {"pytorch-4921-runtimeerror-traceback.log", "hkproj-1-distbackenderror-socket.log"}) {
+        QFile file(kPublicDir + QLatin1String(name));
+        QVERIFY(file.open(QIODevice::ReadOnly));
+        const QByteArray bytes = file.readAll();
+        expected += bytes.count('\n') + (bytes.isEmpty() || bytes.endsWith('\n') ? 0 : 1);
+    }
+    QVERIFY(expected > 2);
+    QCOMPARE(result.lines, expected);
 }
 
 QTEST_GUILESS_MAIN(tst_LogParsers)
