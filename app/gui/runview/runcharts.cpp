@@ -20,7 +20,7 @@ namespace rankscope::gui {
 
 namespace {
 
-constexpr int kDefaultTickMs = 100;
+constexpr int kDefaultTickMs = 50; // as the run view's tick
 constexpr int kLegendMaxRanks = 12;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 

@@ -21,7 +21,7 @@ class GpuPanel;
 
 // The run's charts, drawn from a RunMetrics: loss per rank and images/s per rank (all ranks overlaid),
 // the step-time breakdown of the focused rank (or the mean of all ranks), validation accuracy per epoch, and
-// the GPU panel. Nothing is drawn when data arrives: a timer tick (100 ms by default) replaces only the series
+// the GPU panel. Nothing is drawn when data arrives: a timer tick (50 ms by default) replaces only the series
 // whose buffers changed, with points downsampled to the plot's width, and rescales the axes once.
 class RunCharts final : public QWidget {
     Q_OBJECT

@@ -16,7 +16,9 @@ namespace rankscope::gui {
 
 namespace {
 
-constexpr int kTickMs = 100;
+// 20 updates a second: an event reaches its chart within one tick plus the engine's 20 ms poll (the pipeline
+// benchmark: p99 128 ms with 100 ms ticks, 91 ms with 50 ms, at the same frame time).
+constexpr int kTickMs = 50;
 
 double wallClock() {
     return double(QDateTime::currentMSecsSinceEpoch()) / 1000.0;

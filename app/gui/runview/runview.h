@@ -22,7 +22,7 @@ class RankGridModel;
 class RunCharts;
 
 // The live run view: a progress line, the rank grid and the charts. The main window forwards the engine's
-// signals here. Batches are queued and applied on a fixed tick (100 ms): one RunMetrics update, one row
+// signals here. Batches are queued and applied on a fixed tick (50 ms): one RunMetrics update, one row
 // insertion and one chart refresh per tick, however many batches arrived.
 class RunView final : public QWidget {
     Q_OBJECT

@@ -146,7 +146,7 @@ PipelineConfig PipelineConfig::fromArgs(const BenchArgs& args) {
         args.text(QStringLiteral("seconds"), quick ? QStringLiteral("5") : QStringLiteral("60")).toDouble();
     config.totalLines = args.text(QStringLiteral("total-lines"), QStringLiteral("0")).toLongLong();
     config.eventEvery = std::max(1, args.integer(QStringLiteral("event-every"), 10));
-    config.tickMs = args.integer(QStringLiteral("tick-ms"), 100);
+    config.tickMs = args.integer(QStringLiteral("tick-ms"), 0); // 0: the app's own ticks
     config.tab = args.text(QStringLiteral("tab"), QStringLiteral("run"));
     config.tailPollMs = args.integer(QStringLiteral("tail-poll-ms"), 10);
     config.emitter = args.text(QStringLiteral("emitter"), QStringLiteral(RANKSCOPE_BENCH_EMITTER));
@@ -172,7 +172,8 @@ QJsonObject runPipelineBench(const PipelineConfig& config, QString* error) {
     gui::MainWindow window(options);
     window.resize(1600, 1000);
     window.show();
-    setTicks(window, config.tickMs);
+    if (config.tickMs > 0)
+        setTicks(window, config.tickMs);
     const QJsonObject job = nodes ? remoteJob(config, *nodes) : localJob(config);
     window.jobEditor()->setJsonText(QString::fromUtf8(QJsonDocument(job).toJson()));
     if (!waitUntil([&] { return window.jobEditor()->isValid(); }, 5000)) {
