@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "core/diagnostics.h"
 
+#include "core/ranklist.h"
+
 #include <rankscope/event_schema.h>
 
 #include <algorithm>
@@ -20,20 +22,6 @@ double median(std::vector<double> values) {
     const double upper = *middle;
     const double lower = *std::max_element(values.begin(), middle);
     return (lower + upper) / 2.0;
-}
-
-// "0-3,5": ranks as a user reads them.
-QString rankList(QVector<int> ranks) {
-    std::sort(ranks.begin(), ranks.end());
-    QStringList parts;
-    for (qsizetype i = 0; i < ranks.size();) {
-        qsizetype j = i;
-        while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1)
-            ++j;
-        parts << (j > i ? QStringLiteral("%1-%2").arg(ranks[i]).arg(ranks[j]) : QString::number(ranks[i]));
-        i = j + 1;
-    }
-    return parts.join(QLatin1Char(','));
 }
 
 } // namespace
@@ -217,7 +205,7 @@ void RunDiagnostics::checkHang(double now, QVector<Diagnosis>& changed) {
         if (d.kind != DiagnosisKind::Hang || d.resolved || (!waiting.isEmpty() && d.key == key))
             continue;
         // Moved on, unless its ranks merely ended: a hung run that is stopped stays a hung run.
-        const bool alive = std::any_of(d.ranks.cbegin(), d.ranks.cend(), [this](int rank) { return !m_ranks[rank].ended; });
+        const bool alive = std::any_of(d.ranks.cbegin(), d.ranks.cend(), [this](int rank) { return !m_ranks.value(rank).ended; });
         if (alive)
             resolve(d.key, now, changed);
     }
@@ -244,7 +232,7 @@ void RunDiagnostics::checkHang(double now, QVector<Diagnosis>& changed) {
         report({DiagnosisKind::Hang, key, inside, QString(), now,
                 QStringLiteral("every running rank (%1) is stuck inside collective #%2: no rank is missing from it, "
                                "so look at the communication itself (NCCL logs, the network)")
-                    .arg(rankList(inside))
+                    .arg(formatRankList(inside))
                     .arg(collective),
                 false},
                changed);
@@ -264,7 +252,7 @@ void RunDiagnostics::checkHang(double now, QVector<Diagnosis>& changed) {
                 .arg(c.phase.isEmpty() ? QStringLiteral("?") : c.phase)
                 .arg(c.started)
                 .arg(others.isEmpty() ? QString() : QStringLiteral(", and ") + others.join(QStringLiteral(", ")))
-                .arg(rankList(inside))
+                .arg(formatRankList(inside))
                 .arg(collective),
             false},
            changed);
@@ -316,7 +304,7 @@ void RunDiagnostics::checkChecksums(double now, QVector<Diagnosis>& changed) {
         return;
     QStringList groups;
     for (auto it = byChecksum.cbegin(); it != byChecksum.cend(); ++it)
-        groups << QStringLiteral("ranks %1: %2").arg(rankList(it.value())).arg(it.key(), 0, 'g', 17);
+        groups << QStringLiteral("ranks %1: %2").arg(formatRankList(it.value())).arg(it.key(), 0, 'g', 17);
     report({DiagnosisKind::Divergence, QStringLiteral("divergence:end"), byChecksum.last(), QString(), now,
             QStringLiteral("the replicas ended with different parameters (%1)").arg(groups.join(QStringLiteral("; "))),
             false},

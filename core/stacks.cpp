@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "core/stacks.h"
 
+#include "core/ranklist.h"
+
 #include <QJsonArray>
 #include <QRegularExpression>
 
@@ -134,7 +136,7 @@ QString rankPrefix(const QMap<int, int>& threads) {
     for (const int count : threads)
         total += count;
     QString text = QStringLiteral("[%1 %2").arg(ranks.size() == 1 ? QStringLiteral("rank") : QStringLiteral("ranks"),
-                                                formatRankSet(ranks));
+                                                formatRankList(ranks));
     if (total != ranks.size())
         text += QStringLiteral(": %1 threads").arg(total);
     return text + QLatin1Char(']');
@@ -397,22 +399,6 @@ QString stackCaptureError(QByteArrayView out, QByteArrayView err, int exitStatus
 
 QString StackNode::label() const {
     return function == QLatin1String("??") && !library.isEmpty() ? QStringLiteral("?? (%1)").arg(library) : function;
-}
-
-QString formatRankSet(const QVector<int>& ranks) {
-    QVector<int> sorted = ranks;
-    std::sort(sorted.begin(), sorted.end());
-    sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
-    QStringList parts;
-    for (qsizetype i = 0; i < sorted.size();) {
-        qsizetype j = i;
-        while (j + 1 < sorted.size() && sorted[j + 1] == sorted[j] + 1)
-            ++j;
-        parts.append(j == i ? QString::number(sorted[i])
-                            : QStringLiteral("%1-%2").arg(sorted[i]).arg(sorted[j]));
-        i = j + 1;
-    }
-    return parts.join(QLatin1Char(','));
 }
 
 void StackTree::addRank(int rank, const ProcessStacks& stacks) {

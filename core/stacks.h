@@ -72,9 +72,6 @@ struct StackNode {
     [[nodiscard]] QString label() const; // "func" or "?? (libfoo.so)"
 };
 
-// "0,2-7".
-[[nodiscard]] QString formatRankSet(const QVector<int>& ranks);
-
 // The stacks of every rank merged into one tree, root (no frame) -> outermost frames -> ... -> innermost:
 // the parallel stack view of MPI debuggers. Children that hold a main thread come first, then the ones with
 // more ranks: the threads that matter in a hang (the main threads, in a collective or sleeping) lead, and

@@ -2,6 +2,7 @@
 // Native stacks: gdb's and eu-stack's output parsed, merged across ranks into the parallel-stacks tree,
 // wait frames labelled, and the tree through JSON and back. The gloo-hang files are real gdb output of a
 // hung 2-rank trainer (tests/data/README.md says how they were recorded).
+#include "core/ranklist.h"
 #include "core/stacks.h"
 
 #include <QFile>
@@ -209,9 +210,9 @@ private slots:
     }
 
     void rankSets() {
-        QCOMPARE(formatRankSet({0, 2, 3, 4, 5, 6, 7}), QStringLiteral("0,2-7"));
-        QCOMPARE(formatRankSet({5}), QStringLiteral("5"));
-        QCOMPARE(formatRankSet({3, 1, 2, 9}), QStringLiteral("1-3,9"));
+        QCOMPARE(formatRankList({0, 2, 3, 4, 5, 6, 7}), QStringLiteral("0,2-7"));
+        QCOMPARE(formatRankList({5}), QStringLiteral("5"));
+        QCOMPARE(formatRankList({3, 1, 2, 9}), QStringLiteral("1-3,9"));
     }
 
     void jsonRoundTrip() {

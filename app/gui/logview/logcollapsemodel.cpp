@@ -2,7 +2,7 @@
 #include "logview/logcollapsemodel.h"
 
 #include "logview/logmodel.h"
-#include "logview/ranklist.h"
+#include "core/ranklist.h"
 
 #include <QMap>
 

@@ -4,7 +4,7 @@
 #include "logview/logcollapsemodel.h"
 #include "logview/logfilterproxy.h"
 #include "logview/logmodel.h"
-#include "logview/ranklist.h"
+#include "core/ranklist.h"
 
 #include <QAction>
 #include <QApplication>

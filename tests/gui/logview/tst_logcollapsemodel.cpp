@@ -5,7 +5,7 @@
 #include "logview/logcollapsemodel.h"
 #include "logview/logfilterproxy.h"
 #include "logview/logmodel.h"
-#include "logview/ranklist.h"
+#include "core/ranklist.h"
 
 #include <QAbstractItemModelTester>
 #include <QtTest>
@@ -155,8 +155,8 @@ private Q_SLOTS:
     }
 
     void rankLists() {
-        using rankscope::gui::formatRankList;
-        using rankscope::gui::parseRankList;
+        using rankscope::formatRankList;
+        using rankscope::parseRankList;
         QCOMPARE(formatRankList({7, 0, 1, 2, 3, 5, 3}), QStringLiteral("0-3,5,7"));
         QCOMPARE(formatRankList({4}), QStringLiteral("4"));
         QCOMPARE(formatRankList({}), QString());

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
-#include "logview/ranklist.h"
+#include "core/ranklist.h"
 
 #include <algorithm>
 
-namespace rankscope::gui {
+namespace rankscope {
 
 QString formatRankList(QVector<int> ranks) {
     std::sort(ranks.begin(), ranks.end());
@@ -44,4 +44,4 @@ std::optional<QSet<int>> parseRankList(const QString& text, QString* error) {
     return ranks;
 }
 
-} // namespace rankscope::gui
+} // namespace rankscope
