@@ -536,45 +536,13 @@ void RunEngine::onRankExited(int /*node*/, int rank, int status, double unixTime
 }
 
 void RunEngine::noteFailure() {
-    // Which rank failed first is not simply whose exit was seen first: when one rank dies, its peers fail in
-    // their next collective within milliseconds, sometimes before the culprit's exit is recorded. A rank that
-    // failed on its own (its own error, or killed by a signal other than the teardown's SIGTERM) is the cause;
-    // a collective or rendezvous error is a consequence, named only when there is nothing else.
-    struct Candidate {
-        int rank = -1;
-        QDateTime time;
-        bool primary = false;
-        QString cause;
-    };
-    Candidate best;
-    for (auto it = m_record.exits.begin(); it != m_record.exits.end(); ++it) {
-        const RankExit& exit = it.value();
-        if (exit.status == 0 || (m_tearingDown && exit.seenAt >= m_teardownAt))
-            continue;
-        Candidate candidate{it.key(), exit.seenAt,
-                            exit.status == kLostExitStatus || (exit.signal() != 0 && exit.signal() != 15),
-                            describeExitStatus(exit.status)};
-        if (const QString said = m_lastStderrLine.value(it.key()); !said.isEmpty() && exit.signal() == 0) {
-            candidate.primary = true; // ended by itself, saying why
-            candidate.cause += QStringLiteral(" (its last words: %1)").arg(said);
-        }
-        if (const auto error = m_firstErrors.constFind(it.key()); error != m_firstErrors.cend()) {
-            static const QStringList consequences = {"collective", "rendezvous", "terminated"};
-            candidate.time = error->time;
-            candidate.primary = !consequences.contains(error->kind);
-            candidate.cause = QStringLiteral("%1 (%2: %3)")
-                                  .arg(describeExitStatus(exit.status), error->kind, error->message.left(200));
-        }
-        const bool better = best.rank < 0 || (candidate.primary && !best.primary) ||
-                            (candidate.primary == best.primary && candidate.time < best.time);
-        if (better)
-            best = candidate;
-    }
-    if (best.rank < 0)
+    const std::optional<FirstFailure> first =
+        findFirstFailure(m_record.exits, m_firstErrors, m_lastStderrLine, m_tearingDown ? m_teardownAt : QDateTime());
+    if (!first)
         return;
-    m_record.firstFailedRank = best.rank;
+    m_record.firstFailedRank = first->rank;
     m_record.summary =
-        QStringLiteral("rank %1 on %2 failed first: %3").arg(best.rank).arg(hostOfRank(best.rank), best.cause);
+        QStringLiteral("rank %1 on %2 failed first: %3").arg(first->rank).arg(hostOfRank(first->rank), first->cause);
 }
 
 void RunEngine::onFailed(int node, int kind, const QString& message) {

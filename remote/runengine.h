@@ -3,6 +3,7 @@
 
 #include "core/diagnostics.h"
 #include "core/eventstreamparser.h"
+#include "core/firstfailure.h"
 #include "core/jobspec.h"
 #include "core/linesplitter.h"
 #include "core/nvidiasmi.h"
@@ -132,13 +133,8 @@ private:
     QVector<QPointer<NodeWorker>> m_workers;
     QHash<int, RankParsers*> m_parsers;
     std::map<int, NvidiaSmiParser> m_gpuParsers; // by node
-    struct FirstError {
-        QDateTime time;
-        QString kind;
-        QString message;
-    };
     QHash<int, QString> m_lastStderrLine; // what a rank that dies without an error event said last
-    QHash<int, FirstError> m_firstErrors; // the first error event of each rank
+    QHash<int, ErrorEvent> m_firstErrors; // the first error event of each rank
     RunDiagnostics m_diagnostics;
     std::optional<QVector<TrainerEvent>> m_offlineEvents; // open(): events gathered to be diagnosed in time order
     QTimer* m_diagnosisTimer = nullptr;

@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: MIT
+#include "core/firstfailure.h"
+
+#include <QtTest>
+
+using namespace rankscope;
+
+namespace {
+
+const QDateTime t0 = QDateTime::fromSecsSinceEpoch(1'700'000'000, Qt::UTC);
+QDateTime at(int ms) { return t0.addMSecs(ms); }
+
+} // namespace
+
+class tst_FirstFailure : public QObject {
+    Q_OBJECT
+private slots:
+    void noFailureIsNoAnswer() {
+        QMap<int, RankExit> exits{{0, {0, at(10)}}, {1, {0, at(12)}}};
+        QVERIFY(!findFirstFailure(exits, {}, {}).has_value());
+    }
+
+    void theCulpritBeatsAnEarlierCollectiveError() {
+        // Rank 0 noticed rank 1's death first (a collective error), but rank 1 failed on its own.
+        QMap<int, RankExit> exits{{0, {1, at(50)}}, {1, {1, at(80)}}};
+        QHash<int, ErrorEvent> errors{{0, {at(40), QStringLiteral("collective"), QStringLiteral("peer closed")}},
+                                     {1, {at(45), QStringLiteral("injected"), QStringLiteral("at step 3")}}};
+        const auto first = findFirstFailure(exits, errors, {});
+        QVERIFY(first);
+        QCOMPARE(first->rank, 1);
+        QVERIFY2(first->cause.contains(QStringLiteral("injected: at step 3")), qPrintable(first->cause));
+    }
+
+    void aLateExitStillCountsWhenItsErrorCameBeforeTheTeardown() {
+        // What CI saw: the peer's exit started the teardown; the culprit's exit was recorded after it began,
+        // but its own error event was written before.
+        QMap<int, RankExit> exits{{0, {1, at(50)}}, {1, {1, at(90)}}};
+        QHash<int, ErrorEvent> errors{{0, {at(40), QStringLiteral("collective"), QStringLiteral("peer closed")}},
+                                     {1, {at(30), QStringLiteral("injected"), QStringLiteral("at step 3")}}};
+        const auto first = findFirstFailure(exits, errors, {}, at(60));
+        QVERIFY(first);
+        QCOMPARE(first->rank, 1);
+    }
+
+    void failuresCausedByTheTeardownAreNotCandidates() {
+        QMap<int, RankExit> exits{{0, {1, at(50)}}, {1, {143, at(90)}}, {2, {1, at(95)}}};
+        QHash<int, ErrorEvent> errors{{0, {at(40), QStringLiteral("collective"), QStringLiteral("peer closed")}},
+                                     {2, {at(70), QStringLiteral("internal"), QStringLiteral("boom")}}};
+        const auto first = findFirstFailure(exits, errors, {}, at(60));
+        QVERIFY(first);
+        QCOMPARE(first->rank, 0); // rank 2's own error came after the teardown began: its doing
+    }
+
+    void lastWordsOnStderrMakeARankTheCause() {
+        QMap<int, RankExit> exits{{0, {1, at(20)}}, {3, {1, at(30)}}};
+        QHash<int, ErrorEvent> errors{{0, {at(10), QStringLiteral("collective"), QStringLiteral("peer closed")}}};
+        QHash<int, QString> said{{3, QStringLiteral("Segmentation fault in libfoo")}};
+        const auto first = findFirstFailure(exits, errors, said);
+        QVERIFY(first);
+        QCOMPARE(first->rank, 3);
+        QVERIFY(first->cause.contains(QStringLiteral("its last words: Segmentation fault in libfoo")));
+    }
+
+    void aSignalOtherThanSigtermIsPrimaryAndSigtermIsNot() {
+        QMap<int, RankExit> exits{{0, {143, at(10)}}, {1, {137, at(20)}}};
+        auto first = findFirstFailure(exits, {}, {});
+        QVERIFY(first);
+        QCOMPARE(first->rank, 1); // SIGKILL beats an earlier SIGTERM
+        exits = {{0, {143, at(10)}}, {1, {kLostExitStatus, at(20)}}};
+        first = findFirstFailure(exits, {}, {});
+        QCOMPARE(first->rank, 1); // a lost node is primary too
+    }
+
+    void amongEqualsTheEarliestWins() {
+        QMap<int, RankExit> exits{{0, {1, at(50)}}, {1, {1, at(20)}}, {2, {1, at(30)}}};
+        QHash<int, ErrorEvent> errors{{0, {at(5), QStringLiteral("data"), QStringLiteral("bad file")}},
+                                     {1, {at(15), QStringLiteral("internal"), QStringLiteral("oops")}}};
+        const auto first = findFirstFailure(exits, errors, {});
+        QVERIFY(first);
+        QCOMPARE(first->rank, 0); // its error at 5 ms, though its exit was seen last
+    }
+};
+
+QTEST_APPLESS_MAIN(tst_FirstFailure)
+#include "tst_firstfailure.moc"
