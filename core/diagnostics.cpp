@@ -3,6 +3,8 @@
 
 #include "core/ranklist.h"
 
+#include <QJsonArray>
+
 #include <rankscope/event_schema.h>
 
 #include <algorithm>
@@ -38,6 +40,17 @@ QString diagnosisKindName(DiagnosisKind kind) {
         return QStringLiteral("divergence");
     }
     return {};
+}
+
+QJsonObject Diagnosis::toJson() const {
+    QJsonArray rankArray;
+    for (const int rank : ranks)
+        rankArray.append(rank);
+    QJsonObject object{{"kind", diagnosisKindName(kind)}, {"key", key},         {"ranks", rankArray},
+                       {"message", message},              {"resolved", resolved}, {"time", time}};
+    if (!host.isEmpty())
+        object.insert(QStringLiteral("host"), host);
+    return object;
 }
 
 QString Diagnosis::toString() const {

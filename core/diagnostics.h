@@ -5,6 +5,7 @@
 #include "core/trainerevent.h"
 
 #include <QHash>
+#include <QJsonObject>
 #include <QMap>
 #include <QString>
 #include <QVector>
@@ -29,6 +30,8 @@ struct Diagnosis {
     bool resolved = false; // a hang that moved on, a straggler that caught up
 
     [[nodiscard]] QString toString() const; // "hang: rank 1 on node-b stuck ..." (+ " (resolved)")
+    // {"kind", "key", "ranks", "host"?, "time", "message", "resolved"}: what `diagnose --json` and the bridge send
+    [[nodiscard]] QJsonObject toJson() const;
 };
 
 struct DiagnosticsOptions {

@@ -111,7 +111,7 @@ QJsonObject RunRecord::toJson() const {
     for (auto it = exits.begin(); it != exits.end(); ++it)
         exitObject.insert(QString::number(it.key()),
                           QJsonObject{{"status", it->status}, {"seen_at", it->seenAt.toString(Qt::ISODateWithMs)}});
-    return QJsonObject{{"id", id},
+    QJsonObject object{{"id", id},
                        {"name", name},
                        {"mode", mode},
                        {"state", state},
@@ -123,6 +123,9 @@ QJsonObject RunRecord::toJson() const {
                        {"exits", exitObject},
                        {"first_failed_rank", firstFailedRank},
                        {"summary", summary}};
+    if (debugRank >= 0)
+        object.insert("debug_rank", debugRank);
+    return object;
 }
 
 std::optional<RunRecord> RunRecord::fromJson(const QJsonObject& object) {
@@ -157,6 +160,7 @@ std::optional<RunRecord> RunRecord::fromJson(const QJsonObject& object) {
     }
     record.firstFailedRank = object.value("first_failed_rank").toInt(-1);
     record.summary = object.value("summary").toString();
+    record.debugRank = object.value("debug_rank").toInt(-1);
     return record;
 }
 

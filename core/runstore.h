@@ -64,7 +64,8 @@ struct RunRecord {
     QVector<RunNodeRecord> nodes;
     QMap<int, RankExit> exits;
     int firstFailedRank = -1;
-    QString summary; // one line for listings, e.g. "rank 1 on node-b killed by SIGKILL"
+    QString summary;    // one line for listings, e.g. "rank 1 on node-b killed by SIGKILL"
+    int debugRank = -1; // the rank started under gdbserver (`run --debug-rank`); -1: none
 
     [[nodiscard]] QJsonObject toJson() const;
     [[nodiscard]] static std::optional<RunRecord> fromJson(const QJsonObject& object);

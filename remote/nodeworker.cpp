@@ -2,6 +2,7 @@
 #include "remote/nodeworker.h"
 
 #include "core/deploymanifest.h"
+#include "remote/debugserver.h"
 #include "remote/shellcommand.h"
 
 #include <QDateTime>
@@ -80,8 +81,12 @@ void NodeWorker::launch(const NodeLaunch& launch) {
         m_workDir = absolute(launch.workDir.isEmpty() ? QStringLiteral("rankscope") : launch.workDir);
         emit progress(m_node, QStringLiteral("deploying to %1").arg(m_workDir));
         deployTools();
-        const QString trainer = deployTrainer(launch.deploy);
+        bool thisMachines = false;
+        const QString trainer = deployTrainer(launch.deploy, &thisMachines);
+        emit trainerDeployed(m_node, trainer, thisMachines,
+                             thisMachines ? QString() : m_workDir + QStringLiteral("/trainer/src"));
         m_runDir = m_workDir + QStringLiteral("/runs/%1/node%2").arg(launch.runId).arg(launch.nodeIndex);
+        m_debugRank = launch.debugRank;
         writeRunFiles(launch, trainer);
         emit progress(m_node, QStringLiteral("starting %1 rank(s)").arg(launch.ranks.size()));
         startSupervisor(launch.mode);
@@ -97,9 +102,10 @@ void NodeWorker::launch(const NodeLaunch& launch) {
     }
 }
 
-void NodeWorker::attach(const QString& runDir, const QVector<int>& ranks, const StreamOffsets& offsets) {
+void NodeWorker::attach(const QString& runDir, const QVector<int>& ranks, const StreamOffsets& offsets, int debugRank) {
     m_runDir = runDir;
     m_ranks = ranks;
+    m_debugRank = debugRank;
     m_offsets = offsets;
     m_followGpu.reset();
     try {
@@ -144,7 +150,8 @@ QString NodeWorker::platform() {
     return QString::fromUtf8(result.out).simplified();
 }
 
-QString NodeWorker::deployTrainer(const DeployPlan& plan) {
+QString NodeWorker::deployTrainer(const DeployPlan& plan, bool* thisMachines) {
+    *thisMachines = true;
     if (m_transport->isLocal() && plan.strategy != QLatin1String("build") && !plan.localTrainer.isEmpty())
         return plan.localTrainer; // this machine's own binary
     if (plan.strategy == QLatin1String("binary"))
@@ -164,6 +171,7 @@ QString NodeWorker::deployTrainer(const DeployPlan& plan) {
         emit progress(m_node, QStringLiteral("node is '%1', this machine '%2': building from source")
                                   .arg(nodePlatform, plan.localPlatform));
     }
+    *thisMachines = false;
     return buildOnNode(plan);
 }
 
@@ -250,11 +258,15 @@ void NodeWorker::writeRunFiles(const NodeLaunch& launch, const QString& trainer)
         for (const auto& [name, value] : rank.environment)
             command.setEnvironment(name, value);
         // exec: the rank's pid (and process group) is the trainer's own, not a shell's.
-        const QString script = QStringLiteral("cd %1 && exec %2\n").arg(shellQuote(m_runDir), command.toString());
+        const QString script = rank.rank == launch.debugRank
+                                   ? debugRankScript(m_runDir, rank.rank, trainer, arguments, rank.environment)
+                                   : QStringLiteral("cd %1 && exec %2\n").arg(shellQuote(m_runDir), command.toString());
         m_transport->writeFile(m_runDir + QStringLiteral("/rank%1.cmd").arg(rank.rank), script.toUtf8());
         rankList += QByteArray::number(rank.rank) + '\n';
     }
     m_transport->writeFile(m_runDir + QStringLiteral("/ranks"), rankList);
+    if (launch.debugRank >= 0)
+        m_transport->writeFile(m_runDir + QStringLiteral("/debug-rank"), QByteArray::number(launch.debugRank) + '\n');
     if (!launch.launcherCommand.isEmpty()) {
         QStringList arguments = launch.launcherCommand.mid(1);
         arguments << QStringLiteral("/bin/sh") << toolPath(m_workDir, QStringLiteral("supervisor.sh"))
@@ -457,6 +469,13 @@ void NodeWorker::captureStacks(int job, int timeoutSeconds) {
     QVector<RankStackCapture> captures;
     for (const int rank : std::as_const(m_ranks)) {
         RankStackCapture capture{rank, {}, {}};
+        if (rank == m_debugRank) {
+            // gdbserver traces it already, and a second tracer is refused: its debugger shows its stacks.
+            capture.error =
+                QStringLiteral("under the debugger (gdbserver): take its stacks there (thread apply all bt)");
+            captures.append(capture);
+            continue;
+        }
         try {
             if (!m_transport->isConnected())
                 m_transport->connect();

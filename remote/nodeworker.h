@@ -53,6 +53,9 @@ struct NodeLaunch {
     // follows that file like the ranks' files.
     int gpus = 0;
     QList<QPair<QString, QString>> samplerEnvironment;
+    // A rank of this node to start under gdbserver (debugRankScript), -1: none. Its number also goes to the
+    // run directory's `debug-rank`, so that the supervisor's teardown reaches its whole session.
+    int debugRank = -1;
 };
 
 // Where streaming resumes: bytes already stored per (rank, stream), and in the node's exits file.
@@ -87,8 +90,9 @@ public:
 
 public slots:
     void launch(const rankscope::remote::NodeLaunch& launch);
-    // Follows an existing run directory from the given offsets (reattach).
-    void attach(const QString& runDir, const QVector<int>& ranks, const rankscope::remote::StreamOffsets& offsets);
+    // Follows an existing run directory from the given offsets (reattach); `debugRank` as in NodeLaunch.
+    void attach(const QString& runDir, const QVector<int>& ranks, const rankscope::remote::StreamOffsets& offsets,
+                int debugRank = -1);
     // SIGTERM to every rank's process group, SIGKILL after graceSeconds, then counts what is left.
     void stop(int graceSeconds);
     void shutdown(); // stops following and disconnects; call before the thread quits
@@ -100,6 +104,9 @@ signals:
     void progress(int node, const QString& message);
     void failed(int node, int errorKind, const QString& message);
     void launched(int node, const QString& runDir);
+    // Where the node's ranks run the trainer from: a copy of this machine's binary (`thisMachines`), or one
+    // built on the node from the sources in `builtFrom`. Emitted before the ranks start.
+    void trainerDeployed(int node, const QString& path, bool thisMachines, const QString& builtFrom);
     void data(int node, int rank, int stream, qint64 offset, const QByteArray& bytes);
     void gpuData(int node, qint64 offset, const QByteArray& bytes);   // the node's gpu.csv, from `offset`
     void rankExited(int node, int rank, int status, double unixTime); // kLostExitStatus: the node went silent
@@ -119,7 +126,7 @@ private:
     void startFollowing();
     QString absolute(const QString& path) const;
     void deployTools();
-    QString deployTrainer(const DeployPlan& plan);
+    QString deployTrainer(const DeployPlan& plan, bool* thisMachines);
     QString deployBinary(const DeployPlan& plan, bool verify);
     QString buildOnNode(const DeployPlan& plan);
     QString platform();
@@ -135,6 +142,7 @@ private:
     QString m_workDir;
     QString m_runDir;
     QVector<int> m_ranks;
+    int m_debugRank = -1;
     StreamOffsets m_offsets;
     std::optional<bool> m_followGpu; // unknown after attach until the run directory is looked at
     QHash<int, int> m_exits;

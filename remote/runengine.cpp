@@ -76,6 +76,7 @@ RunEngine::RunEngine(RunStore* store, EngineOptions options, QObject* parent)
     qRegisterMetaType<QVector<Diagnosis>>();
     qRegisterMetaType<QVector<RankStackCapture>>();
     qRegisterMetaType<StackTree>();
+    qRegisterMetaType<DebugServer>();
     // Hangs and stragglers are about time passing: re-evaluated ten times a second while following.
     m_diagnosisTimer = new QTimer(this);
     m_diagnosisTimer->setInterval(100);
@@ -86,6 +87,7 @@ RunEngine::RunEngine(RunStore* store, EngineOptions options, QObject* parent)
 }
 
 RunEngine::~RunEngine() {
+    m_debug.reset();
     releaseWorkers();
     qDeleteAll(m_parsers);
 }
@@ -130,6 +132,11 @@ NodeWorker* RunEngine::startWorker(int node, std::unique_ptr<Transport> transpor
         }
         saveRecord();
     });
+    connect(worker, &NodeWorker::trainerDeployed, this,
+            [this](int n, const QString& path, bool thisMachines, const QString& builtFrom) {
+                if (m_debug && m_debug->node() == n)
+                    m_debug->trainerDeployed(path, thisMachines, builtFrom);
+            });
     connect(worker, &NodeWorker::data, this, &RunEngine::onData);
     connect(worker, &NodeWorker::gpuData, this, &RunEngine::onGpuData);
     connect(worker, &NodeWorker::rankExited, this, &RunEngine::onRankExited);
@@ -148,6 +155,8 @@ NodeWorker* RunEngine::startWorker(int node, std::unique_ptr<Transport> transpor
 }
 
 void RunEngine::reset() {
+    m_debug.reset();
+    m_debugServer.reset();
     m_diagnosisTimer->stop();
     m_diagnostics.clear();
     releaseWorkers();
@@ -167,7 +176,11 @@ void RunEngine::reset() {
     m_teardownAt = {};
 }
 
-bool RunEngine::launch(const JobSpec& original, RunMode mode, QString* error) {
+bool RunEngine::launch(const JobSpec& job, RunMode mode, QString* error) {
+    return launch(job, mode, LaunchOptions{}, error);
+}
+
+bool RunEngine::launch(const JobSpec& original, RunMode mode, const LaunchOptions& options, QString* error) {
     reset();
     // A node known by an ~/.ssh/config alias is reached by the other nodes at the alias's HostName.
     JobSpec job = original;
@@ -181,12 +194,25 @@ bool RunEngine::launch(const JobSpec& original, RunMode mode, QString* error) {
         if (resolved != node.host)
             node.address = resolved;
     }
-    const RankPlan plan = planRanks(job, mode);
+    RankPlan plan = planRanks(job, mode);
     if (plan.ranks.isEmpty()) {
         if (error)
             *error = QStringLiteral("the job has no ranks to run in %1 mode").arg(modeName(mode));
         return false;
     }
+    const int debugRank = options.debugRank.value_or(-1);
+    if (options.debugRank && (debugRank < 0 || debugRank >= plan.worldSize)) {
+        if (error)
+            *error = QStringLiteral("debug rank %1 is not a rank of this job: it has %2 rank(s) in %3 mode (0-%4)")
+                         .arg(debugRank)
+                         .arg(plan.worldSize)
+                         .arg(modeName(mode))
+                         .arg(plan.worldSize - 1);
+        return false;
+    }
+    if (debugRank >= 0) // last: it wins over a --timeout-s of the job's extra_args
+        for (RankAssignment& rank : plan.ranks)
+            rank.args << QStringLiteral("--timeout-s") << QString::number(options.debugCollectiveTimeout.count());
     DeployPlan deploy;
     deploy.strategy = deployName(job.deploy);
     deploy.sourceRoot = m_options.trainerSources;
@@ -215,9 +241,12 @@ bool RunEngine::launch(const JobSpec& original, RunMode mode, QString* error) {
             {node.node.name, node.local ? QStringLiteral("localhost") : node.node.host, node.local, QString(), {}});
     for (const RankAssignment& rank : plan.ranks)
         m_record.nodes[rank.nodeIndex].ranks.append(rank.rank);
+    m_record.debugRank = debugRank;
     if (!m_store->save(m_record, error))
         return false;
     startDiagnosis();
+    if (debugRank >= 0)
+        startDebugSession(plan, debugRank, deploy);
 
     for (int i = 0; i < plan.nodes.size(); ++i) {
         NodeLaunch launch;
@@ -237,11 +266,38 @@ bool RunEngine::launch(const JobSpec& original, RunMode mode, QString* error) {
         }
         launch.gpus = plan.nodes[i].node.gpus;
         launch.samplerEnvironment = job.env;
+        if (debugRank >= 0 && plan.ranks[debugRank].nodeIndex == i)
+            launch.debugRank = debugRank;
         NodeWorker* worker = startWorker(i, makeTransport(plan.nodes[i].node, plan.nodes[i].local));
         QMetaObject::invokeMethod(
             worker, [worker, launch] { worker->launch(launch); }, Qt::QueuedConnection);
     }
     return true;
+}
+
+void RunEngine::startDebugSession(const RankPlan& plan, int rank, const DeployPlan& deploy) {
+    DebugSessionSetup setup;
+    setup.rank = rank;
+    setup.node = plan.ranks[rank].nodeIndex;
+    setup.host = m_record.nodes[setup.node].host;
+    setup.local = plan.nodes[setup.node].local;
+    setup.localTrainer = deploy.localTrainer;
+    setup.localBuildSourceDir = DebugSession::builtSourceDir();
+    const QString debugDir = m_store->runDir(m_record.id) + QStringLiteral("/debug");
+    setup.sourceDir = DebugSession::localSources(m_options.trainerSources, debugDir + QStringLiteral("/trainer"));
+    setup.fetchTo = debugDir + QStringLiteral("/rankscope-trainer");
+    const NodeSpec node = plan.nodes[setup.node].node;
+    setup.makeTransport = [this, node, local = setup.local] { return makeTransport(node, local); };
+    m_debug = std::make_unique<DebugSession>(setup);
+    connect(m_debug.get(), &DebugSession::ready, this, [this](const DebugServer& server) {
+        m_debugServer = server;
+        emit debugServerReady(server);
+    });
+    connect(m_debug.get(), &DebugSession::progress, this, [this](const QString& message) {
+        if (m_debug)
+            emit nodeProgress(m_debug->node(), m_record.nodes.value(m_debug->node()).host, message);
+    });
+    connect(m_debug.get(), &DebugSession::failed, this, &RunEngine::debugServerError);
 }
 
 bool RunEngine::attach(const QString& runId, QString* error) {
@@ -287,8 +343,10 @@ bool RunEngine::attach(const QString& runId, QString* error) {
         NodeWorker* worker = startWorker(i, makeTransport(spec, node.local));
         const QString runDir = node.runDir;
         const QVector<int> ranks = node.ranks;
+        const int debugRank = node.ranks.contains(m_record.debugRank) ? m_record.debugRank : -1;
         QMetaObject::invokeMethod(
-            worker, [worker, runDir, ranks, offsets] { worker->attach(runDir, ranks, offsets); }, Qt::QueuedConnection);
+            worker, [worker, runDir, ranks, offsets, debugRank] { worker->attach(runDir, ranks, offsets, debugRank); },
+            Qt::QueuedConnection);
     }
     return true;
 }
@@ -349,11 +407,18 @@ void RunEngine::startDiagnosis() {
 }
 
 void RunEngine::diagnose(double now) {
-    const QVector<Diagnosis> changed = m_diagnostics.update(now);
+    QVector<Diagnosis> changed = m_diagnostics.update(now);
     if (changed.isEmpty())
         return;
+    // A rank stopped in a debugger is no hang to look into, and its peers wait for it as they should.
+    const int debugRank = m_record.debugRank;
+    for (Diagnosis& diagnosis : changed)
+        if (debugRank >= 0 && diagnosis.kind == DiagnosisKind::Hang && diagnosis.ranks.contains(debugRank))
+            diagnosis.message +=
+                QStringLiteral(" (rank %1 is under the debugger: the others wait for it while it is stopped)")
+                    .arg(debugRank);
     emit diagnoses(changed);
-    if (!m_options.captureStacksOnHang || !isActive() || m_offlineEvents)
+    if (!m_options.captureStacksOnHang || !isActive() || m_offlineEvents || debugRank >= 0)
         return;
     for (const Diagnosis& diagnosis : changed) {
         if (diagnosis.kind == DiagnosisKind::Hang && !diagnosis.resolved && !m_stackedHangs.contains(diagnosis.key)) {
@@ -509,6 +574,8 @@ void RunEngine::parse(int rank, RankStream stream, QByteArrayView bytes) {
     qint64& lineCount = stream == RankStream::Out ? parsers->outLines : parsers->errLines;
     QVector<RankLogLine> lines;
     for (const LinePiece& piece : splitter.feed(bytes)) {
+        if (m_debug && stream == RankStream::Err && rank == m_debug->rank())
+            m_debug->stderrPiece(piece.bytes, piece.endsLine);
         lines.append({rank, stream, lineCount + 1, QString::fromUtf8(piece.bytes), now});
         if (stream == RankStream::Err && !piece.bytes.trimmed().isEmpty())
             m_lastStderrLine.insert(rank, lines.back().text.trimmed().left(300));
@@ -526,10 +593,13 @@ void RunEngine::onRankExited(int /*node*/, int rank, int status, double unixTime
     m_record.exits.insert(rank, RankExit{status, when});
     m_diagnostics.rankExited(rank, status);
     emit rankExited(rank, hostOfRank(rank), status);
+    if (m_debug && rank == m_debug->rank())
+        m_debug->rankExited(status);
     const bool genuine = status != 0 && !m_stopRequested && (!m_tearingDown || when < m_teardownAt);
     if (genuine) {
         noteFailure();
-        if (m_record.mode == QLatin1String("submit") && !m_tearingDown)
+        // With a debugged rank every collective waits a day: the peers of a failed rank would too.
+        if ((m_record.mode == QLatin1String("submit") || m_record.debugRank >= 0) && !m_tearingDown)
             teardown(m_options.failureGraceSeconds);
     }
     saveRecord();
@@ -632,6 +702,8 @@ void RunEngine::stop() {
 }
 
 void RunEngine::detach() {
+    m_debug.reset(); // the forward ends with the following: gdbserver sees its one connection go and ends the rank
+    m_debugServer.reset();
     m_diagnosisTimer->stop();
     saveRecord();
     releaseWorkers();
@@ -647,6 +719,8 @@ void RunEngine::finish(const QString& state) {
     if (state == QLatin1String("stopped") && m_record.summary.isEmpty())
         m_record.summary = QStringLiteral("stopped by the user");
     saveRecord();
+    m_debug.reset(); // the forward ends with the run
+    m_debugServer.reset();
     releaseWorkers();
     m_diagnosisTimer->stop();
     m_diagnostics.runEnded(m_record);

@@ -7,9 +7,11 @@
 #include "core/jobspec.h"
 #include "core/linesplitter.h"
 #include "core/nvidiasmi.h"
+#include "core/rankplan.h"
 #include "core/runstore.h"
 #include "core/stacks.h"
 #include "core/trainerevent.h"
+#include "remote/debugsession.h"
 #include "remote/nodeworker.h"
 #include "remote/sshtransport.h"
 
@@ -46,6 +48,16 @@ struct EngineOptions {
     int stackTimeoutSeconds = 60;    // per rank, for gdb or eu-stack
 };
 
+// How one launch differs from a plain one.
+struct LaunchOptions {
+    // Start this rank under gdbserver on its node and wait for a debugger (see RunEngine::debugServerReady).
+    // The other ranks run normally and wait for it in their collectives.
+    std::optional<int> debugRank;
+    // Passed to every rank as --timeout-s when a rank is debugged: a rank stopped at a breakpoint must not make
+    // the others' collectives time out. A genuine failure of any rank then tears the run down, as in submit mode.
+    std::chrono::seconds debugCollectiveTimeout{std::chrono::hours(24)};
+};
+
 // The engine every front end drives: it launches a job's ranks on their nodes (or attaches to a stored
 // run), follows every rank's files into the run store byte for byte, parses them in core, and tears the
 // run down. One node per worker thread; this object lives on the caller's thread and only receives
@@ -58,6 +70,8 @@ public:
     ~RunEngine() override;
 
     bool launch(const JobSpec& job, RunMode mode, QString* error);
+    // A debug rank outside the job's ranks is refused, naming the rank and the ranks there are.
+    bool launch(const JobSpec& job, RunMode mode, const LaunchOptions& options, QString* error);
     bool attach(const QString& runId, QString* error);
     // Shows a stored run offline: replays its stored streams and exits through the same signals as a live
     // run, synchronously, without contacting any node.
@@ -72,6 +86,8 @@ public:
     [[nodiscard]] const RunRecord& record() const { return m_record; }
     [[nodiscard]] QString hostOfRank(int rank) const;
     [[nodiscard]] bool isActive() const { return !m_workers.isEmpty() && !m_finished; }
+    // The rank waiting under gdbserver, once debugServerReady was emitted, until the run ends.
+    [[nodiscard]] std::optional<DebugServer> debugServer() const { return m_debugServer; }
 
     // Builds the transport for a node of a job (LocalTransport for the local debug node).
     [[nodiscard]] std::unique_ptr<Transport> makeTransport(const NodeSpec& node, bool local) const;
@@ -96,6 +112,12 @@ signals:
     // stacksError says why). Ranks without stacks are in tree.errors() with the reason.
     void stacksCaptured(const rankscope::StackTree& tree, const QString& path);
     void stacksError(const QString& message);
+    // The debugged rank's gdbserver accepts a debugger at server.address on this machine: a listener of the
+    // engine's whose connection is piped to gdbserver's (through an SSH session of the engine's own for a remote
+    // node), torn down with the run. Once per launch.
+    void debugServerReady(const rankscope::remote::DebugServer& server);
+    // The debugged rank cannot be reached: it ended before gdbserver listened, or the forward failed.
+    void debugServerError(const QString& message);
 
 private:
     struct RankParsers {
@@ -124,6 +146,7 @@ private:
     void saveRecord();
     void releaseWorkers();
     void reset();
+    void startDebugSession(const RankPlan& plan, int rank, const DeployPlan& deploy);
     QString localPlatform() const;
 
     RunStore* m_store;
@@ -145,6 +168,8 @@ private:
     QSet<int> m_stackNodesPending;
     StackTree m_stackTree;
     QSet<QString> m_stackedHangs; // hang keys already captured automatically
+    std::unique_ptr<DebugSession> m_debug; // while a launched run with a debug rank is followed
+    std::optional<DebugServer> m_debugServer;
     QSet<int> m_drainedNodes;
     QSet<int> m_stoppedNodes;
     int m_processesLeft = 0;

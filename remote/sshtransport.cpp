@@ -147,6 +147,10 @@ QString SshTransport::resolveHostName(const SshOptions& options) {
     return resolved;
 }
 
+ssh_session_struct* SshTransport::session() const {
+    return m_impl->session;
+}
+
 bool SshTransport::isConnected() const {
     return m_impl->session && ssh_is_connected(m_impl->session);
 }

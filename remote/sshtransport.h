@@ -11,6 +11,8 @@
 #include <memory>
 #include <optional>
 
+struct ssh_session_struct; // libssh's session: ssh_session is a pointer to it
+
 namespace rankscope::remote {
 
 // How to reach one node. Empty fields come from ~/.ssh/config (Host aliases work), then libssh's defaults.
@@ -57,6 +59,10 @@ public:
     std::optional<qint64> fileSize(const QString& path) override;
     void makeDirectories(const QString& path) override;
     [[nodiscard]] QString homeDirectory() override;
+
+    // The libssh session, null before connect(): for channels of other kinds (PortForwarder's direct-tcpip),
+    // opened on the thread that uses this transport, since a libssh session is not thread-safe.
+    [[nodiscard]] ssh_session_struct* session() const;
 
     // The SHA256 fingerprint of the server's key, as `ssh-keygen -l` prints it; empty before connect().
     [[nodiscard]] QString serverFingerprint() const { return m_serverFingerprint; }

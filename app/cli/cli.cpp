@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "cli.h"
 
+#include "bridgecommand.h"
 #include "checkcommand.h"
 #include "eventscommand.h"
 #include "inspectcommand.h"
@@ -25,8 +26,9 @@ const QList<Command>& commands() {
     static const QList<Command> list = {
         {"check", "check JOB [--mode debug|submit] [--json]",
          "Pre-flight every node of a job: reachability, OS, disk, GPUs, LibTorch, master port, network interfaces."},
-        {"run", "run JOB [--mode debug|submit] [--detach]",
-         "Deploy and launch a job, show per-rank progress, summarise at the end."},
+        {"run", "run JOB [--mode debug|submit] [--detach | --debug-rank R]",
+         "Deploy and launch a job, show per-rank progress, summarise at the end. --debug-rank R starts rank R "
+         "under gdbserver and prints the address and a gdb command line to attach with."},
         {"attach", "attach RUN", "Reattach to a run (after a dropped link or from another terminal)."},
         {"stacks", "stacks RUN [--json]",
          "Native stacks of every rank of a running run (gdb), merged into one tree, saved with the run."},
@@ -36,6 +38,9 @@ const QList<Command>& commands() {
         {"events", "events FILE... [--json]", "Summarise trainer event files (or a rank's stdout) per rank."},
         {"diagnose", "diagnose RUN [--json]",
          "What went wrong in a stored run: root cause, hangs, stragglers, diverged replicas."},
+        {"bridge", "bridge [--port P]",
+         "Serve the engine to editors and notebooks: JSON-RPC over WebSocket on 127.0.0.1, behind a token in a "
+         "connection file only you can read (docs/bridge.md)."},
         {"inspect", "inspect FILE... [--json]",
          "Parse any log files: NCCL setup and warnings, watchdog timeouts, torchrun failures, errors."},
     };
@@ -71,6 +76,9 @@ int run(const QStringList& arguments) {
     const QCommandLineOption mode(QStringLiteral("mode"), QStringLiteral("debug or submit (default: the job's)."),
                                   QStringLiteral("MODE"));
     const QCommandLineOption detach(QStringLiteral("detach"), QStringLiteral("Return once every rank started."));
+    const QCommandLineOption debugRank(QStringLiteral("debug-rank"),
+                                       QStringLiteral("Start rank R under gdbserver; print how to attach gdb."),
+                                       QStringLiteral("R"));
     const QCommandLineOption rank(QStringLiteral("rank"), QStringLiteral("Only this rank."), QStringLiteral("R"));
     const QCommandLineOption stream(QStringLiteral("stream"), QStringLiteral("out, err, events or all (default out)."),
                                     QStringLiteral("STREAM"), QStringLiteral("out"));
@@ -88,16 +96,20 @@ int run(const QStringList& arguments) {
 
     parser.parse(arguments);
     const QString command = parser.positionalArguments().value(0);
-    const QStringList connectionCommands = {"check", "run", "attach", "stop", "logs", "stacks"};
+    const QCommandLineOption portOption(QStringLiteral("port"), QStringLiteral("Port on 127.0.0.1 (default: any)."),
+                                        QStringLiteral("P"), QStringLiteral("0"));
+    const QStringList connectionCommands = {"check", "run", "attach", "stop", "logs", "stacks", "bridge"};
     if (connectionCommands.contains(command))
         parser.addOptions({knownHosts, sshConfig, acceptNew});
     if (command == QLatin1String("check") || command == QLatin1String("runs") || command == QLatin1String("events") ||
         command == QLatin1String("inspect") || command == QLatin1String("diagnose") || command == QLatin1String("stacks"))
         parser.addOption(json);
     if (command == QLatin1String("run"))
-        parser.addOptions({mode, detach});
+        parser.addOptions({mode, detach, debugRank});
     if (command == QLatin1String("check"))
         parser.addOption(mode);
+    if (command == QLatin1String("bridge"))
+        parser.addOption(portOption);
     if (command == QLatin1String("logs"))
         parser.addOptions({rank, stream, followOption});
     if (!parser.parse(arguments))
@@ -149,7 +161,18 @@ int run(const QStringList& arguments) {
     if (command == QLatin1String("run")) {
         if (auto error = needOne(QStringLiteral("JOB")))
             return *error;
-        return runRunCommand(rest.front(), parser.value(mode), parser.isSet(detach), flags);
+        std::optional<int> rankToDebug;
+        if (parser.isSet(debugRank)) {
+            bool ok = false;
+            rankToDebug = parser.value(debugRank).toInt(&ok);
+            if (!ok || *rankToDebug < 0)
+                return usageError(
+                    QStringLiteral("run: --debug-rank must be a rank number, not '%1'").arg(parser.value(debugRank)));
+            if (parser.isSet(detach))
+                return usageError(QStringLiteral("run: --debug-rank needs the run followed (its SSH forward ends "
+                                                 "with the command): leave out --detach"));
+        }
+        return runRunCommand(rest.front(), parser.value(mode), parser.isSet(detach), flags, rankToDebug);
     }
     if (command == QLatin1String("attach") || command == QLatin1String("stop")) {
         if (auto error = needOne(QStringLiteral("RUN")))
@@ -159,6 +182,15 @@ int run(const QStringList& arguments) {
     }
     if (command == QLatin1String("runs"))
         return runRunsCommand(parser.isSet(json));
+    if (command == QLatin1String("bridge")) {
+        if (!rest.isEmpty())
+            return usageError(QStringLiteral("bridge: unexpected argument '%1'").arg(rest.front()));
+        bool ok = false;
+        const uint port = parser.value(portOption).toUInt(&ok);
+        if (!ok || port > 65535)
+            return usageError(QStringLiteral("bridge: --port must be 0-65535"));
+        return runBridgeCommand(static_cast<quint16>(port), flags);
+    }
     if (command == QLatin1String("logs")) {
         if (auto error = needOne(QStringLiteral("RUN")))
             return *error;

@@ -5,6 +5,7 @@
 #include "runmonitor.h"
 
 #include "core/jobspec.h"
+#include "core/rankplan.h"
 #include "core/runstore.h"
 #include "remote/runengine.h"
 
@@ -31,6 +32,8 @@ void onSignal(int) {
     [[maybe_unused]] const auto written = ::write(g_signalPipe[1], &byte, 1);
 }
 
+} // namespace
+
 // Ctrl-C (and SIGTERM) reach the event loop as a socket notification: nothing else is safe in a handler.
 void installInterruptHandler(const std::function<void()>& onInterrupt) {
     if (g_signalPipe[0] < 0 && ::socketpair(AF_UNIX, SOCK_STREAM, 0, g_signalPipe) != 0)
@@ -48,6 +51,8 @@ void installInterruptHandler(const std::function<void()>& onInterrupt) {
     sigaction(SIGINT, &action, nullptr);
     sigaction(SIGTERM, &action, nullptr);
 }
+
+namespace {
 
 remote::EngineOptions engineOptions(const ConnectionFlags& flags) {
     remote::EngineOptions options;
@@ -142,15 +147,28 @@ std::optional<CommandJob> loadCommandJob(const QString& command, const QString& 
     return loaded;
 }
 
-int runRunCommand(const QString& jobPath, const QString& mode, bool detach, const ConnectionFlags& flags) {
+int runRunCommand(const QString& jobPath, const QString& mode, bool detach, const ConnectionFlags& flags,
+                  std::optional<int> debugRank) {
     int exitCode = kExitOk;
     const std::optional<CommandJob> job = loadCommandJob(QStringLiteral("run"), jobPath, mode, &exitCode);
     if (!job)
         return exitCode;
+    if (const int world = planRanks(job->job, job->mode).worldSize;
+        debugRank && world > 0 && (*debugRank < 0 || *debugRank >= world)) {
+        printError(QStringLiteral("run"),
+                   QStringLiteral("--debug-rank %1: the job has %2 rank(s) in %3 mode (0-%4)")
+                       .arg(*debugRank)
+                       .arg(world)
+                       .arg(job->mode == RunMode::Debug ? QStringLiteral("debug") : QStringLiteral("submit"))
+                       .arg(world - 1));
+        return kExitUsage;
+    }
     RunStore store;
     remote::RunEngine engine(&store, engineOptions(flags));
+    remote::LaunchOptions launchOptions;
+    launchOptions.debugRank = debugRank;
     QString error;
-    if (!engine.launch(job->job, job->mode, &error)) {
+    if (!engine.launch(job->job, job->mode, launchOptions, &error)) {
         printError(QStringLiteral("run"), error);
         return kExitLaunchFailed;
     }
@@ -271,16 +289,8 @@ int runDiagnoseCommand(const QString& run, bool json) {
     }
     if (json) {
         QJsonArray array;
-        for (const Diagnosis& d : std::as_const(found)) {
-            QJsonArray ranks;
-            for (const int rank : d.ranks)
-                ranks.append(rank);
-            QJsonObject object{{"kind", diagnosisKindName(d.kind)}, {"ranks", ranks}, {"message", d.message},
-                               {"resolved", d.resolved}, {"time", d.time}};
-            if (!d.host.isEmpty())
-                object.insert("host", d.host);
-            array.append(object);
-        }
+        for (const Diagnosis& d : std::as_const(found))
+            array.append(d.toJson());
         std::printf("%s", QJsonDocument(QJsonObject{{"run", id}, {"diagnoses", array}}).toJson().constData());
         return kExitOk;
     }

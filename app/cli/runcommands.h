@@ -5,6 +5,7 @@
 
 #include <QString>
 
+#include <functional>
 #include <optional>
 
 namespace rankscope::cli {
@@ -28,8 +29,12 @@ struct CommandJob {
 // Asks on the terminal (/dev/tty) with echo off: a key's passphrase or a password, never read from the
 // environment or a file, never stored. Nothing when there is no terminal.
 [[nodiscard]] std::optional<QString> askSecret(const QString& prompt);
+// Ctrl-C and SIGTERM reach the event loop as a queued call (a self-pipe): nothing else is safe in a handler.
+void installInterruptHandler(const std::function<void()>& onInterrupt);
 
-[[nodiscard]] int runRunCommand(const QString& jobPath, const QString& mode, bool detach, const ConnectionFlags& flags);
+// `debugRank`: start that rank under gdbserver and print its address and a gdb command line once it waits.
+[[nodiscard]] int runRunCommand(const QString& jobPath, const QString& mode, bool detach, const ConnectionFlags& flags,
+                                std::optional<int> debugRank = std::nullopt);
 [[nodiscard]] int runAttachCommand(const QString& run, const ConnectionFlags& flags);
 [[nodiscard]] int runStopCommand(const QString& run, const ConnectionFlags& flags);
 [[nodiscard]] int runRunsCommand(bool json);

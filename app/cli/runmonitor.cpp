@@ -47,6 +47,17 @@ RunMonitor::RunMonitor(remote::RunEngine* engine, bool interactive, FILE* out)
         std::fprintf(m_out, "%s", tree.render().toUtf8().constData());
         redraw();
     });
+    connect(engine, &remote::RunEngine::debugServerReady, this, [this](const remote::DebugServer& server) {
+        printLine(QStringLiteral("rank %1 on %2 waits for a debugger at %3; attach with:")
+                      .arg(server.rank)
+                      .arg(server.host, server.address));
+        clearBars();
+        std::fprintf(m_out, "  %s\n", server.gdbCommand.toUtf8().constData()); // bare, to copy and paste
+        std::fflush(m_out); // also when stdout is a pipe: whoever reads it is waiting for this line
+        redraw();
+    });
+    connect(engine, &remote::RunEngine::debugServerError, this,
+            [this](const QString& message) { printLine(QStringLiteral("debugger: ") + message); });
     connect(engine, &remote::RunEngine::stacksError, this,
             [this](const QString& message) { printLine(QStringLiteral("stacks: ") + message); });
     connect(engine, &remote::RunEngine::linkLost, this, [this](int, const QString& host, const QString& message) {

@@ -61,7 +61,9 @@ int main(int argc, char** argv) {
         QStringLiteral("dir"));
     const QCommandLineOption viewEvents(QStringLiteral("view-events"),
                                         QStringLiteral("Show event files of one run (one per rank) in the simple viewer."));
-    parser.addOptions({debug, submit, attach, open, fresh, screenshots, viewEvents});
+    const QCommandLineOption bridge(QStringLiteral("bridge"),
+                                    QStringLiteral("Host the IDE bridge for VS Code and Jupyter (docs/bridge.md)."));
+    parser.addOptions({debug, submit, attach, open, fresh, screenshots, viewEvents, bridge});
     parser.addPositionalArgument(QStringLiteral("job"), QStringLiteral("A job file (JSON)."), QStringLiteral("[job]"));
     parser.process(app);
 
@@ -82,6 +84,8 @@ int main(int argc, char** argv) {
     if (!parser.positionalArguments().isEmpty() && !window.openJob(parser.positionalArguments().front(), &error))
         return fail(error);
     window.show();
+    if (parser.isSet(bridge) && !window.setBridgeHosted(true, &error))
+        return fail(error);
 
     bool started = true;
     if (parser.isSet(debug))

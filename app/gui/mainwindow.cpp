@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "mainwindow.h"
 
+#include "bridgehost.h"
 #include "historymodel.h"
 #include "jobview/clusterpanel.h"
 #include "jobview/hostkeyprompter.h"
@@ -12,7 +13,13 @@
 #include "runview/runmetrics.h"
 #include "runview/runview.h"
 
+#include "core/rankplan.h"
+
 #include <QAction>
+#include <QApplication>
+#include <QClipboard>
+#include <QDialog>
+#include <QDialogButtonBox>
 #include <QCloseEvent>
 #include <QDockWidget>
 #include <QComboBox>
@@ -23,10 +30,12 @@
 #include <QHeaderView>
 #include <QInputDialog>
 #include <QLabel>
+#include <QLineEdit>
 #include <QMenu>
 #include <QMessageBox>
 #include <QPushButton>
 #include <QSettings>
+#include <QSignalBlocker>
 #include <QSortFilterProxyModel>
 #include <QSplitter>
 #include <QStatusBar>
@@ -69,6 +78,8 @@ MainWindow::MainWindow(Options options, QWidget* parent)
         engine.localTrainer = m_options.localTrainer;
     m_cluster->prompter()->install(engine); // trust-on-first-use and secrets asked in dialogs, from any thread
     m_session = new RunSession(m_store.get(), engine, this);
+    m_bridge = new BridgeHost(m_session, engine, this);
+    m_bridge->setRuntimeDirectory(m_options.bridgeRuntimeDir);
 
     buildTabs();
     buildActions();
@@ -162,6 +173,10 @@ void MainWindow::buildTabs() {
     addDockWidget(Qt::BottomDockWidgetArea, dock);
     m_runLabel = new QLabel(QStringLiteral("no run"));
     statusBar()->addPermanentWidget(m_runLabel);
+    m_bridgeLabel = new QLabel;
+    m_bridgeLabel->setObjectName(QStringLiteral("bridgeLabel"));
+    m_bridgeLabel->hide();
+    statusBar()->addPermanentWidget(m_bridgeLabel);
 
     // The job and the cluster are one job: nodes edited in the table go into the editor's text, and the
     // editor's nodes fill the table.
@@ -197,6 +212,9 @@ void MainWindow::buildActions() {
     m_debugAction->setToolTip(
         QStringLiteral("Few steps on one node, verbose NCCL and distributed checks; the run stops with the app"));
     bar->addWidget(m_debugNode);
+    m_debugRankAction = bar->addAction(QStringLiteral("Debug a rank in gdb…"), this, &MainWindow::askDebugRank);
+    m_debugRankAction->setToolTip(QStringLiteral("Debug on one node with one rank under gdbserver: the others wait "
+                                                 "for it in their collectives; gdb attaches at the address shown"));
     bar->addSeparator();
     m_submitAction = bar->addAction(QStringLiteral("Submit distributed"), this, [this] {
         QString error;
@@ -215,6 +233,23 @@ void MainWindow::buildActions() {
     });
     bar->addSeparator();
 
+    // Editors and notebooks connect to the app instead of a `rankscope-cli bridge` and see its runs.
+    m_bridgeAction = bar->addAction(QStringLiteral("IDE bridge"));
+    m_bridgeAction->setObjectName(QStringLiteral("bridgeAction"));
+    m_bridgeAction->setCheckable(true);
+    m_bridgeAction->setToolTip(QStringLiteral("Serve this app's runs to VS Code and Jupyter (JSON-RPC over WebSocket on "
+                                              "127.0.0.1, behind a token in a file only you can read)"));
+    connect(m_bridgeAction, &QAction::toggled, this, [this](bool on) {
+        QString error;
+        if (!setBridgeHosted(on, &error))
+            showMessage(QStringLiteral("IDE bridge: %1").arg(error), true);
+    });
+    connect(m_bridge, &BridgeHost::statusChanged, this, [this](const QString& text) {
+        m_bridgeLabel->setText(text);
+        m_bridgeLabel->setVisible(!text.isEmpty());
+    });
+    bar->addSeparator();
+
     auto* exportButton = new QToolButton;
     exportButton->setText(QStringLiteral("Export"));
     exportButton->setPopupMode(QToolButton::InstantPopup);
@@ -226,6 +261,19 @@ void MainWindow::buildActions() {
     bar->addWidget(exportButton);
 }
 
+bool MainWindow::setBridgeHosted(bool hosted, QString* error) {
+    bool ok = true;
+    if (hosted)
+        ok = m_bridge->start(error);
+    else
+        m_bridge->stop();
+    const QSignalBlocker blocker(m_bridgeAction);
+    m_bridgeAction->setChecked(m_bridge->isRunning());
+    if (ok)
+        QSettings().setValue(QStringLiteral("bridge/hosted"), m_bridge->isRunning());
+    return ok;
+}
+
 void MainWindow::connectSession() {
     connect(m_session, &RunSession::runStarting, this, &MainWindow::onRunStarting);
     connect(m_session, &RunSession::events, m_runView, &RunView::addEvents);
@@ -235,6 +283,9 @@ void MainWindow::connectSession() {
     connect(m_session, &RunSession::diagnoses, this, &MainWindow::addDiagnoses);
     connect(m_session, &RunSession::message, this, [this](const QString& text) { showMessage(text); });
     connect(m_session, &RunSession::finished, this, &MainWindow::onFinished);
+    connect(m_session->engine(), &remote::RunEngine::debugServerReady, this, &MainWindow::showDebugServer);
+    connect(m_session->engine(), &remote::RunEngine::debugServerError, this,
+            [this](const QString& message) { showMessage(message, true); });
     connect(m_session->engine(), &remote::RunEngine::launched, this, [this] {
         m_runLabel->setText(QStringLiteral("%1 · %2 · running").arg(m_session->record().id, m_session->record().mode));
         m_historyModel->refresh();
@@ -242,6 +293,8 @@ void MainWindow::connectSession() {
 }
 
 void MainWindow::onRunStarting(const RunRecord& record) {
+    if (m_debugDialog)
+        m_debugDialog->close();
     m_runView->clear();
     m_diagnostics->clear();
     m_logs->model()->clear();
@@ -279,7 +332,68 @@ void MainWindow::addDiagnoses(const QVector<Diagnosis>& diagnoses) {
     }
 }
 
+void MainWindow::showDebugServer(const remote::DebugServer& server) {
+    const QString text =
+        QStringLiteral("rank %1 on %2 waits for a debugger at %3").arg(server.rank).arg(server.host, server.address);
+    auto* item = new QTreeWidgetItem(m_diagnostics);
+    item->setText(0, QStringLiteral("debugger"));
+    item->setText(1, QString::number(server.rank));
+    item->setText(2, text + QStringLiteral(": ") + server.gdbCommand);
+    item->setToolTip(2, item->text(2));
+    item->setData(0, Qt::UserRole, QStringLiteral("debugger"));
+    item->setData(1, Qt::UserRole, server.rank);
+    showMessage(text);
+
+    // Not modal: the run view stays live while the user attaches.
+    auto* dialog = new QDialog(this);
+    dialog->setObjectName(QStringLiteral("debugServerDialog"));
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    dialog->setWindowTitle(QStringLiteral("Rank %1 waits for a debugger").arg(server.rank));
+    auto* layout = new QVBoxLayout(dialog);
+    auto* label = new QLabel(text + QStringLiteral(" (the other ranks wait for it in their collectives).\n"
+                                                   "Attach with gdb, or an IDE's remote gdb attach to that address "
+                                                   "with program %1:")
+                                        .arg(server.program));
+    label->setWordWrap(true);
+    label->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    auto* command = new QLineEdit(server.gdbCommand);
+    command->setObjectName(QStringLiteral("gdbCommand"));
+    command->setReadOnly(true);
+    command->setMinimumWidth(640);
+    auto* buttons = new QDialogButtonBox(QDialogButtonBox::Close);
+    QPushButton* copy = buttons->addButton(QStringLiteral("Copy gdb command"), QDialogButtonBox::ActionRole);
+    copy->setObjectName(QStringLiteral("copyGdbCommand"));
+    connect(copy, &QPushButton::clicked, dialog, [command] { QApplication::clipboard()->setText(command->text()); });
+    connect(buttons, &QDialogButtonBox::rejected, dialog, &QDialog::close);
+    layout->addWidget(label);
+    layout->addWidget(command);
+    layout->addWidget(buttons);
+    if (m_debugDialog)
+        m_debugDialog->close();
+    m_debugDialog = dialog;
+    dialog->show();
+}
+
+void MainWindow::askDebugRank() {
+    auto job = m_editor->job();
+    if (!job)
+        return;
+    job->debug.node = m_debugNode->currentData().toString();
+    if (job->debug.node.isEmpty())
+        job->debug.node = kLocalNode;
+    const int world = planRanks(*job, RunMode::Debug).worldSize;
+    bool ok = false;
+    const int rank = QInputDialog::getInt(this, QStringLiteral("Debug a rank in gdb"),
+                                          QStringLiteral("Rank to start under gdbserver (0-%1):").arg(world - 1), 0, 0,
+                                          std::max(0, world - 1), 1, &ok);
+    QString error;
+    if (ok && !debugRun(&error, QString(), rank))
+        showMessage(error, true);
+}
+
 void MainWindow::onFinished(const RunRecord& record) {
+    if (m_debugDialog)
+        m_debugDialog->close(); // its address went with the run
     m_runLabel->setText(QStringLiteral("%1 · %2 · %3").arg(record.id, record.mode, record.state));
     showMessage(record.summary.isEmpty() ? QStringLiteral("run %1 %2").arg(record.id, record.state) : record.summary,
                 record.state == QLatin1String("failed") || record.state == QLatin1String("lost"));
@@ -297,7 +411,7 @@ bool MainWindow::openJob(const QString& path, QString* error) {
     return true;
 }
 
-bool MainWindow::debugRun(QString* error, const QString& debugNode) {
+bool MainWindow::debugRun(QString* error, const QString& debugNode, std::optional<int> debugRank) {
     auto job = m_editor->job();
     if (!job) {
         if (error)
@@ -307,7 +421,9 @@ bool MainWindow::debugRun(QString* error, const QString& debugNode) {
     job->debug.node = !debugNode.isEmpty() ? debugNode : m_debugNode->currentData().toString();
     if (job->debug.node.isEmpty())
         job->debug.node = kLocalNode;
-    if (!m_session->launch(*job, RunMode::Debug, error))
+    remote::LaunchOptions options;
+    options.debugRank = debugRank;
+    if (!m_session->launch(*job, RunMode::Debug, options, error))
         return false;
     showTab(RunTab);
     return true;
@@ -386,6 +502,7 @@ void MainWindow::updateActions() {
     const bool active = m_session->isActive();
     const bool valid = m_editor->isValid();
     m_debugAction->setEnabled(valid && !active);
+    m_debugRankAction->setEnabled(valid && !active);
     m_debugNode->setEnabled(!active);
     m_submitAction->setEnabled(valid && !active && m_editor->job() && !m_editor->job()->nodes.isEmpty());
     m_stopAction->setEnabled(active);
@@ -522,6 +639,8 @@ void MainWindow::restoreSavedState() {
     m_tabs->setCurrentIndex(settings.value(QStringLiteral("mainWindow/tab"), 0).toInt());
     // A submitted run goes on while the app is closed: follow it again.
     reattachLatest();
+    if (settings.value(QStringLiteral("bridge/hosted"), false).toBool() && !setBridgeHosted(true, &error))
+        showMessage(QStringLiteral("IDE bridge: %1").arg(error), true);
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {

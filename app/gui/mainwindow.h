@@ -5,7 +5,11 @@
 #include "core/runstore.h"
 #include "remote/runengine.h"
 
+#include <QDialog>
 #include <QMainWindow>
+#include <QPointer>
+
+#include <optional>
 
 class QAction;
 class QComboBox;
@@ -37,6 +41,7 @@ public:
         QString sshConfigPath;    // empty: ~/.ssh/config
         QString localTrainer;     // empty: rankscope-trainer next to this executable
         bool restoreState = true; // window layout, last job, and reattaching to the newest live run
+        QString bridgeRuntimeDir; // where the IDE bridge's connection file goes; empty: the user's runtime dir
     };
     static constexpr const char* kDefaultJob = ":/rankscope/jobs/demo.json";
 
@@ -46,9 +51,13 @@ public:
     enum Tab { JobTab, RunTab, LogsTab, HistoryTab };
 
     bool openJob(const QString& path, QString* error);
-    // The editor's job, with `debugNode` ("local" or a node's name) for a debug run.
-    bool debugRun(QString* error, const QString& debugNode = QString());
+    // The editor's job, with `debugNode` ("local" or a node's name) for a debug run; `debugRank` starts that
+    // rank under gdbserver, and its address and a gdb command line are shown once it waits.
+    bool debugRun(QString* error, const QString& debugNode = QString(), std::optional<int> debugRank = std::nullopt);
     bool submitRun(QString* error);
+    // Hosts the IDE bridge (docs/bridge.md) in the app, or stops it; remembered across starts.
+    bool setBridgeHosted(bool hosted, QString* error = nullptr);
+    [[nodiscard]] class BridgeHost* bridgeHost() const { return m_bridge; }
     bool attachRun(const QString& runId, QString* error);
     bool openStoredRun(const QString& runId, QString* error); // offline
     // Reattaches to the newest submitted run that is still going on; false when there is none.
@@ -68,6 +77,8 @@ public:
     // focuses every view on the rank it is about.
     [[nodiscard]] QTreeWidget* diagnosticsView() const { return m_diagnostics; }
     [[nodiscard]] RunSession* session() const { return m_session; }
+    // The window that shows a debugged rank's address and gdb command line (with Copy), while it is open.
+    [[nodiscard]] QDialog* debugServerDialog() const { return m_debugDialog; }
     [[nodiscard]] RunStore* store() const { return m_store.get(); }
 
 protected:
@@ -80,6 +91,8 @@ private:
     void onRunStarting(const RunRecord& record);
     void onFinished(const RunRecord& record);
     void addDiagnoses(const QVector<Diagnosis>& diagnoses);
+    void showDebugServer(const remote::DebugServer& server);
+    void askDebugRank();
     void focusRank(int rank);
     void updateActions();
     void updateDebugNodes();
@@ -105,10 +118,15 @@ private:
     QTreeWidget* m_diagnostics = nullptr;
     QComboBox* m_debugNode = nullptr;
     QAction* m_debugAction = nullptr;
+    QAction* m_debugRankAction = nullptr;
+    QPointer<QDialog> m_debugDialog;
     QAction* m_submitAction = nullptr;
     QAction* m_stopAction = nullptr;
     QAction* m_detachAction = nullptr;
     QLabel* m_runLabel = nullptr;
+    QLabel* m_bridgeLabel = nullptr;
+    class BridgeHost* m_bridge = nullptr;
+    QAction* m_bridgeAction = nullptr;
     int m_focusedRank = -1;
 };
 

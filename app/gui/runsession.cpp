@@ -78,10 +78,14 @@ bool RunSession::refuseWhileActive(QString* error) const {
 }
 
 bool RunSession::launch(const JobSpec& job, RunMode mode, QString* error) {
+    return launch(job, mode, remote::LaunchOptions{}, error);
+}
+
+bool RunSession::launch(const JobSpec& job, RunMode mode, const remote::LaunchOptions& options, QString* error) {
     if (refuseWhileActive(error))
         return false;
     m_pendingLines.clear();
-    if (!m_engine->launch(job, mode, error))
+    if (!m_engine->launch(job, mode, options, error))
         return false;
     emit runStarting(record()); // the engine's data arrives through queued signals: after this
     return true;

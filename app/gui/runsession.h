@@ -25,6 +25,7 @@ public:
     ~RunSession() override;
 
     bool launch(const JobSpec& job, RunMode mode, QString* error);
+    bool launch(const JobSpec& job, RunMode mode, const remote::LaunchOptions& options, QString* error);
     bool attach(const QString& runId, QString* error); // follow a run that goes on on its nodes
     bool open(const QString& runId, QString* error);   // a stored run, offline
     void stop();

@@ -36,7 +36,8 @@ fi
 command -v cmake >/dev/null 2>&1 || { echo "build-trainer: cmake is not installed on this node" >&2; exit 3; }
 jobs=$(nproc 2>/dev/null || echo 2)
 echo "building with Torch_DIR=$torch_dir"
-cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release "-DTorch_DIR=$torch_dir" >"$build.log" 2>&1 &&
+# With debug info (-O2 -g, as this machine's own build): a rank started under gdbserver is debugged with it.
+cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DTorch_DIR=$torch_dir" >"$build.log" 2>&1 &&
     cmake --build "$build" -j "$jobs" >>"$build.log" 2>&1 || {
     echo "build-trainer: build failed; the last lines of $build.log:" >&2
     tail -n 30 "$build.log" >&2

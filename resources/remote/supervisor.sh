@@ -18,6 +18,10 @@
 # they ended), alive (rewritten every 2 s while the supervisor lives, by pulse.pid), supervisor.pid, supervisor.log,
 # failed, stopping, done.
 #
+# A rank under gdbserver (its number in `debug-rank`): rankR.cmd runs gdbserver, which starts the trainer in a
+# process group of its own, and a trainer the debugger detached from outlives gdbserver. Both stay in the
+# rank's session (setsid made it), so teardown signals and counts that rank by session (pkill/pgrep -s).
+#
 # GPU telemetry: on a node with GPUs the engine writes `gpus` (their number) and gpu.cmd (`supervisor.sh gpu`
 # with the job's environment, whose PATH may be where the node keeps nvidia-smi). `start` then runs it as its
 # own process group (gpu.pid): nvidia-smi writes one CSV line per GPU per second to gpu.csv, its errors to
@@ -37,16 +41,34 @@ rank_groups() {
     done
 }
 
+debug_session() { # the session of the rank under gdbserver, if any (its pid: setsid made it the leader)
+    [ -f debug-rank ] && cat "rank$(cat debug-rank).pid" 2>/dev/null
+}
+
+rank_alive() { # rank_alive GROUP
+    if [ "$1" = "$(debug_session)" ] && command -v pgrep >/dev/null 2>&1; then
+        pgrep -s "$1" >/dev/null 2>&1
+    else
+        group_alive "$1"
+    fi
+}
+
+signal_rank() { # signal_rank SIGNAL GROUP
+    kill "-$1" "-$2" 2>/dev/null
+    [ "$2" = "$(debug_session)" ] && pkill "-$1" -s "$2" 2>/dev/null
+    :
+}
+
 stop_ranks() { # stop_ranks GRACE: TERM, wait, KILL; prints how many process groups survived
     grace=$1
-    for g in $(rank_groups); do kill -TERM "-$g" 2>/dev/null; done
+    for g in $(rank_groups); do signal_rank TERM "$g"; done
     waited=0
     while :; do
         alive=0
-        for g in $(rank_groups); do group_alive "$g" && alive=$((alive + 1)); done
+        for g in $(rank_groups); do rank_alive "$g" && alive=$((alive + 1)); done
         [ "$alive" -eq 0 ] && break
         if [ "$waited" -ge "$((grace * 10))" ]; then
-            for g in $(rank_groups); do kill -KILL "-$g" 2>/dev/null; done
+            for g in $(rank_groups); do signal_rank KILL "$g"; done
             sleep 0.2
             break
         fi
@@ -54,7 +76,7 @@ stop_ranks() { # stop_ranks GRACE: TERM, wait, KILL; prints how many process gro
         waited=$((waited + 1))
     done
     left=0
-    for g in $(rank_groups); do group_alive "$g" && left=$((left + 1)); done
+    for g in $(rank_groups); do rank_alive "$g" && left=$((left + 1)); done
     echo "$left"
 }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The main window driven as a user would: a real 2-rank debug run of the trainer on this machine (the local
 // transport, Gloo), then the same run reopened offline from the history. Offscreen platform, real widgets.
+#include "bridgehost.h"
 #include "historymodel.h"
 #include "jobview/jobeditor.h"
 #include "logview/logfilterproxy.h"
@@ -14,15 +15,23 @@
 #include "runview/runview.h"
 
 #include <QAbstractItemModelTester>
+#include <QAction>
+#include <QClipboard>
+#include <QDialog>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QLabel>
+#include <QLineEdit>
 #include <QLineSeries>
+#include <QNetworkRequest>
+#include <QPushButton>
 #include <QRandomGenerator>
 #include <QSignalSpy>
 #include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QTreeWidget>
 #include <QtTest>
+#include <QWebSocket>
 
 using namespace rankscope;
 using namespace rankscope::gui;
@@ -198,7 +207,109 @@ private slots:
             QCOMPARE(proxy->index(row, 0).data(LogModel::RankRole).toInt(), 1);
     }
 
+    // Debug a rank in gdb: once rank 1 waits under gdbserver, the window shows its address and a gdb command
+    // line (a row in the diagnostics panel, and a dialog whose button copies the command); stopping the run ends
+    // it and closes the dialog. tst_debugrank attaches a real gdb to the same address.
+    void debugRankShowsTheGdbCommand() {
+        if (QStandardPaths::findExecutable(QStringLiteral("gdbserver")).isEmpty())
+            QSKIP("no gdbserver (Debian: apt install gdbserver)");
+        MainWindow window(options());
+        window.show();
+        window.jobEditor()->setJsonText(localDebugJob());
+        QTRY_VERIFY_WITH_TIMEOUT(window.jobEditor()->isValid(), 5000);
+        QSignalSpy finished(window.session(), &RunSession::finished);
+        QString error;
+        QVERIFY(!window.debugRun(&error, QStringLiteral("local"), 2));
+        QVERIFY2(error.startsWith(QLatin1String("debug rank 2 ")), qPrintable(error));
+        QVERIFY2(window.debugRun(&error, QStringLiteral("local"), 1), qPrintable(error));
+        QTRY_VERIFY_WITH_TIMEOUT(window.debugServerDialog(), 90000);
+        const auto* command = window.debugServerDialog()->findChild<QLineEdit*>(QStringLiteral("gdbCommand"));
+        QVERIFY(command);
+        QVERIFY2(command->text().startsWith(QLatin1String("gdb -q ")) &&
+                     command->text().contains(QLatin1String("-ex 'target remote 127.0.0.1:")) &&
+                     command->text().endsWith(kTrainer),
+                 qPrintable(command->text()));
+        window.debugServerDialog()->findChild<QPushButton*>(QStringLiteral("copyGdbCommand"))->click();
+        QCOMPARE(QGuiApplication::clipboard()->text(), command->text());
+        QTreeWidgetItem* row = nullptr;
+        for (int i = 0; i < window.diagnosticsView()->topLevelItemCount(); ++i)
+            if (window.diagnosticsView()->topLevelItem(i)->text(0) == QLatin1String("debugger"))
+                row = window.diagnosticsView()->topLevelItem(i);
+        QVERIFY(row);
+        QCOMPARE(row->text(1), QStringLiteral("1"));
+        QVERIFY2(row->text(2).contains(command->text()), qPrintable(row->text(2)));
+
+        window.stopRun();
+        QVERIFY(finished.wait(60000));
+        QTRY_VERIFY_WITH_TIMEOUT(!window.debugServerDialog(), 5000);
+    }
+
     // Submit needs nodes: the error names the field rather than launching nothing.
+    // The app hosting the IDE bridge: an editor connected to it sees the run the app launches, live, and the
+    // bridge's connection file goes when the app stops hosting it.
+    void hostedBridgeShowsTheAppsRunToEditors() {
+        MainWindow::Options o = options();
+        o.bridgeRuntimeDir = m_dir.filePath(QStringLiteral("runtime"));
+        MainWindow window(o);
+        window.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&window));
+        window.jobEditor()->setJsonText(localDebugJob());
+        QTRY_VERIFY_WITH_TIMEOUT(window.jobEditor()->isValid(), 5000);
+        QString error;
+        QVERIFY2(window.setBridgeHosted(true, &error), qPrintable(error));
+        auto* action = window.findChild<QAction*>(QStringLiteral("bridgeAction"));
+        QVERIFY(action && action->isChecked());
+        const QString file = window.bridgeHost()->server()->connectionFile();
+        QVERIFY(QFileInfo::exists(file));
+        QFile connection(file);
+        QVERIFY(connection.open(QIODevice::ReadOnly));
+        const QByteArray token =
+            QJsonDocument::fromJson(connection.readAll()).object().value(QStringLiteral("token")).toString().toLatin1();
+        auto* label = window.findChild<QLabel*>(QStringLiteral("bridgeLabel"));
+        QVERIFY(label && label->isVisible());
+        QVERIFY(label->text().contains(window.bridgeHost()->server()->url()));
+        QVERIFY(!label->text().contains(QString::fromLatin1(token)));
+
+        QWebSocket editor;
+        QList<QJsonObject> notifications;
+        QHash<int, QJsonObject> answers;
+        connect(&editor, &QWebSocket::textMessageReceived, this, [&](const QString& text) {
+            const QJsonObject message = QJsonDocument::fromJson(text.toUtf8()).object();
+            if (message.contains(QStringLiteral("id")))
+                answers.insert(message.value(QStringLiteral("id")).toInt(), message);
+            else
+                notifications.append(message);
+        });
+        QNetworkRequest request{QUrl(window.bridgeHost()->server()->url())};
+        request.setRawHeader("Authorization", "Bearer " + token);
+        editor.open(request);
+        QTRY_COMPARE_WITH_TIMEOUT(editor.state(), QAbstractSocket::ConnectedState, 10000);
+        QTRY_VERIFY(label->text().contains(QLatin1String("1 client")));
+
+        QSignalSpy finished(window.session(), &RunSession::finished);
+        QVERIFY2(window.debugRun(&error, QStringLiteral("local")), qPrintable(error));
+        const QString run = window.session()->record().id;
+        editor.sendTextMessage(QString::fromUtf8(
+            QJsonDocument(QJsonObject{{"jsonrpc", "2.0"}, {"id", 1}, {"method", "run.subscribe"}, {"params", QJsonObject{{"run", run}}}})
+                .toJson(QJsonDocument::Compact)));
+        QTRY_VERIFY_WITH_TIMEOUT(answers.contains(1), 10000);
+        QCOMPARE(answers.value(1).value("result").toObject().value("run").toObject().value("id").toString(), run);
+        QVERIFY(finished.wait(120000));
+        const auto has = [&](const QString& method) {
+            return std::any_of(notifications.begin(), notifications.end(),
+                               [&](const QJsonObject& m) { return m.value("method").toString() == method; });
+        };
+        QTRY_VERIFY_WITH_TIMEOUT(has(QStringLiteral("run.finished")), 10000);
+        QVERIFY(has(QStringLiteral("run.events")));
+        QVERIFY(has(QStringLiteral("run.ranks")));
+
+        QVERIFY(window.setBridgeHosted(false));
+        QVERIFY(!QFileInfo::exists(file));
+        QVERIFY(!action->isChecked());
+        QVERIFY(!label->isVisible());
+        QTRY_COMPARE(editor.state(), QAbstractSocket::UnconnectedState);
+    }
+
     void submitWithoutNodesNamesTheField() {
         MainWindow window(options());
         window.jobEditor()->setJsonText(localDebugJob());

@@ -107,7 +107,8 @@ private:
     void resume();
     void emitStart();
     void trainEpoch();
-    void trainStep(const std::vector<int64_t>& batchIndices);
+    // Never inlined: it is where README's gdb session breaks to read m_state.globalStep on a rank under gdbserver.
+    [[gnu::noinline]] void trainStep(const std::vector<int64_t>& batchIndices);
     void evaluate();
     double replicaCheck(); // returns this rank's checksum
     void checkpoint();

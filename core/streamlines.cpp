@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: MIT
+#include "streamlines.h"
+
+#include <QFile>
+
+#include <cstring>
+#include <utility>
+
+namespace rankscope {
+
+StreamLineReader::StreamLineReader(QString path) : m_path(std::move(path)) {}
+
+void StreamLineReader::extend() {
+    QFile file(m_path);
+    if (!file.open(QIODevice::ReadOnly) || file.size() <= m_scanned)
+        return;
+    if (!file.seek(m_scanned))
+        return;
+    constexpr qint64 kChunk = 1 << 20;
+    qint64 offset = m_scanned;
+    while (true) {
+        const QByteArray chunk = file.read(kChunk);
+        if (chunk.isEmpty())
+            break;
+        const char* begin = chunk.constData();
+        const char* end = begin + chunk.size();
+        for (const char* p = begin; p < end;) {
+            const void* found = std::memchr(p, '\n', static_cast<size_t>(end - p));
+            if (!found)
+                break;
+            const char* newline = static_cast<const char*>(found);
+            ++m_lines;
+            m_scanned = offset + (newline - begin) + 1;
+            if (m_lines % kIndexStride == 0)
+                m_checkpoints.append(m_scanned); // where line m_lines + 1 starts
+            p = newline + 1;
+        }
+        offset += chunk.size();
+    }
+}
+
+qint64 StreamLineReader::lineCount() {
+    extend();
+    return m_lines;
+}
+
+StreamLineReader::Page StreamLineReader::read(qint64 from, int count) {
+    extend();
+    Page page;
+    page.total = m_lines;
+    page.first = std::max<qint64>(from, 1);
+    if (count <= 0 || page.first > m_lines)
+        return page;
+    QFile file(m_path);
+    if (!file.open(QIODevice::ReadOnly))
+        return page;
+    const qint64 checkpoint = (page.first - 1) / kIndexStride;
+    qint64 line = checkpoint * kIndexStride + 1;
+    if (!file.seek(m_checkpoints.value(checkpoint)))
+        return page;
+    const qint64 last = std::min<qint64>(m_lines, page.first + count - 1);
+    while (line <= last) {
+        QByteArray bytes = file.readLine();
+        if (bytes.isEmpty() || !bytes.endsWith('\n'))
+            break; // truncated under us
+        if (line >= page.first) {
+            bytes.chop(bytes.endsWith("\r\n") ? 2 : 1);
+            page.lines.append(QString::fromUtf8(bytes));
+        }
+        ++line;
+    }
+    return page;
+}
+
+} // namespace rankscope
