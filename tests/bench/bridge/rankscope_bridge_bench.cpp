@@ -151,7 +151,10 @@ int main(int argc, char** argv) {
                                          QStringLiteral("N"), QStringLiteral("200"));
     const QCommandLineOption trainerOption(QStringLiteral("trainer"), QStringLiteral("rankscope-trainer to run."),
                                            QStringLiteral("PATH"));
-    parser.addOptions({stepsOption, trainerOption});
+    const QCommandLineOption roundsOption(QStringLiteral("rounds"),
+                                          QStringLiteral("Rounds, the three paths interleaved in each (default 3)."),
+                                          QStringLiteral("N"), QStringLiteral("3"));
+    parser.addOptions({stepsOption, trainerOption, roundsOption});
     parser.process(app);
     const int steps = parser.value(stepsOption).toInt();
     const QJsonObject jobJson = benchJob(steps);
@@ -161,6 +164,9 @@ int main(int argc, char** argv) {
     engineOptions.sshConfigPath = QStringLiteral("none");
     if (parser.isSet(trainerOption))
         engineOptions.localTrainer = QFileInfo(parser.value(trainerOption)).absoluteFilePath();
+    const int rounds = std::max(1, parser.value(roundsOption).toInt());
+    QVector<QVector<Row>> perRound;
+    for (int round = 0; round < rounds; ++round) {
     QVector<Row> rows;
 
     // Baseline: the engine's own signal, on its thread, as the desktop app gets it.
@@ -220,12 +226,42 @@ int main(int argc, char** argv) {
             return code;
         rows.append(summarize(QStringLiteral("bridge, %1 client%2").arg(clients).arg(clients > 1 ? "s" : ""), samples.ms));
     }
+    perRound.append(rows);
+    }
 
-    std::printf("Latency from a step event's `time` to its delivery (2-rank local run, %d steps, ~40 steps/s):\n\n", steps);
+    // Per path, the median over rounds of each round's p50, p99 and max; the ratio is taken within each round.
+    const auto median = [](std::vector<double> values) {
+        std::sort(values.begin(), values.end());
+        return values.empty() ? 0.0 : values[values.size() / 2];
+    };
+    QVector<Row> rows;
+    std::vector<double> ratios[3];
+    for (int path = 0; path < perRound.front().size(); ++path) {
+        std::vector<double> p50, p99, max;
+        Row row = perRound.front()[path];
+        row.samples = 0;
+        for (const QVector<Row>& round : std::as_const(perRound)) {
+            p50.push_back(round[path].p50);
+            p99.push_back(round[path].p99);
+            max.push_back(round[path].max);
+            row.samples += round[path].samples;
+            ratios[path].push_back(round[0].p99 > 0 ? round[path].p99 / round[0].p99 : 0.0);
+        }
+        row.p50 = median(p50);
+        row.p99 = median(p99);
+        row.max = median(max);
+        rows.append(row);
+    }
+
+    std::printf("Latency from a step event's `time` to its delivery (2-rank local run, %d steps at ~40 steps/s; "
+                "medians over %d rounds, paths interleaved):\n\n",
+                steps, rounds);
     std::printf("| path | samples | p50 ms | p99 ms | max ms | p99 vs engine |\n|---|---:|---:|---:|---:|---:|\n");
-    for (const Row& row : std::as_const(rows))
+    for (int path = 0; path < rows.size(); ++path) {
+        const Row& row = rows[path];
         std::printf("| %s | %zu | %.1f | %.1f | %.1f | %.2fx |\n", qPrintable(row.name), row.samples, row.p50, row.p99,
-                    row.max, rows.front().p99 > 0 ? row.p99 / rows.front().p99 : 0.0);
+                    row.max, median(ratios[path]));
+    }
     std::printf("\nGoal: p99 < 100 ms at a bridge client with 10 clients connected.\n");
     return 0;
 }
