@@ -38,6 +38,8 @@ QString diagnosisKindName(DiagnosisKind kind) {
         return QStringLiteral("straggler");
     case DiagnosisKind::Divergence:
         return QStringLiteral("divergence");
+    case DiagnosisKind::Network:
+        return QStringLiteral("network");
     }
     return {};
 }

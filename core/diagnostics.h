@@ -14,9 +14,9 @@
 
 namespace rankscope {
 
-enum class DiagnosisKind { RootCause, Hang, Straggler, Divergence };
+enum class DiagnosisKind { RootCause, Hang, Straggler, Divergence, Network };
 
-// "root-cause", "hang", "straggler", "divergence".
+// "root-cause", "hang", "straggler", "divergence", "network".
 [[nodiscard]] QString diagnosisKindName(DiagnosisKind kind);
 
 // One finding about a run, in words a user can act on, and the ranks it is about (the culprit first).

@@ -170,6 +170,9 @@ void RunEngine::reset() {
     ++m_stackJob; // results of an earlier run's capture are dropped
     m_firstErrors.clear();
     m_lastStderrLine.clear();
+    m_watchNccl.reset();
+    m_nccl.clear();
+    m_ncclClock.invalidate();
     m_stoppedNodes.clear();
     m_processesLeft = 0;
     m_stopRequested = m_tearingDown = m_finished = m_launchFailed = m_unfollowed = false;
@@ -406,7 +409,21 @@ void RunEngine::startDiagnosis() {
     m_diagnosisTimer->start();
 }
 
+void RunEngine::checkNccl(double now, bool force) {
+    if (!m_nccl.hasNewBytes() || (!force && m_ncclClock.isValid() && m_ncclClock.elapsed() < 1000))
+        return;
+    m_ncclClock.start();
+    QHash<int, QString> hosts;
+    for (const RunNodeRecord& node : std::as_const(m_record.nodes))
+        for (const int rank : node.ranks)
+            hosts.insert(rank, node.host);
+    const QVector<Diagnosis> changed = m_nccl.changedFindings(hosts, int(m_record.nodes.size()), now);
+    if (!changed.isEmpty())
+        emit diagnoses(changed);
+}
+
 void RunEngine::diagnose(double now) {
+    checkNccl(now, m_finished);
     QVector<Diagnosis> changed = m_diagnostics.update(now);
     if (changed.isEmpty())
         return;
@@ -569,6 +586,16 @@ void RunEngine::parse(int rank, RankStream stream, QByteArrayView bytes) {
             emit logLines(lines);
         }
         return;
+    }
+    if (stream == RankStream::Out) {
+        // NCCL writes its INFO and WARN lines on stdout. A job on Gloo has none: it is spared the parsing.
+        if (!m_watchNccl) {
+            const QJsonObject trainer = m_record.job.value(QStringLiteral("trainer")).toObject();
+            m_watchNccl = trainer.value(QStringLiteral("backend")).toString() != QLatin1String("gloo") ||
+                          m_record.job.value(QStringLiteral("env")).toObject().contains(QStringLiteral("NCCL_DEBUG"));
+        }
+        if (*m_watchNccl)
+            m_nccl.feed(rank, bytes);
     }
     LineSplitter& splitter = stream == RankStream::Out ? parsers->out : parsers->err;
     qint64& lineCount = stream == RankStream::Out ? parsers->outLines : parsers->errLines;

@@ -4,6 +4,7 @@
 #include "core/diagnostics.h"
 #include "core/eventstreamparser.h"
 #include "core/firstfailure.h"
+#include "core/ncclfindings.h"
 #include "core/jobspec.h"
 #include "core/linesplitter.h"
 #include "core/nvidiasmi.h"
@@ -16,6 +17,7 @@
 #include "remote/sshtransport.h"
 
 #include <QDateTime>
+#include <QElapsedTimer>
 #include <QHash>
 #include <QObject>
 #include <QPointer>
@@ -142,6 +144,7 @@ private:
     void replayExits();
     void teardown(int graceSeconds);
     void noteFailure();
+    void checkNccl(double now, bool force); // network findings from the ranks' NCCL lines, at most once a second
     void finish(const QString& state);
     void saveRecord();
     void releaseWorkers();
@@ -159,6 +162,9 @@ private:
     QHash<int, QString> m_lastStderrLine; // what a rank that dies without an error event said last
     QHash<int, ErrorEvent> m_firstErrors; // the first error event of each rank
     RunDiagnostics m_diagnostics;
+    std::optional<bool> m_watchNccl; // decided from the run's job at its first bytes
+    NcclNetworkWatch m_nccl;
+    QElapsedTimer m_ncclClock;
     std::optional<QVector<TrainerEvent>> m_offlineEvents; // open(): events gathered to be diagnosed in time order
     QTimer* m_diagnosisTimer = nullptr;
     void diagnose(double now);

@@ -198,6 +198,60 @@ private slots:
         QVERIFY(!QFile::exists(QStringLiteral("/tmp/rankscope-pwned")));
     }
 
+    // NCCL's lines on a rank's stdout become network findings while the run goes on; a Gloo job without
+    // NCCL_DEBUG is spared the parsing. (No GPU here: a stand-in prints what NCCL prints.)
+    void ncclWarningsOnStdoutBecomeFindings() {
+        const QString fake = m_dir.filePath(QStringLiteral("nccl says.sh"));
+        QFile script(fake);
+        QVERIFY(script.open(QIODevice::WriteOnly));
+        script.write("#!/bin/sh\n"
+                     "rank=0\n"
+                     "while [ $# -gt 0 ]; do [ \"$1\" = --rank ] && rank=$2; shift; done\n"
+                     "printf 'gpu-a:%s:%s [0] NCCL INFO NCCL version 2.18.1+cuda12.1\\n' $$ $$\n"
+                     "printf 'gpu-a:%s:%s [0] misc/ibvwrap.cc:63 NCCL WARN Failed to open libibverbs.so[.1]\\n' $$ $$\n"
+                     "sleep 1.5\n");
+        script.close();
+        script.setPermissions(script.permissions() | QFileDevice::ExeOwner);
+        const auto runWith = [&](const QJsonObject& env) {
+            QJsonObject job{{"version", 1},
+                            {"name", "nccl-lines"},
+                            {"mode", "debug"},
+                            {"env", env},
+                            {"trainer", trainerJson(1)},
+                            {"debug", QJsonObject{{"node", "local"}, {"procs", 2}, {"verbose", false}}}};
+            RunStore store(m_dir.filePath(QStringLiteral("store-nccl")));
+            remote::EngineOptions options = engineOptions();
+            options.localTrainer = fake;
+            remote::RunEngine engine(&store, options);
+            QSignalSpy found(&engine, &remote::RunEngine::diagnoses);
+            QString error;
+            if (!engine.launch(jobFrom(job), RunMode::Debug, &error))
+                qWarning("%s", qPrintable(error));
+            const RunRecord record = waitForEnd(engine, 60000);
+            QVector<Diagnosis> all;
+            for (const auto& call : found)
+                all += call.front().value<QVector<Diagnosis>>();
+            return std::make_pair(record, all);
+        };
+        const auto [record, findings] = runWith(QJsonObject{{"NCCL_DEBUG", "WARN"}});
+        QCOMPARE(record.state, QStringLiteral("finished"));
+        const auto warning = std::find_if(findings.begin(), findings.end(), [](const Diagnosis& d) {
+            return d.kind == DiagnosisKind::Network && d.key.startsWith(QLatin1String("nccl:warn:"));
+        });
+        QVERIFY2(warning != findings.end(), qPrintable(QStringLiteral("%1 findings").arg(findings.size())));
+        QCOMPARE(warning->ranks, (QVector<int>{0, 1}));
+        QVERIFY2(warning->message.contains(QLatin1String("Failed to open libibverbs.so[.1] [misc/ibvwrap.cc:63]")),
+                 qPrintable(warning->message));
+        QCOMPARE(std::count_if(findings.begin(), findings.end(),
+                               [&](const Diagnosis& d) { return d.key == warning->key; }),
+                 1); // said once, not at every check
+
+        const auto [plain, none] = runWith(QJsonObject{});
+        QCOMPARE(plain.state, QStringLiteral("finished"));
+        QVERIFY(std::none_of(none.begin(), none.end(),
+                             [](const Diagnosis& d) { return d.kind == DiagnosisKind::Network; }));
+    }
+
     void eventsAndLogLinesAreNeverMistakenForEachOther() {
         // A "trainer" that prints an event-looking line on stdout and writes a plain line into its events file.
         const QString fake = m_dir.filePath(QStringLiteral("two streams.sh"));

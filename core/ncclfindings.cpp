@@ -1,0 +1,188 @@
+// SPDX-License-Identifier: MIT
+#include "core/ncclfindings.h"
+
+#include "core/ncclparser.h"
+#include "core/ranklist.h"
+
+#include <QCryptographicHash>
+#include <QSet>
+
+#include <map>
+
+namespace rankscope {
+
+namespace {
+
+QString interfaceName(const QString& device) {
+    return device.section(QLatin1Char(':'), 0, 0); // "eth0:10.0.0.1<0>" or "mlx5_0:1/IB" -> the device
+}
+
+bool isLoopback(const QString& name) {
+    return name == QLatin1String("lo") || name.startsWith(QLatin1String("lo"));
+}
+
+bool isVirtualBridge(const QString& name) {
+    return name.startsWith(QLatin1String("docker")) || name.startsWith(QLatin1String("virbr")) ||
+           name.startsWith(QLatin1String("veth")) || name.startsWith(QLatin1String("br-")) ||
+           name.startsWith(QLatin1String("cni")) || name.startsWith(QLatin1String("flannel"));
+}
+
+Diagnosis finding(const QString& key, QVector<int> ranks, const QString& host, double now, const QString& message) {
+    Diagnosis diagnosis;
+    diagnosis.kind = DiagnosisKind::Network;
+    diagnosis.key = key;
+    diagnosis.ranks = std::move(ranks);
+    diagnosis.host = host;
+    diagnosis.time = now;
+    diagnosis.message = message;
+    return diagnosis;
+}
+
+} // namespace
+
+QVector<Diagnosis> ncclNetworkFindings(const QMap<int, NcclFacts>& perRank, const QHash<int, QString>& hosts,
+                                       int nodeCount, double now) {
+    QVector<Diagnosis> found;
+    const auto hostOf = [&](int rank) { return hosts.value(rank); };
+    const bool acrossNodes = nodeCount > 1;
+
+    QVector<int> onLoopback;
+    QVector<int> onBridge;
+    QStringList bridgeNames;
+    QVector<int> socketWithoutIb;
+    QMap<QString, QVector<int>> byNetwork;
+    QMap<QString, QVector<int>> byVersion;
+    for (auto it = perRank.begin(); it != perRank.end(); ++it) {
+        const NcclFacts& facts = it.value();
+        QSet<QString> names;
+        for (const QString& device : facts.interfaces)
+            names.insert(interfaceName(device));
+        if (std::any_of(names.begin(), names.end(), isLoopback))
+            onLoopback.append(it.key());
+        for (const QString& name : std::as_const(names))
+            if (isVirtualBridge(name)) {
+                onBridge.append(it.key());
+                if (!bridgeNames.contains(name))
+                    bridgeNames.append(name);
+            }
+        if (facts.ibNoDevice && facts.network == QLatin1String("Socket"))
+            socketWithoutIb.append(it.key());
+        if (!facts.network.isEmpty())
+            byNetwork[facts.network].append(it.key());
+        if (!facts.versions.isEmpty())
+            byVersion[facts.versions.join(QLatin1Char('/'))].append(it.key());
+    }
+
+    if (acrossNodes && !onLoopback.isEmpty())
+        found.append(finding(
+            QStringLiteral("nccl:loopback"), onLoopback, hostOf(onLoopback.front()), now,
+            QStringLiteral("NCCL on rank(s) %1 (%2) uses the loopback interface for its sockets in a run across %3 "
+                           "nodes: ranks on other nodes cannot reach it. Set NCCL_SOCKET_IFNAME to the interface "
+                           "the nodes share (rankscope-cli check lists each node's interfaces).")
+                .arg(formatRankList(onLoopback), hostOf(onLoopback.front()))
+                .arg(nodeCount)));
+    if (acrossNodes && !onBridge.isEmpty())
+        found.append(finding(
+            QStringLiteral("nccl:virtual-interface"), onBridge, hostOf(onBridge.front()), now,
+            QStringLiteral("NCCL on rank(s) %1 (%2) uses %3, a container or VM bridge, for its sockets: other nodes "
+                           "usually cannot reach it. Set NCCL_SOCKET_IFNAME to the nodes' real interface "
+                           "(or exclude it: NCCL_SOCKET_IFNAME=^%4).")
+                .arg(formatRankList(onBridge), hostOf(onBridge.front()), bridgeNames.join(QStringLiteral(", ")),
+                     bridgeNames.front())));
+    if (acrossNodes && !socketWithoutIb.isEmpty())
+        found.append(finding(
+            QStringLiteral("nccl:socket-fallback"), socketWithoutIb, hostOf(socketWithoutIb.front()), now,
+            QStringLiteral("NCCL found no InfiniBand device on %1 (rank(s) %2: \"NET/IB : No device found\") and "
+                           "uses TCP sockets between nodes: expect a fraction of the bandwidth. If the nodes have "
+                           "InfiniBand or RoCE, check the driver (ibv_devices) and NCCL_IB_DISABLE / NCCL_IB_HCA.")
+                .arg(hostOf(socketWithoutIb.front()), formatRankList(socketWithoutIb))));
+    if (byNetwork.size() > 1) {
+        QStringList parts;
+        QVector<int> ranks;
+        for (auto it = byNetwork.begin(); it != byNetwork.end(); ++it) {
+            parts << QStringLiteral("%1 on rank(s) %2").arg(it.key(), formatRankList(it.value()));
+            ranks += it.value();
+        }
+        found.append(finding(QStringLiteral("nccl:network-mismatch"), ranks, QString(), now,
+                             QStringLiteral("the ranks chose different NCCL networks (%1): the slowest decides "
+                                            "the speed of every collective; give the nodes the same NCCL_NET / "
+                                            "NCCL_IB_* settings.")
+                                 .arg(parts.join(QStringLiteral("; ")))));
+    }
+    if (byVersion.size() > 1) {
+        QStringList parts;
+        QVector<int> ranks;
+        for (auto it = byVersion.begin(); it != byVersion.end(); ++it) {
+            parts << QStringLiteral("%1 on rank(s) %2").arg(it.key(), formatRankList(it.value()));
+            ranks += it.value();
+        }
+        found.append(finding(QStringLiteral("nccl:version-mismatch"), ranks, QString(), now,
+                             QStringLiteral("the ranks run different NCCL versions (%1): mixed versions can hang "
+                                            "or fail in init; deploy the same LibTorch everywhere.")
+                                 .arg(parts.join(QStringLiteral("; ")))));
+    }
+
+    // Each distinct warning once, with every rank that printed it.
+    QMap<QString, QVector<int>> warnedBy;
+    QMap<QString, NcclWarning> firstWarning;
+    QStringList order;
+    for (auto it = perRank.begin(); it != perRank.end(); ++it)
+        for (const NcclWarning& warning : it.value().warnings) {
+            const QString identity = warning.source + QLatin1Char('|') + warning.text;
+            if (!firstWarning.contains(identity)) {
+                firstWarning.insert(identity, warning);
+                order.append(identity);
+            }
+            if (!warnedBy[identity].contains(it.key()))
+                warnedBy[identity].append(it.key());
+        }
+    for (const QString& identity : std::as_const(order)) {
+        const NcclWarning& warning = firstWarning.value(identity);
+        const QVector<int> ranks = warnedBy.value(identity);
+        QString message = QStringLiteral("NCCL WARN on rank(s) %1 (%2): %3")
+                              .arg(formatRankList(ranks), warning.host.isEmpty() ? hostOf(ranks.front()) : warning.host,
+                                   warning.text);
+        if (!warning.source.isEmpty())
+            message += QStringLiteral(" [%1]").arg(warning.source);
+        if (!warning.chain.isEmpty())
+            message += QStringLiteral(" -> %1").arg(warning.chain.join(QStringLiteral(", ")));
+        const QByteArray hash = QCryptographicHash::hash(identity.toUtf8(), QCryptographicHash::Sha1).toHex().left(12);
+        found.append(finding(QStringLiteral("nccl:warn:") + QString::fromLatin1(hash), ranks,
+                             warning.host.isEmpty() ? hostOf(ranks.front()) : warning.host, now, message));
+    }
+    return found;
+}
+
+struct NcclNetworkWatch::Parsers {
+    std::map<int, NcclLogParser> byRank;
+};
+
+NcclNetworkWatch::NcclNetworkWatch() : m_parsers(std::make_unique<Parsers>()) {}
+NcclNetworkWatch::~NcclNetworkWatch() = default;
+
+void NcclNetworkWatch::feed(int rank, QByteArrayView stdoutBytes) {
+    m_parsers->byRank[rank].feed(stdoutBytes);
+    m_dirty = true;
+}
+
+QVector<Diagnosis> NcclNetworkWatch::changedFindings(const QHash<int, QString>& hosts, int nodeCount, double now) {
+    m_dirty = false;
+    QMap<int, NcclFacts> facts;
+    for (const auto& [rank, parser] : m_parsers->byRank)
+        facts.insert(rank, parser.facts());
+    QVector<Diagnosis> changed;
+    for (const Diagnosis& finding : ncclNetworkFindings(facts, hosts, nodeCount, now))
+        if (m_reported.value(finding.key) != finding.message) {
+            m_reported.insert(finding.key, finding.message);
+            changed.append(finding);
+        }
+    return changed;
+}
+
+void NcclNetworkWatch::clear() {
+    m_parsers->byRank.clear();
+    m_reported.clear();
+    m_dirty = false;
+}
+
+} // namespace rankscope

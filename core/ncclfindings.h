@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include "core/diagnostics.h"
+
+#include <QByteArrayView>
+#include <QHash>
+#include <QMap>
+#include <QVector>
+
+#include <memory>
+
+namespace rankscope {
+
+struct NcclFacts; // core/ncclparser.h
+
+// What NCCL's own log lines say about the network a run's ranks chose, as findings a user can act on (kind
+// Network, keys "nccl:..."): the loopback or a container bridge chosen for sockets in a run across nodes, TCP
+// sockets because no InfiniBand device was found, ranks that chose different networks or run different NCCL
+// versions, and each distinct NCCL WARN with where it came from. `perRank` holds what each rank's output showed;
+// `nodeCount` is the run's number of nodes (one-node runs need no inter-node network). Nothing is guessed: no
+// NCCL lines, no findings.
+[[nodiscard]] QVector<Diagnosis> ncclNetworkFindings(const QMap<int, NcclFacts>& perRank,
+                                                     const QHash<int, QString>& hosts, int nodeCount, double now);
+
+// The live side: each rank's stdout (where NCCL writes) fed as it arrives, one NCCL parser per rank, and the
+// findings that are new or changed since the last call.
+class NcclNetworkWatch final {
+public:
+    NcclNetworkWatch();
+    ~NcclNetworkWatch();
+    NcclNetworkWatch(const NcclNetworkWatch&) = delete;
+    NcclNetworkWatch& operator=(const NcclNetworkWatch&) = delete;
+
+    void feed(int rank, QByteArrayView stdoutBytes);
+    [[nodiscard]] bool hasNewBytes() const { return m_dirty; }
+    [[nodiscard]] QVector<Diagnosis> changedFindings(const QHash<int, QString>& hosts, int nodeCount, double now);
+    void clear();
+
+private:
+    struct Parsers;
+    std::unique_ptr<Parsers> m_parsers;
+    QHash<QString, QString> m_reported; // finding key -> message as last returned
+    bool m_dirty = false;
+};
+
+} // namespace rankscope
