@@ -175,6 +175,7 @@ void MainWindow::buildTabs() {
     statusBar()->addPermanentWidget(m_runLabel);
     m_bridgeLabel = new QLabel;
     m_bridgeLabel->setObjectName(QStringLiteral("bridgeLabel"));
+    m_bridgeLabel->setContentsMargins(16, 0, 0, 0); // apart from the run label beside it
     m_bridgeLabel->hide();
     statusBar()->addPermanentWidget(m_bridgeLabel);
 
