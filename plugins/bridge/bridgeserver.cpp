@@ -40,6 +40,7 @@ constexpr int kMaxLogLines = 10000;
 // A burst (a rank printing a buffered megabyte at once) is spread over ticks so that no single notification
 // is bigger than a client's queue allows: 10,000 lines per run per 50 ms tick is 200,000 lines a second.
 constexpr size_t kLinesPerTick = 10000;
+constexpr qsizetype kMaxReaders = 256; // run.logs readers kept (one per rank stream asked for)
 
 double nowSeconds() {
     return static_cast<double>(QDateTime::currentMSecsSinceEpoch()) / 1000.0;
@@ -468,8 +469,16 @@ void BridgeServer::dispatch(Client* client, const QJsonValue& id, const QString&
             return invalid(QStringLiteral("from"), QStringLiteral("line numbers start at 1"));
         if (count < 0 || count > kMaxLogLines)
             return invalid(QStringLiteral("count"), QStringLiteral("must be 0-%1").arg(kMaxLogLines));
-        StreamLineReader reader(m_store->streamPath(runId, rank, stream));
-        const StreamLineReader::Page page = reader.read(from, count);
+        // Readers are kept: each extends its line index by what was appended since, so paging through a long
+        // log reads each byte once, not once per page.
+        const QString path = m_store->streamPath(runId, rank, stream);
+        auto reader = m_readers.find(path);
+        if (reader == m_readers.end()) {
+            if (m_readers.size() >= kMaxReaders)
+                m_readers.clear();
+            reader = m_readers.insert(path, std::make_shared<StreamLineReader>(path));
+        }
+        const StreamLineReader::Page page = (*reader)->read(from, count);
         QJsonArray lines;
         qint64 number = page.first;
         for (const QString& line : page.lines)

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "plugins/bridge/connectionfile.h"
+#include "core/streamlines.h"
 #include "remote/runengine.h"
 
 #include <QElapsedTimer>
@@ -89,6 +90,7 @@ private:
     QElapsedTimer m_sinceFlush;
     QHash<QWebSocket*, Client*> m_clients;
     QHash<QString, Run*> m_runs; // by run id
+    QHash<QString, std::shared_ptr<StreamLineReader>> m_readers; // run.logs, by stream file
 };
 
 } // namespace rankscope::bridge
