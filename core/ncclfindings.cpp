@@ -96,31 +96,24 @@ QVector<Diagnosis> ncclNetworkFindings(const QMap<int, NcclFacts>& perRank, cons
                            "uses TCP sockets between nodes: expect a fraction of the bandwidth. If the nodes have "
                            "InfiniBand or RoCE, check the driver (ibv_devices) and NCCL_IB_DISABLE / NCCL_IB_HCA.")
                 .arg(hostOf(socketWithoutIb.front()), formatRankList(socketWithoutIb))));
-    if (byNetwork.size() > 1) {
+    // Ranks that disagree: one finding naming each group, e.g. "IB on rank(s) 0; Socket on rank(s) 1".
+    const auto disagreement = [&](const QString& key, const QMap<QString, QVector<int>>& groups, const QString& text) {
+        if (groups.size() < 2)
+            return;
         QStringList parts;
         QVector<int> ranks;
-        for (auto it = byNetwork.begin(); it != byNetwork.end(); ++it) {
+        for (auto it = groups.begin(); it != groups.end(); ++it) {
             parts << QStringLiteral("%1 on rank(s) %2").arg(it.key(), formatRankList(it.value()));
             ranks += it.value();
         }
-        found.append(finding(QStringLiteral("nccl:network-mismatch"), ranks, QString(), now,
-                             QStringLiteral("the ranks chose different NCCL networks (%1): the slowest decides "
-                                            "the speed of every collective; give the nodes the same NCCL_NET / "
-                                            "NCCL_IB_* settings.")
-                                 .arg(parts.join(QStringLiteral("; ")))));
-    }
-    if (byVersion.size() > 1) {
-        QStringList parts;
-        QVector<int> ranks;
-        for (auto it = byVersion.begin(); it != byVersion.end(); ++it) {
-            parts << QStringLiteral("%1 on rank(s) %2").arg(it.key(), formatRankList(it.value()));
-            ranks += it.value();
-        }
-        found.append(finding(QStringLiteral("nccl:version-mismatch"), ranks, QString(), now,
-                             QStringLiteral("the ranks run different NCCL versions (%1): mixed versions can hang "
-                                            "or fail in init; deploy the same LibTorch everywhere.")
-                                 .arg(parts.join(QStringLiteral("; ")))));
-    }
+        found.append(finding(key, ranks, QString(), now, text.arg(parts.join(QStringLiteral("; ")))));
+    };
+    disagreement(QStringLiteral("nccl:network-mismatch"), byNetwork,
+                 QStringLiteral("the ranks chose different NCCL networks (%1): the slowest decides the speed of "
+                                "every collective; give the nodes the same NCCL_NET / NCCL_IB_* settings."));
+    disagreement(QStringLiteral("nccl:version-mismatch"), byVersion,
+                 QStringLiteral("the ranks run different NCCL versions (%1): mixed versions can hang or fail in "
+                                "init; deploy the same LibTorch everywhere."));
 
     // Each distinct warning once, with every rank that printed it.
     QMap<QString, QVector<int>> warnedBy;

@@ -298,7 +298,9 @@ void BridgeServer::dispatch(Client* client, const QJsonValue& id, const QString&
         return;
     }
     if (method == QLatin1String("run.unsubscribe")) {
-        const QString runId = m_store->resolveId(params.value(QStringLiteral("run")).toString());
+        const QString runId = resolveRun(client, id, params);
+        if (runId.isEmpty())
+            return;
         if (Run* run = m_runs.value(runId))
             run->subscribers.remove(client);
         client->dropped.remove(runId);
@@ -385,15 +387,10 @@ void BridgeServer::dispatch(Client* client, const QJsonValue& id, const QString&
         return;
     }
     if (method == QLatin1String("run.attach") || method == QLatin1String("run.stop")) {
-        const QString asked = params.value(QStringLiteral("run")).toString();
-        if (asked.isEmpty())
-            return invalid(QStringLiteral("run"), QStringLiteral("a run id"));
-        QString error;
-        const QString runId = m_store->resolveId(asked, &error);
-        if (runId.isEmpty()) {
-            sendError(client, id, kNoSuchRun, error, QJsonObject{{"run", asked}});
+        const QString runId = resolveRun(client, id, params);
+        if (runId.isEmpty())
             return;
-        }
+        QString error;
         Run* run = m_runs.value(runId);
         if (!run || !run->engine || !run->engine->isActive()) {
             // Not followed here: follow it, if it is still on its nodes.
@@ -429,14 +426,13 @@ void BridgeServer::dispatch(Client* client, const QJsonValue& id, const QString&
         return;
     }
     if (method == QLatin1String("run.logs")) {
-        const QString asked = params.value(QStringLiteral("run")).toString();
-        if (asked.isEmpty())
-            return invalid(QStringLiteral("run"), QStringLiteral("a run id"));
+        const QString runId = resolveRun(client, id, params);
+        if (runId.isEmpty())
+            return;
         QString error;
-        const QString runId = m_store->resolveId(asked, &error);
-        const std::optional<RunRecord> record = runId.isEmpty() ? std::nullopt : m_store->load(runId, &error);
+        const std::optional<RunRecord> record = m_store->load(runId, &error);
         if (!record) {
-            sendError(client, id, kNoSuchRun, error, QJsonObject{{"run", asked}});
+            sendError(client, id, kNoSuchRun, error, QJsonObject{{"run", runId}});
             return;
         }
         const QJsonValue rankValue = params.value(QStringLiteral("rank"));
@@ -492,18 +488,24 @@ void BridgeServer::dispatch(Client* client, const QJsonValue& id, const QString&
               QJsonObject{{"method", method}});
 }
 
-BridgeServer::Run* BridgeServer::runFor(Client* client, const QJsonValue& id, const QJsonObject& params) {
-    const QString asked = params.value(QStringLiteral("run")).toString();
-    if (asked.isEmpty()) {
+QString BridgeServer::resolveRun(Client* client, const QJsonValue& id, const QJsonObject& params) {
+    const QJsonValue asked = params.value(QStringLiteral("run"));
+    if (!asked.isString() || asked.toString().isEmpty()) {
         sendError(client, id, kInvalidParams, QStringLiteral("run: a run id"), QJsonObject{{"field", "run"}});
-        return nullptr;
+        return {};
     }
     QString error;
-    const QString runId = m_store->resolveId(asked, &error);
-    if (runId.isEmpty()) {
+    const QString runId = m_store->resolveId(asked.toString(), &error);
+    if (runId.isEmpty())
         sendError(client, id, kNoSuchRun, error, QJsonObject{{"run", asked}});
+    return runId;
+}
+
+BridgeServer::Run* BridgeServer::runFor(Client* client, const QJsonValue& id, const QJsonObject& params) {
+    const QString runId = resolveRun(client, id, params);
+    if (runId.isEmpty())
         return nullptr;
-    }
+    QString error;
     if (Run* run = m_runs.value(runId))
         return run;
     // A stored run nobody here follows: shown offline, its history replayed through an engine of its own.

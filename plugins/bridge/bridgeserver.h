@@ -74,6 +74,8 @@ private:
     void onBytesWritten(Client* client);
 
     Run* track(remote::RunEngine* engine, std::unique_ptr<remote::RunEngine> owned);
+    // The run id that params' "run" names (a full id, a prefix or "latest"); empty, with the error sent, when none.
+    QString resolveRun(Client* client, const QJsonValue& id, const QJsonObject& params);
     Run* runFor(Client* client, const QJsonValue& id, const QJsonObject& params); // sends the error when none
     QJsonObject snapshot(const Run& run) const;
     QJsonObject recordJson(const QString& runId) const;

@@ -314,8 +314,12 @@ private slots:
             named = named || issue.toObject().value("path").toString() == QLatin1String("nodes[0].port");
         QVERIFY2(named, QJsonDocument(error).toJson().constData());
 
-        error = errorOf(client.call(QStringLiteral("run.get"), {{"run", "19990101-000000-dead"}}));
-        QCOMPARE(error.value("code").toInt(), -32001);
+        // Every method that names a run answers the same way for one that does not exist.
+        for (const QString method : {"run.get", "run.subscribe", "run.unsubscribe", "run.attach", "run.stop", "run.logs"}) {
+            error = errorOf(client.call(method, {{"run", "19990101-000000-dead"}, {"rank", 0}}));
+            QVERIFY2(error.value("code").toInt() == -32001, qPrintable(method));
+            QCOMPARE(error.value("data").toObject().value("run").toString(), QStringLiteral("19990101-000000-dead"));
+        }
 
         // A huge message is refused with an error; the socket stays open and the others are served meanwhile.
         const int hugeId = client.nextId();
