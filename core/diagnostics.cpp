@@ -49,7 +49,8 @@ QJsonObject Diagnosis::toJson() const {
     for (const int rank : ranks)
         rankArray.append(rank);
     QJsonObject object{{"kind", diagnosisKindName(kind)}, {"key", key},         {"ranks", rankArray},
-                       {"message", message},              {"resolved", resolved}, {"time", time}};
+                       {"message", message},              {"resolved", resolved}, {"time", time},
+                       {"culprits", culprits}};
     if (!host.isEmpty())
         object.insert(QStringLiteral("host"), host);
     return object;
@@ -65,6 +66,7 @@ void RunDiagnostics::clear() {
     m_ranks.clear();
     m_all.clear();
     m_pending.clear();
+    m_hangStill.clear();
     m_hosts.clear();
 }
 
@@ -184,10 +186,22 @@ QVector<Diagnosis> RunDiagnostics::update(double now) {
     return changed;
 }
 
+double RunDiagnostics::newestMove(const Diagnosis& diagnosis) const {
+    double newest = 0.0;
+    for (qsizetype i = 0; i < std::min<qsizetype>(diagnosis.culprits, diagnosis.ranks.size()); ++i) {
+        const auto found = m_ranks.constFind(diagnosis.ranks[i]);
+        if (found != m_ranks.cend() && !found->ended)
+            newest = std::max(newest, found->lastMove);
+    }
+    return newest;
+}
+
 void RunDiagnostics::report(Diagnosis diagnosis, QVector<Diagnosis>& changed) {
     const auto it = std::find_if(m_all.begin(), m_all.end(), [&](const Diagnosis& d) { return d.key == diagnosis.key; });
     if (it != m_all.end() && !it->resolved)
         return; // already reported and still standing
+    if (diagnosis.kind == DiagnosisKind::Hang)
+        m_hangStill.insert(diagnosis.key, newestMove(diagnosis));
     if (it != m_all.end())
         *it = diagnosis;
     else
@@ -219,9 +233,9 @@ void RunDiagnostics::checkHang(double now, QVector<Diagnosis>& changed) {
     for (const Diagnosis& d : std::as_const(m_all)) {
         if (d.kind != DiagnosisKind::Hang || d.resolved || (!waiting.isEmpty() && d.key == key))
             continue;
-        // Moved on, unless its ranks merely ended: a hung run that is stopped stays a hung run.
-        const bool alive = std::any_of(d.ranks.cbegin(), d.ranks.cend(), [this](int rank) { return !m_ranks.value(rank).ended; });
-        if (alive)
+        // Over when a rank at fault moved on. Not when ranks merely ended: a hung run that is stopped stays a
+        // hung run, and a stuck rank stays stuck when the ranks waiting for it time out and exit.
+        if (newestMove(d) > m_hangStill.value(d.key))
             resolve(d.key, now, changed);
     }
     if (waiting.isEmpty())
@@ -249,7 +263,7 @@ void RunDiagnostics::checkHang(double now, QVector<Diagnosis>& changed) {
                                "so look at the communication itself (NCCL logs, the network)")
                     .arg(formatRankList(inside))
                     .arg(collective),
-                false},
+                false, int(inside.size())},
                changed);
         return;
     }
@@ -269,7 +283,7 @@ void RunDiagnostics::checkHang(double now, QVector<Diagnosis>& changed) {
                 .arg(others.isEmpty() ? QString() : QStringLiteral(", and ") + others.join(QStringLiteral(", ")))
                 .arg(formatRankList(inside))
                 .arg(collective),
-            false},
+            false, int(behind.size())},
            changed);
 }
 

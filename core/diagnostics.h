@@ -19,7 +19,7 @@ enum class DiagnosisKind { RootCause, Hang, Straggler, Divergence, Network };
 // "root-cause", "hang", "straggler", "divergence", "network".
 [[nodiscard]] QString diagnosisKindName(DiagnosisKind kind);
 
-// One finding about a run, in words a user can act on, and the ranks it is about (the culprit first).
+// One finding about a run, in words a user can act on, and the ranks it is about (the culprits first).
 struct Diagnosis {
     DiagnosisKind kind = DiagnosisKind::RootCause;
     QString key;        // stable identity across updates, e.g. "hang:41" (the collective) or "straggler:3"
@@ -28,9 +28,13 @@ struct Diagnosis {
     double time = 0.0;  // Unix seconds, when it was found (or resolved)
     QString message;
     bool resolved = false; // a hang that moved on, a straggler that caught up
+    // ranks[0, culprits) are at fault, the rest are affected: a hang's stuck ranks before the ranks waiting
+    // for them; every rank of a hang inside one collective; 1 for the other kinds.
+    int culprits = 1;
 
     [[nodiscard]] QString toString() const; // "hang: rank 1 on node-b stuck ..." (+ " (resolved)")
-    // {"kind", "key", "ranks", "host"?, "time", "message", "resolved"}: what `diagnose --json` and the bridge send
+    // {"kind", "key", "ranks", "culprits", "host"?, "time", "message", "resolved"}: what `diagnose --json` and
+    // the bridge send
     [[nodiscard]] QJsonObject toJson() const;
 };
 
@@ -98,12 +102,15 @@ private:
     void checkStragglers(double now, QVector<Diagnosis>& changed);
     void checkChecksums(double now, QVector<Diagnosis>& changed);
     [[nodiscard]] QString where(int rank) const; // "rank 3 on node-b"
+    // The newest lastMove of a finding's ranks at fault that have not ended.
+    [[nodiscard]] double newestMove(const Diagnosis& diagnosis) const;
 
     DiagnosticsOptions m_options;
     QHash<int, QString> m_hosts;
     QMap<int, RankState> m_ranks;
     QVector<Diagnosis> m_all;
     QVector<Diagnosis> m_pending; // found while feeding, handed out by the next update()
+    QHash<QString, double> m_hangStill; // a hang's key -> newestMove() when it was reported
 };
 
 } // namespace rankscope

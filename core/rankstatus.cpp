@@ -17,12 +17,6 @@ bool isTerminal(RankLiveState state) {
     return state == RankLiveState::Failed || state == RankLiveState::Lost || state == RankLiveState::Finished;
 }
 
-double median(QVector<double> values) {
-    std::sort(values.begin(), values.end());
-    const qsizetype n = values.size();
-    return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2.0;
-}
-
 } // namespace
 
 QString rankLiveStateName(RankLiveState state) {
@@ -55,6 +49,7 @@ const RankLiveStatus* RankStatusTracker::rank(int rank) const {
 void RankStatusTracker::clear() {
     m_ranks.clear();
     m_history.clear();
+    m_diagnoses.clear();
     m_worldSize = 0;
     m_newestTime = 0.0;
 }
@@ -174,24 +169,27 @@ std::optional<double> RankStatusTracker::rateAt(const History& history, double n
     return double(last.second - first.second) / span;
 }
 
+QVector<int> RankStatusTracker::applyDiagnoses(const QVector<Diagnosis>& diagnoses) {
+    for (const Diagnosis& diagnosis : diagnoses)
+        m_diagnoses.insert(diagnosis.key, diagnosis);
+    return update(m_newestTime);
+}
+
 QVector<int> RankStatusTracker::update(double now) {
-    double newestProgress = 0.0;
-    QVector<double> rates;
+    QVector<int> changed;
     for (auto it = m_ranks.begin(); it != m_ranks.end(); ++it) {
         const History& history = m_history[it.key()];
         it->stepsPerSecond = rateAt(history, now);
-        if (it->lastProgress)
-            newestProgress = std::max(newestProgress, *it->lastProgress);
-        if (it->stepsPerSecond && !history.failed && !history.finished && !it->exitStatus)
-            rates.append(*it->stepsPerSecond);
-    }
-    const double medianRate = rates.size() >= 2 ? median(rates) : 0.0;
-    QVector<int> changed;
-    for (auto it = m_ranks.begin(); it != m_ranks.end(); ++it) {
-        QString reason;
-        const RankLiveState state = evaluate(*it, m_history[it.key()], now, newestProgress, medianRate, &reason);
-        if (!isTerminal(state))
-            it->reason = reason;
+        const Diagnosis* finding = nullptr;
+        const RankLiveState state = evaluate(*it, history, &finding);
+        if (finding) {
+            it->reason = finding->message;
+            it->diagnosisKey = finding->key;
+        } else if (!it->diagnosisKey.isEmpty()) {
+            it->diagnosisKey.clear(); // the finding was resolved: the reason it gave goes with it
+            if (!isTerminal(state))
+                it->reason.clear();
+        }
         if (state != it->state) {
             it->state = state;
             changed.append(it.key());
@@ -200,28 +198,45 @@ QVector<int> RankStatusTracker::update(double now) {
     return changed;
 }
 
-RankLiveState RankStatusTracker::evaluate(const RankLiveStatus& status, const History& history, double now,
-                                          double newestProgress, double medianRate, QString* reason) const {
+// `finding` is set to the diagnosis that decided the state, or that concerns a rank waiting on a hung one.
+RankLiveState RankStatusTracker::evaluate(const RankLiveStatus& status, const History& history,
+                                          const Diagnosis** finding) const {
+    const Diagnosis* hang = nullptr;
+    const Diagnosis* waitingOn = nullptr;
+    const Diagnosis* straggler = nullptr;
+    const Diagnosis* rootCause = nullptr;
+    for (const Diagnosis& d : m_diagnoses) {
+        const qsizetype at = d.ranks.indexOf(status.rank);
+        if (d.resolved || at < 0)
+            continue;
+        if (d.kind == DiagnosisKind::Hang)
+            (at < d.culprits ? hang : waitingOn) = &d;
+        else if (d.kind == DiagnosisKind::Straggler && at == 0)
+            straggler = &d;
+        else if (d.kind == DiagnosisKind::RootCause && at == 0)
+            rootCause = &d;
+    }
+    if (rootCause) {
+        *finding = rootCause;
+        return RankLiveState::Failed;
+    }
     if (history.failed)
         return RankLiveState::Failed;
     if (status.exitStatus && *status.exitStatus == kLostExitStatus && !history.finished)
         return RankLiveState::Lost;
     if (history.finished)
         return RankLiveState::Finished;
-    const double progressAt = status.lastProgress.value_or(now);
-    const double idle = now - progressAt;
-    const bool alive = status.lastHeartbeat.value_or(0.0) > progressAt || newestProgress > progressAt;
-    if (idle >= m_options.hungAfterSeconds && alive) {
-        *reason = QStringLiteral("no progress for %1 s").arg(qRound(idle));
+    if (hang) {
+        *finding = hang;
         return RankLiveState::Hung;
+    }
+    *finding = waitingOn;
+    if (straggler) {
+        *finding = straggler;
+        return RankLiveState::Slow;
     }
     if (!status.stepsPerSecond && status.step == 0)
         return RankLiveState::Starting;
-    if (status.stepsPerSecond && medianRate > 0.0 && *status.stepsPerSecond < m_options.slowFactor * medianRate) {
-        *reason =
-            QStringLiteral("%1 steps/s, median %2").arg(*status.stepsPerSecond, 0, 'g', 3).arg(medianRate, 0, 'g', 3);
-        return RankLiveState::Slow;
-    }
     return RankLiveState::Running;
 }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include "core/diagnostics.h"
 #include "core/trainerevent.h"
 
 #include <QMap>
@@ -18,13 +19,7 @@ enum class RankLiveState { Starting, Running, Slow, Hung, Failed, Lost, Finished
 [[nodiscard]] QString rankLiveStateName(RankLiveState state);
 
 struct RankStatusOptions {
-    // A rank is hung when it has made no progress for this long while it is still alive (it sent a heartbeat
-    // after its last progress) or while another rank progressed after it.
-    double hungAfterSeconds = 30.0;
-    // A rank is slow when its step rate over the last window is below slowFactor times the median rate of the
-    // ranks that have one. At least two ranks must have a rate.
-    double slowFactor = 0.7;
-    double rateWindowSeconds = 30.0;
+    double rateWindowSeconds = 30.0; // the span stepsPerSecond is measured over
 };
 
 // The live view of one rank, as raw values.
@@ -40,19 +35,22 @@ struct RankLiveStatus {
     std::optional<double> lastProgress;   // Unix seconds: last new step, or a heartbeat that moved
     std::optional<double> stepsPerSecond; // over the rate window, measured up to `now`
     std::optional<int> exitStatus;
-    QString reason; // why failed/lost/hung, one line: "collective: ...", "exit status 1", "no progress for 31 s"
+    // Why failed/lost/hung/slow, one line: "collective: ...", "exit status 1", or the finding that decided it.
+    QString reason;
+    QString diagnosisKey; // the finding behind a hung, slow or failed state ("hang:41", "root-cause"); empty: none
 };
 
-// Folds event batches and exits into a per-rank live state. Rules (evaluated by update(now)):
-//  - failed:   a fatal error event, an end event with status "error", or a non-zero exit status;
+// Folds event batches, exits and the run's diagnoses into a per-rank live state. Rules (evaluated by update()):
+//  - failed:   a fatal error event, an end event with status "error", a non-zero exit status, or the culprit of
+//              the run's root cause (whose finding then gives the reason);
 //  - lost:     the exit status is kLostExitStatus (the node stopped answering), unless already failed;
 //  - finished: an end event with status "ok", or exit status 0, and nothing failed;
-//  - hung:     no progress for hungAfterSeconds while the rank sent a heartbeat after its last progress or
-//              another rank progressed after it. Progress is a new step, or a heartbeat whose phase or
-//              collective counters differ from the previous one (so a long eval or checkpoint that still
-//              moves does not count, but a rank parked in one collective does);
-//  - slow:     see RankStatusOptions::slowFactor;
+//  - hung:     a rank an open hang finding holds at fault (RunDiagnostics: the rank that never reached the
+//              collective the others wait in, or every rank when all of them are stuck inside it). The ranks
+//              that merely wait for it keep their state, with the finding as their reason;
+//  - slow:     the rank of an open straggler finding;
 //  - starting: no step event yet; otherwise running.
+// So the grid, the CLI and the bridge show the same verdicts as the diagnostics, with one set of rules.
 // Terminal states (failed, lost, finished) never change back.
 class RankStatusTracker final {
 public:
@@ -63,8 +61,11 @@ public:
 
     void addEvents(const QVector<TrainerEvent>& events);
     void rankExited(int rank, int status, const QString& host = {});
-    // Re-evaluates the time-dependent states (hung, slow) at `now` (Unix seconds). Returns the ranks whose
-    // state changed. addEvents and rankExited also re-evaluate, at the newest time seen.
+    // New or changed findings (RunDiagnostics' output, or the engine's diagnoses signal); a resolved one lifts
+    // the state it caused. Returns the ranks whose state changed.
+    QVector<int> applyDiagnoses(const QVector<Diagnosis>& diagnoses);
+    // Re-evaluates every rank's state and its rate at `now` (Unix seconds). Returns the ranks whose state
+    // changed. addEvents, rankExited and applyDiagnoses also re-evaluate, at the newest time seen.
     QVector<int> update(double now);
     void clear();
 
@@ -88,13 +89,14 @@ private:
     void applyHeartbeat(const TrainerEvent& event, RankLiveStatus& status, History& history);
     void applyStep(const TrainerEvent& event, RankLiveStatus& status, History& history);
     RankLiveStatus& ensure(int rank);
-    [[nodiscard]] RankLiveState evaluate(const RankLiveStatus& status, const History& history, double now,
-                                         double newestProgress, double medianRate, QString* reason) const;
+    [[nodiscard]] RankLiveState evaluate(const RankLiveStatus& status, const History& history,
+                                         const Diagnosis** finding) const;
     [[nodiscard]] std::optional<double> rateAt(const History& history, double now) const;
 
     RankStatusOptions m_options;
     QMap<int, RankLiveStatus> m_ranks;
     QMap<int, History> m_history;
+    QMap<QString, Diagnosis> m_diagnoses; // by key, the newest version of each
     int m_worldSize = 0;
     double m_newestTime = 0.0;
 };

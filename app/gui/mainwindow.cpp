@@ -282,6 +282,7 @@ void MainWindow::connectSession() {
     connect(m_session, &RunSession::rankExited, m_runView, &RunView::rankExited);
     connect(m_session, &RunSession::gpuSamples, m_runView, &RunView::addGpuSamples);
     connect(m_session, &RunSession::diagnoses, this, &MainWindow::addDiagnoses);
+    connect(m_session, &RunSession::diagnoses, m_runView, &RunView::addDiagnoses);
     connect(m_session, &RunSession::message, this, [this](const QString& text) { showMessage(text); });
     connect(m_session, &RunSession::finished, this, &MainWindow::onFinished);
     connect(m_session->engine(), &remote::RunEngine::debugServerReady, this, &MainWindow::showDebugServer);

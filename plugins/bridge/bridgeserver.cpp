@@ -67,6 +67,8 @@ QJsonObject rankStateJson(const RankLiveStatus& status) {
         object.insert(QStringLiteral("exit_status"), *status.exitStatus);
     if (!status.reason.isEmpty())
         object.insert(QStringLiteral("reason"), status.reason);
+    if (!status.diagnosisKey.isEmpty())
+        object.insert(QStringLiteral("diagnosis"), status.diagnosisKey);
     return object;
 }
 
@@ -114,18 +116,6 @@ BridgeServer::BridgeServer(RunStore* store, BridgeOptions options, QObject* pare
     m_tick->setSingleShot(true);
     connect(m_tick, &QTimer::timeout, this, &BridgeServer::flush);
     m_sinceFlush.start();
-    // Hung and slow are states that time alone brings: look a few times a second.
-    m_stateTimer = new QTimer(this);
-    m_stateTimer->setInterval(250);
-    connect(m_stateTimer, &QTimer::timeout, this, [this] {
-        const double now = nowSeconds();
-        for (Run* run : std::as_const(m_runs))
-            if (!run->finished && !run->subscribers.isEmpty())
-                for (const int rank : run->tracker.update(now)) {
-                    run->changedRanks.insert(rank);
-                    scheduleFlush();
-                }
-    });
 }
 
 void BridgeServer::scheduleFlush() {
@@ -163,13 +153,11 @@ bool BridgeServer::listen(QString* error) {
         return false;
     }
     m_connectionFile = *path;
-    m_stateTimer->start();
     return true;
 }
 
 void BridgeServer::close() {
     m_tick->stop();
-    m_stateTimer->stop();
     const auto clients = m_clients.values();
     for (Client* client : clients) {
         client->socket->disconnect(this);
@@ -532,7 +520,6 @@ BridgeServer::Run* BridgeServer::track(remote::RunEngine* engine, std::unique_pt
     auto* run = new Run;
     run->engine = engine;
     run->owned = std::move(owned);
-    run->tracker.setOptions(RankStatusOptions{});
     using remote::RunEngine;
     // Everything the engine says is folded in at once and sent at the next tick, coalesced.
     connect(engine, &RunEngine::events, this, [this, run](const QVector<TrainerEvent>& events) {
@@ -563,6 +550,8 @@ BridgeServer::Run* BridgeServer::track(remote::RunEngine* engine, std::unique_pt
             run->diagnoses[diagnosis.key] = diagnosis;
             run->pendingDiagnoses.append(diagnosis.toJson());
         }
+        for (const int rank : run->tracker.applyDiagnoses(found)) // the ranks' hung, slow, failed come from them
+            run->changedRanks.insert(rank);
     });
     connect(engine, &RunEngine::nodeProgress, this, [this, run](int, const QString& host, const QString& message) {
         scheduleFlush();

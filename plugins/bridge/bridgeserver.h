@@ -88,7 +88,6 @@ private:
     QString m_connectionFile;
     QWebSocketServer* m_server = nullptr;
     QTimer* m_tick = nullptr;
-    QTimer* m_stateTimer = nullptr;
     QElapsedTimer m_sinceFlush;
     QHash<QWebSocket*, Client*> m_clients;
     QHash<QString, Run*> m_runs; // by run id

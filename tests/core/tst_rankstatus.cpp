@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // RankStatusTracker on the streams recorded from real 2-rank runs, and on small hand-made feeds for the
-// rules the recordings do not reach (slow, lost, exits).
+// rules the recordings do not reach (findings, lost, exits).
+#include "core/diagnostics.h"
 #include "core/eventstreamparser.h"
 #include "core/rankstatus.h"
 #include "core/runstore.h"
@@ -126,74 +127,107 @@ private Q_SLOTS:
         QVERIFY2(tracker.rank(0)->reason.startsWith(QStringLiteral("collective")), qPrintable(tracker.rank(0)->reason));
     }
 
-    // Rank 1 stops after step 2 and keeps beating; rank 0 waits in collective #6 until Gloo gives up.
-    void hangRecordingGivesHung() {
+    // Rank 1 stops after step 2 and keeps beating; rank 0 waits in collective #6 until Gloo gives up. The grid
+    // has no clock of its own for "hung": the diagnosis decides, as it does for the CLI and the bridge.
+    void hangFindingMakesItsCulpritHung() {
         const QVector<TrainerEvent> events = recording(QStringLiteral("recorded-hang"));
-        const double lastStep = 1795315907.773;           // rank 1's step 2
-        const double parkedAt = 1795315908.183;           // its first heartbeat in the forward phase, collectives 5/5
-        const double lastEvent = events.constLast().time; // rank 1's last heartbeat, 12.5 s later
+        const double beforeTimeout = 1795315910.5; // both ranks parked, rank 0's collective not yet timed out
+        QVector<TrainerEvent> early;
+        std::copy_if(events.begin(), events.end(), std::back_inserter(early),
+                     [&](const TrainerEvent& e) { return e.time <= beforeTimeout; });
 
-        RankStatusTracker tracker; // default threshold: 30 s
-        feedUntil(tracker, events, 1e12, lastEvent);
-        QCOMPARE(tracker.rank(1)->state, RankLiveState::Running);
-        QCOMPARE(tracker.rank(1)->step, 2);
-        QCOMPARE(tracker.rank(0)->state, RankLiveState::Failed);
-        QCOMPARE(*tracker.rank(1)->lastProgress, parkedAt);
-        QVERIFY(*tracker.rank(1)->lastHeartbeat > lastStep + 12.0);
+        RankStatusTracker withoutFindings;
+        feedUntil(withoutFindings, early, 1e12, beforeTimeout + 60.0);
+        QCOMPARE(withoutFindings.rank(1)->state, RankLiveState::Running);
+        QCOMPARE(withoutFindings.rank(0)->state, RankLiveState::Running);
 
-        QVERIFY(tracker.update(parkedAt + 29.0).isEmpty());
-        QCOMPARE(tracker.rank(1)->state, RankLiveState::Running);
-        QCOMPARE(tracker.update(parkedAt + 31.0), QVector<int>{1});
+        RunDiagnostics diagnostics;
+        diagnostics.addEvents(early);
+        const QVector<Diagnosis> found = diagnostics.update(beforeTimeout);
+        const auto hang = std::find_if(found.cbegin(), found.cend(),
+                                       [](const Diagnosis& d) { return d.kind == DiagnosisKind::Hang; });
+        QVERIFY2(hang != found.cend(), "the recording's hang is diagnosed before the timeout");
+        QCOMPARE(hang->ranks, (QVector<int>{1, 0}));
+        QCOMPARE(hang->culprits, 1);
+
+        RankStatusTracker tracker;
+        feedUntil(tracker, early, 1e12, beforeTimeout);
+        QCOMPARE(tracker.applyDiagnoses(found), QVector<int>{1});
         QCOMPARE(tracker.rank(1)->state, RankLiveState::Hung);
-        QCOMPARE(tracker.rank(1)->reason, QStringLiteral("no progress for 31 s"));
-        QCOMPARE(tracker.rank(0)->state, RankLiveState::Failed);
+        QCOMPARE(tracker.rank(1)->reason, hang->message);
+        QCOMPARE(tracker.rank(1)->diagnosisKey, hang->key);
+        // The rank waiting for it keeps running, and says what it waits for.
+        QCOMPARE(tracker.rank(0)->state, RankLiveState::Running);
+        QCOMPARE(tracker.rank(0)->reason, hang->message);
 
-        // With a short threshold, the hang shows while the run is live: both ranks are parked after 2 s,
-        // before rank 0's collective times out.
-        RankStatusTracker fast(RankStatusOptions{2.0, 0.7, 30.0});
-        feedUntil(fast, events, 1795315910.5, 1795315910.5);
-        QCOMPARE(fast.rank(1)->state, RankLiveState::Hung);
-        QCOMPARE(fast.rank(0)->state, RankLiveState::Hung);
-        // Then rank 0's error arrives: failed wins, rank 1 stays hung.
+        // Rank 0's collective times out: failed wins over the finding it was waiting on.
         QVector<TrainerEvent> rest;
         std::copy_if(events.begin(), events.end(), std::back_inserter(rest),
-                     [](const TrainerEvent& e) { return e.time > 1795315910.5; });
-        feedUntil(fast, rest, 1e12, 1795315915.0);
-        QCOMPARE(fast.rank(0)->state, RankLiveState::Failed);
-        QCOMPARE(fast.rank(1)->state, RankLiveState::Hung);
-    }
+                     [&](const TrainerEvent& e) { return e.time > beforeTimeout; });
+        feedUntil(tracker, rest, 1e12, events.constLast().time);
+        QCOMPARE(tracker.rank(0)->state, RankLiveState::Failed);
+        QVERIFY2(tracker.rank(0)->reason.startsWith(QStringLiteral("collective")), qPrintable(tracker.rank(0)->reason));
 
-    // A rank that says nothing at all while nobody else moves is not called hung: nothing says it is alive.
-    void silenceAloneIsNotHung() {
-        RankStatusTracker tracker(RankStatusOptions{5.0, 0.7, 30.0});
-        tracker.addEvents({step(0, 100.0, 1), step(0, 101.0, 2)});
-        tracker.update(200.0);
-        QCOMPARE(tracker.rank(0)->state, RankLiveState::Running);
-        // Another rank progressing makes the silent one hung.
-        tracker.addEvents({step(1, 150.0, 1), step(1, 199.0, 2)});
-        tracker.update(200.0);
-        QCOMPARE(tracker.rank(0)->state, RankLiveState::Hung);
+        // The finding resolved: the state and the reason it gave go.
+        Diagnosis resolved = *hang;
+        resolved.resolved = true;
+        QCOMPARE(tracker.applyDiagnoses({resolved}), QVector<int>{1});
         QCOMPARE(tracker.rank(1)->state, RankLiveState::Running);
+        QVERIFY(tracker.rank(1)->reason.isEmpty());
+        QVERIFY(tracker.rank(1)->diagnosisKey.isEmpty());
     }
 
-    void slowRankAgainstMedian() {
+    // Every rank stuck inside one collective: nobody is missing from it, so every rank is at fault.
+    void hangInsideOneCollectiveMakesEveryRankHung() {
+        RankStatusTracker tracker;
+        tracker.addEvents({step(0, 10.0, 1), step(1, 10.0, 1), step(2, 10.0, 1)});
+        Diagnosis hang{DiagnosisKind::Hang, QStringLiteral("hang:7"), {0, 1, 2}, QString(), 12.0,
+                       QStringLiteral("every running rank (0-2) is stuck inside collective #7"), false, 3};
+        QCOMPARE(tracker.applyDiagnoses({hang}), (QVector<int>{0, 1, 2}));
+        for (int rank = 0; rank < 3; ++rank)
+            QCOMPARE(tracker.rank(rank)->state, RankLiveState::Hung);
+    }
+
+    // In synchronous data parallelism every rank steps at the same rate: the straggler is what the diagnosis
+    // finds (compute time against the others'), never a rate rule of the grid's own.
+    void stragglerFindingMakesItsRankSlow() {
         RankStatusTracker tracker;
         QVector<TrainerEvent> events;
-        for (int i = 1; i <= 20; ++i) {
-            for (int rank = 0; rank < 3; ++rank)
-                events.append(step(rank, 1000.0 + i, i)); // 1 step/s
-            if (i % 2 == 0)
-                events.append(step(3, 1000.0 + i, i / 2)); // 0.5 step/s
-        }
-        std::stable_sort(events.begin(), events.end(),
-                         [](const TrainerEvent& a, const TrainerEvent& b) { return a.time < b.time; });
+        for (int i = 1; i <= 20; ++i)
+            for (int rank = 0; rank < 4; ++rank)
+                events.append(step(rank, 1000.0 + i, i));
         tracker.addEvents(events);
-        tracker.update(1020.0);
-        for (int rank = 0; rank < 3; ++rank)
+        for (int rank = 0; rank < 4; ++rank)
             QCOMPARE(tracker.rank(rank)->state, RankLiveState::Running);
-        QCOMPARE(tracker.rank(3)->state, RankLiveState::Slow);
         QVERIFY(tracker.rank(3)->stepsPerSecond.has_value());
-        QVERIFY(*tracker.rank(3)->stepsPerSecond < 0.6);
+
+        Diagnosis straggler{DiagnosisKind::Straggler, QStringLiteral("straggler:3"), {3}, QStringLiteral("node-b"),
+                            1020.0, QStringLiteral("rank 3 on node-b computes 1.8x the median of the others"), false};
+        QCOMPARE(tracker.applyDiagnoses({straggler}), QVector<int>{3});
+        QCOMPARE(tracker.rank(3)->state, RankLiveState::Slow);
+        QCOMPARE(tracker.rank(3)->reason, straggler.message);
+        for (int rank = 0; rank < 3; ++rank) {
+            QCOMPARE(tracker.rank(rank)->state, RankLiveState::Running);
+            QVERIFY(tracker.rank(rank)->reason.isEmpty());
+        }
+        straggler.resolved = true;
+        QCOMPARE(tracker.applyDiagnoses({straggler}), QVector<int>{3});
+        QCOMPARE(tracker.rank(3)->state, RankLiveState::Running);
+    }
+
+    // The root cause's culprit reads as the finding, which says more than its exit status.
+    void rootCauseGivesTheFailedRanksReason() {
+        RankStatusTracker tracker;
+        tracker.addEvents({step(0, 10.0, 1), step(1, 10.0, 1)});
+        tracker.rankExited(1, 137, QStringLiteral("node-b"));
+        tracker.rankExited(0, 1, QStringLiteral("node-a"));
+        QCOMPARE(tracker.rank(1)->reason, describeExitStatus(137));
+        const Diagnosis root{DiagnosisKind::RootCause, QStringLiteral("root-cause"), {1}, QStringLiteral("node-b"),
+                             12.0, QStringLiteral("rank 1 on node-b failed first: killed by SIGKILL"), false};
+        QVERIFY(tracker.applyDiagnoses({root}).isEmpty()); // already failed: the state stays, the reason changes
+        QCOMPARE(tracker.rank(1)->state, RankLiveState::Failed);
+        QCOMPARE(tracker.rank(1)->reason, root.message);
+        QCOMPARE(tracker.rank(0)->reason, describeExitStatus(1));
     }
 
     void exitsDecideTheEnd_data() {

@@ -166,6 +166,15 @@ void RankGridModel::rankExited(int rank, const QString& host, int status) {
         emit dataChanged(index(row, 0), index(row, ColumnCount - 1));
 }
 
+void RankGridModel::addDiagnoses(const QVector<Diagnosis>& diagnoses) {
+    const int before = int(m_rows.size());
+    m_tracker.applyDiagnoses(diagnoses);
+    syncRows();
+    // Reasons change with findings even where states do not (the ranks waiting on a hung one).
+    if (before > 0)
+        emit dataChanged(index(0, 0), index(before - 1, ColumnCount - 1));
+}
+
 void RankGridModel::setNow(double now) {
     m_now = now;
     m_tracker.update(now);

@@ -36,7 +36,9 @@ public:
     // One batch: at most one row insertion and one dataChanged.
     void addEvents(const QVector<rankscope::TrainerEvent>& events);
     void rankExited(int rank, const QString& host, int status);
-    // The clock of the time-dependent states (hung, slow) and of the heartbeat age, Unix seconds.
+    // The run's findings: hung, slow and a root cause's failed come from them (RankStatusTracker's rules).
+    void addDiagnoses(const QVector<rankscope::Diagnosis>& diagnoses);
+    // The clock of the heartbeat ages and step rates, Unix seconds.
     void setNow(double now);
     [[nodiscard]] double now() const { return m_now; }
     void setOptions(const RankStatusOptions& options);

@@ -74,6 +74,10 @@ void RunView::rankExited(int rank, const QString& host, int status) {
     m_pendingExits.append({rank, host, status});
 }
 
+void RunView::addDiagnoses(const QVector<Diagnosis>& diagnoses) {
+    m_pendingDiagnoses += diagnoses;
+}
+
 void RunView::addGpuSamples(const QVector<GpuSample>& samples) {
     m_charts->addGpuSamples(samples);
 }
@@ -95,6 +99,7 @@ void RunView::setStatusOptions(const RankStatusOptions& options) {
 void RunView::clear() {
     m_pendingEvents.clear();
     m_pendingExits.clear();
+    m_pendingDiagnoses.clear();
     m_charts->clear();
     m_metrics->clear();
     m_gridModel->clear();
@@ -103,11 +108,11 @@ void RunView::clear() {
 }
 
 void RunView::tick() {
-    if (!m_pendingEvents.isEmpty() || !m_pendingExits.isEmpty()) {
+    if (!m_pendingEvents.isEmpty() || !m_pendingExits.isEmpty() || !m_pendingDiagnoses.isEmpty()) {
         flush();
         return;
     }
-    m_gridModel->setNow(m_clock()); // heartbeat ages and hung ranks move with the clock alone
+    m_gridModel->setNow(m_clock()); // heartbeat ages move with the clock alone
     updateLabels();
 }
 
@@ -121,6 +126,8 @@ void RunView::flush() {
         m_metrics->rankExited(exit.rank, exit.status);
         m_gridModel->rankExited(exit.rank, exit.host, exit.status);
     }
+    if (!m_pendingDiagnoses.isEmpty())
+        m_gridModel->addDiagnoses(std::exchange(m_pendingDiagnoses, {}));
     m_gridModel->setNow(m_clock());
     m_charts->refresh();
     updateLabels();

@@ -32,6 +32,8 @@ public:
 
     void addEvents(const QVector<rankscope::TrainerEvent>& events);
     void rankExited(int rank, const QString& host, int status);
+    // The engine's findings, applied after the events of the same tick: the grid's hung, slow and failed.
+    void addDiagnoses(const QVector<rankscope::Diagnosis>& diagnoses);
     void addGpuSamples(const QVector<GpuSample>& samples);
     // Every view on one rank: its tile outlined, its lines highlighted, its step-time breakdown; -1: none.
     void focusRank(int rank);
@@ -40,7 +42,7 @@ public:
     // Applies what is queued now, and redraws (the tick does this on its own).
     void flush();
 
-    // The clock "hung" and heartbeat ages are measured against; wall-clock Unix seconds by default. An offline
+    // The clock heartbeat ages are measured against; wall-clock Unix seconds by default. An offline
     // view of a stored run passes the run's last event time.
     void setClock(std::function<double()> clock);
     void setStatusOptions(const RankStatusOptions& options);
@@ -74,6 +76,7 @@ private:
         int status;
     };
     QVector<PendingExit> m_pendingExits;
+    QVector<rankscope::Diagnosis> m_pendingDiagnoses;
     int m_focusedRank = -1;
 };
 

@@ -4,6 +4,7 @@
 #include "rankgridmodel.h"
 #include "recording.h"
 
+#include "core/diagnostics.h"
 #include "core/runstore.h"
 
 #include <QAbstractItemModelTester>
@@ -46,9 +47,25 @@ private Q_SLOTS:
         QCOMPARE(cell(model, 1, RankGridModel::LossColumn), QStringLiteral("2.2801"));
         QVERIFY(cell(model, 0, RankGridModel::StateColumn, Qt::ToolTipRole).startsWith(QStringLiteral("collective")));
 
-        // Past the 30 s threshold the stuck rank is hung; its tile turns the hung colour.
+        // Time alone changes no state: the grid's hung comes from the run's diagnosis, as the engine sends it.
         model.setNow(1795315908.183 + 31.0);
+        QCOMPARE(cell(model, 1, RankGridModel::StateColumn), QStringLiteral("running"));
+        // Diagnosed batch by batch, as the engine does live: the hang is found while rank 0 still waits, and
+        // stays standing after rank 0's collective times out, since rank 1 never moved.
+        RunDiagnostics diagnostics;
+        QVector<Diagnosis> found;
+        for (const auto& batch : batches) {
+            diagnostics.addEvents(batch);
+            found += diagnostics.update(batch.constLast().time);
+        }
+        found += diagnostics.update(1795315908.183 + 31.0);
+        QVERIFY(std::any_of(found.cbegin(), found.cend(), [](const Diagnosis& d) { return d.kind == DiagnosisKind::Hang; }));
+        QSignalSpy changed(&model, &QAbstractItemModel::dataChanged);
+        model.addDiagnoses(found);
+        QCOMPARE(changed.count(), 1);
         QCOMPARE(cell(model, 1, RankGridModel::StateColumn), QStringLiteral("hung"));
+        QVERIFY2(cell(model, 1, RankGridModel::StateColumn, Qt::ToolTipRole).contains(QStringLiteral("stuck at step 2")),
+                 qPrintable(cell(model, 1, RankGridModel::StateColumn, Qt::ToolTipRole)));
         const QModelIndex state = model.index(model.rowOfRank(1), RankGridModel::StateColumn);
         QCOMPARE(state.data(Qt::BackgroundRole).value<QColor>(), rankStateColor(RankLiveState::Hung));
         QCOMPARE(state.data(RankGridModel::SortRole).toInt(), int(RankLiveState::Hung));

@@ -153,6 +153,11 @@ private Q_SLOTS:
         QVERIFY(QTest::qWaitForWindowExposed(&view));
         view.addEvents(syntheticRun(64, 900));
         view.rankExited(40, QStringLiteral("gpu-node-5"), 0);
+        // The engine's findings decide hung and slow: rank 13 stopped at step 600, rank 7 computes slowly.
+        view.addDiagnoses({{DiagnosisKind::Hang, QStringLiteral("hang:1201"), {13, 0, 1, 2}, QStringLiteral("gpu-node-1"),
+                            1160.0, QStringLiteral("rank 13 on gpu-node-1 stuck at step 600 in phase forward"), false, 1},
+                           {DiagnosisKind::Straggler, QStringLiteral("straggler:7"), {7}, QStringLiteral("gpu-node-0"),
+                            1200.0, QStringLiteral("rank 7 on gpu-node-0 computes 1.4x the median"), false}});
         view.flush();
         view.flush(); // the second draw at the laid-out plot width
         QCOMPARE(view.gridModel()->rowCount(), 64);
@@ -166,7 +171,12 @@ private Q_SLOTS:
         QCOMPARE(stateOf(13), QStringLiteral("hung"));
         QCOMPARE(stateOf(51), QStringLiteral("failed"));
         QCOMPARE(stateOf(40), QStringLiteral("finished"));
-        QCOMPARE(stateOf(0), QStringLiteral("running"));
+        QCOMPARE(stateOf(7), QStringLiteral("slow"));
+        QCOMPARE(stateOf(0), QStringLiteral("running")); // waits for rank 13, which is not its fault
+        QCOMPARE(view.gridModel()->index(view.gridModel()->rowOfRank(0), RankGridModel::StateColumn)
+                     .data(Qt::ToolTipRole)
+                     .toString(),
+                 QStringLiteral("rank 13 on gpu-node-1 stuck at step 600 in phase forward"));
         QVERIFY(view.progressText().startsWith(QStringLiteral("epoch 3/5 · step 900/2000 · 4.00 it/s · ~")));
         for (int rank = 0; rank < 64; ++rank)
             QVERIFY(view.grid()->viewport()->rect().contains(view.grid()->tileRect(rank)));
