@@ -25,6 +25,9 @@ struct RankLogLine {
     qint64 lineNumber = 0; // 1-based within its stream
     QString text;
     double receivedAt = 0.0; // Unix seconds when the engine read the line: the order of a merged view
+    int severity = -1;       // a LogSeverity, as classifyLogLine() says; -1: not classified
+    bool nccl = false;       // classifyLogLine()'s verdict, when classified
+    bool endsLine = true;    // false: a piece of a line too long for one; the next piece has the same number
 };
 
 struct RunNodeRecord {

@@ -370,8 +370,10 @@ bool NodeWorker::pollOnce() {
     }
     if (!m_followGpu) // attached: the run directory says whether this node samples its GPUs
         m_followGpu = m_transport->fileSize(m_runDir + QStringLiteral("/gpus")).has_value();
-    if (*m_followGpu)
+    if (*m_followGpu) {
         followGpu();
+        followGpuErrors(allEndedBefore);
+    }
     return allEndedBefore;
 }
 
@@ -387,6 +389,19 @@ void NodeWorker::followGpu() {
         if (bytes.size() < m_options.maxReadBytes)
             return;
     }
+}
+
+void NodeWorker::followGpuErrors(bool force) {
+    // What the sampler said on stderr, e.g. that the node has no nvidia-smi: a few lines at most.
+    if (!force && m_sinceGpuErrChecked.isValid() && m_sinceGpuErrChecked.elapsed() < 2000)
+        return;
+    m_sinceGpuErrChecked.start();
+    const qint64 offset = m_offsets.gpuErr;
+    const QByteArray bytes = m_transport->readFrom(m_runDir + QStringLiteral("/gpu.err"), offset, 64 * 1024);
+    if (bytes.isEmpty())
+        return;
+    m_offsets.gpuErr = offset + bytes.size();
+    emit gpuErrors(m_node, offset, bytes);
 }
 
 void NodeWorker::checkPulse() {

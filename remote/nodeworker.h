@@ -62,7 +62,8 @@ struct NodeLaunch {
 struct StreamOffsets {
     QHash<QPair<int, int>, qint64> streams; // (rank, int(RankStream)) -> bytes already stored
     qint64 exits = 0;
-    qint64 gpu = 0; // bytes of the node's gpu.csv already stored
+    qint64 gpu = 0;    // bytes of the node's gpu.csv already stored
+    qint64 gpuErr = 0; // and of its gpu.err
 };
 
 // One rank's native stacks, taken on its node: the parsed stacks, or why there are none.
@@ -109,6 +110,7 @@ signals:
     void trainerDeployed(int node, const QString& path, bool thisMachines, const QString& builtFrom);
     void data(int node, int rank, int stream, qint64 offset, const QByteArray& bytes);
     void gpuData(int node, qint64 offset, const QByteArray& bytes);   // the node's gpu.csv, from `offset`
+    void gpuErrors(int node, qint64 offset, const QByteArray& bytes); // its gpu.err (why there are no samples)
     void rankExited(int node, int rank, int status, double unixTime); // kLostExitStatus: the node went silent
     void linkLost(int node, const QString& message);
     void linkRestored(int node);
@@ -121,6 +123,7 @@ private:
     bool pollOnce();
     void checkPulse();
     void followGpu();
+    void followGpuErrors(bool force); // at most every 2 s, unless forced (the last look before draining)
     void handleLinkError(const TransportError& error);
     void tryReconnect();
     void startFollowing();
@@ -150,6 +153,7 @@ private:
     QByteArray m_lastPulse; // the supervisor's "alive" file, last seen
     QElapsedTimer m_sincePulseChanged;
     QElapsedTimer m_sincePulseChecked;
+    QElapsedTimer m_sinceGpuErrChecked; // gpu.err is looked at every 2 s, not on every poll
     bool m_drained = false;
     bool m_shuttingDown = false;
 };

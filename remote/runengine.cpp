@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "remote/runengine.h"
 
+#include "remote/streamingest.h"
+
 #include "core/deploymanifest.h"
 #include "core/rankplan.h"
 #include "remote/transportfactory.h"
@@ -25,6 +27,7 @@ namespace {
 
 // The node's GPU samples in the run store, as the supervisor names the node's file.
 const QString kGpuStream = QStringLiteral("gpu.csv");
+const QString kGpuErrStream = QStringLiteral("gpu.err");
 
 QString modeName(RunMode mode) {
     return mode == RunMode::Debug ? QStringLiteral("debug") : QStringLiteral("submit");
@@ -89,7 +92,6 @@ RunEngine::RunEngine(RunStore* store, EngineOptions options, QObject* parent)
 RunEngine::~RunEngine() {
     m_debug.reset();
     releaseWorkers();
-    qDeleteAll(m_parsers);
 }
 
 std::unique_ptr<Transport> RunEngine::makeTransport(const NodeSpec& node, bool local) const {
@@ -114,7 +116,7 @@ QString RunEngine::hostOfRank(int rank) const {
     return node < 0 ? QString() : m_record.nodes[node].host;
 }
 
-NodeWorker* RunEngine::startWorker(int node, std::unique_ptr<Transport> transport) {
+NodeWorker* RunEngine::startWorker(int node, std::unique_ptr<Transport> transport, RankStreamParsers parsers) {
     auto* thread = new QThread(this);
     thread->setObjectName(QStringLiteral("node%1").arg(node));
     auto* worker = new NodeWorker(node, std::move(transport), m_options.worker);
@@ -137,8 +139,14 @@ NodeWorker* RunEngine::startWorker(int node, std::unique_ptr<Transport> transpor
                 if (m_debug && m_debug->node() == n)
                     m_debug->trainerDeployed(path, thisMachines, builtFrom);
             });
-    connect(worker, &NodeWorker::data, this, &RunEngine::onData);
+    // The node's bytes are stored and parsed on its own thread; only the parsed chunks come here.
+    auto* ingest = new StreamIngest(m_store, m_record.id, std::move(parsers), m_generation);
+    ingest->moveToThread(thread);
+    connect(thread, &QThread::finished, ingest, &QObject::deleteLater);
+    connect(worker, &NodeWorker::data, ingest, &StreamIngest::onData, Qt::DirectConnection);
+    connect(ingest, &StreamIngest::parsed, this, &RunEngine::onParsed, Qt::QueuedConnection);
     connect(worker, &NodeWorker::gpuData, this, &RunEngine::onGpuData);
+    connect(worker, &NodeWorker::gpuErrors, this, &RunEngine::onGpuErrors);
     connect(worker, &NodeWorker::rankExited, this, &RunEngine::onRankExited);
     connect(worker, &NodeWorker::failed, this, &RunEngine::onFailed);
     connect(worker, &NodeWorker::drained, this, &RunEngine::onDrained);
@@ -161,16 +169,17 @@ void RunEngine::reset() {
     m_diagnostics.clear();
     releaseWorkers();
     m_workers.clear();
-    qDeleteAll(m_parsers);
-    m_parsers.clear();
+    m_replayParsers = {};
+    ++m_generation;
     m_gpuParsers.clear();
+    m_gpuErrSplitters.clear();
     m_drainedNodes.clear();
     m_stackNodesPending.clear();
     m_stackedHangs.clear();
     ++m_stackJob; // results of an earlier run's capture are dropped
     m_firstErrors.clear();
     m_lastStderrLine.clear();
-    m_watchNccl.reset();
+    m_watchNccl = false;
     m_nccl.clear();
     m_ncclClock.invalidate();
     m_stoppedNodes.clear();
@@ -247,6 +256,7 @@ bool RunEngine::launch(const JobSpec& original, RunMode mode, const LaunchOption
     m_record.debugRank = debugRank;
     if (!m_store->save(m_record, error))
         return false;
+    watchNcclFromJob();
     startDiagnosis();
     if (debugRank >= 0)
         startDebugSession(plan, debugRank, deploy);
@@ -271,7 +281,8 @@ bool RunEngine::launch(const JobSpec& original, RunMode mode, const LaunchOption
         launch.samplerEnvironment = job.env;
         if (debugRank >= 0 && plan.ranks[debugRank].nodeIndex == i)
             launch.debugRank = debugRank;
-        NodeWorker* worker = startWorker(i, makeTransport(plan.nodes[i].node, plan.nodes[i].local));
+        NodeWorker* worker = startWorker(i, makeTransport(plan.nodes[i].node, plan.nodes[i].local),
+                                         parsersFor(m_record.nodes[i].ranks));
         QMetaObject::invokeMethod(
             worker, [worker, launch] { worker->launch(launch); }, Qt::QueuedConnection);
     }
@@ -324,6 +335,7 @@ bool RunEngine::attach(const QString& runId, QString* error) {
     }
     reset();
     m_record = *record;
+    watchNcclFromJob();
     startDiagnosis();
     replayStored();
     for (int i = 0; i < m_record.nodes.size(); ++i) {
@@ -343,7 +355,8 @@ bool RunEngine::attach(const QString& runId, QString* error) {
                 offsets.streams.insert({rank, static_cast<int>(stream)},
                                        m_store->streamSize(m_record.id, rank, stream));
         offsets.gpu = m_store->nodeStreamSize(m_record.id, i, kGpuStream);
-        NodeWorker* worker = startWorker(i, makeTransport(spec, node.local));
+        offsets.gpuErr = m_store->nodeStreamSize(m_record.id, i, kGpuErrStream);
+        NodeWorker* worker = startWorker(i, makeTransport(spec, node.local), parsersFor(node.ranks));
         const QString runDir = node.runDir;
         const QVector<int> ranks = node.ranks;
         const int debugRank = node.ranks.contains(m_record.debugRank) ? m_record.debugRank : -1;
@@ -360,6 +373,7 @@ bool RunEngine::open(const QString& runId, QString* error) {
         return false;
     reset();
     m_record = *record;
+    watchNcclFromJob();
     m_finished = true; // nothing to follow
     startDiagnosis();
     m_diagnosisTimer->stop();
@@ -510,6 +524,9 @@ void RunEngine::replayStreams() {
         QFile file(m_store->nodeStreamPath(m_record.id, node, kGpuStream));
         if (file.open(QIODevice::ReadOnly))
             parseGpu(node, file.readAll());
+        QFile errors(m_store->nodeStreamPath(m_record.id, node, kGpuErrStream));
+        if (errors.open(QIODevice::ReadOnly))
+            parseGpuErrors(node, errors.readAll());
     }
 }
 
@@ -520,16 +537,24 @@ void RunEngine::replayExits() {
     }
 }
 
-void RunEngine::onData(int /*node*/, int rank, int stream, qint64 offset, const QByteArray& bytes) {
-    const auto kind = static_cast<RankStream>(stream);
-    QString error;
-    qint64 appended = 0;
-    if (!m_store->appendStream(m_record.id, rank, kind, offset, bytes, &error, &appended)) {
-        qWarning("rankscope: %s", qPrintable(error));
-        return;
-    }
-    if (appended > 0) // only bytes the store did not have yet are parsed: a re-delivered chunk is not
-        parse(rank, kind, QByteArrayView(bytes).last(appended));
+void RunEngine::watchNcclFromJob() {
+    // NCCL writes its INFO and WARN lines on stdout. A job on Gloo has none: it is spared the parsing.
+    const QJsonObject trainer = m_record.job.value(QStringLiteral("trainer")).toObject();
+    m_watchNccl = trainer.value(QStringLiteral("backend")).toString() != QLatin1String("gloo") ||
+                  m_record.job.value(QStringLiteral("env")).toObject().contains(QStringLiteral("NCCL_DEBUG"));
+    if (m_watchNccl)
+        for (const RunNodeRecord& node : std::as_const(m_record.nodes))
+            for (const int rank : node.ranks)
+                m_replayParsers.keepRaw(rank, RankStream::Out);
+}
+
+RankStreamParsers RunEngine::parsersFor(const QVector<int>& ranks) {
+    return m_replayParsers.take(ranks);
+}
+
+void RunEngine::onParsed(int /*node*/, int generation, const RankStreamChunk& chunk) {
+    if (generation == m_generation)
+        deliver(chunk);
 }
 
 void RunEngine::onGpuData(int node, qint64 offset, const QByteArray& bytes) {
@@ -541,6 +566,24 @@ void RunEngine::onGpuData(int node, qint64 offset, const QByteArray& bytes) {
     }
     if (appended > 0)
         parseGpu(node, QByteArrayView(bytes).last(appended));
+}
+
+void RunEngine::onGpuErrors(int node, qint64 offset, const QByteArray& bytes) {
+    QString error;
+    qint64 appended = 0;
+    if (!m_store->appendNodeStream(m_record.id, node, kGpuErrStream, offset, bytes, &error, &appended)) {
+        qWarning("rankscope: %s", qPrintable(error));
+        return;
+    }
+    if (appended > 0)
+        parseGpuErrors(node, QByteArrayView(bytes).last(appended));
+}
+
+void RunEngine::parseGpuErrors(int node, QByteArrayView bytes) {
+    const QString host = m_record.nodes.value(node).host;
+    for (const LinePiece& piece : m_gpuErrSplitters[node].feed(bytes))
+        if (const QString line = QString::fromUtf8(piece.bytes).trimmed(); !line.isEmpty())
+            emit gpuTelemetryError(node, host, line);
 }
 
 void RunEngine::parseGpu(int node, QByteArrayView bytes) {
@@ -559,58 +602,39 @@ void RunEngine::parseGpu(int node, QByteArrayView bytes) {
 }
 
 void RunEngine::parse(int rank, RankStream stream, QByteArrayView bytes) {
-    RankParsers*& parsers = m_parsers[rank];
-    if (!parsers)
-        parsers = new RankParsers;
     const double now = static_cast<double>(QDateTime::currentMSecsSinceEpoch()) / 1000.0;
-    if (stream == RankStream::Events) {
-        const ParsedBatch batch = parsers->events.feed(bytes);
-        for (const TrainerEvent& event : batch.events)
+    deliver(m_replayParsers.feed(rank, stream, bytes, now));
+}
+
+void RunEngine::deliver(const RankStreamChunk& chunk) {
+    const int rank = chunk.rank;
+    if (!chunk.events.isEmpty()) {
+        for (const TrainerEvent& event : chunk.events)
             if (event.type == TrainerEventType::Error && !m_firstErrors.contains(event.rank))
                 m_firstErrors.insert(event.rank,
                                      {QDateTime::fromMSecsSinceEpoch(static_cast<qint64>(event.time * 1000), Qt::UTC),
                                       event.string("kind"), event.string("message")});
-        if (!batch.events.isEmpty()) {
-            if (m_offlineEvents)
-                *m_offlineEvents += batch.events;
-            else
-                m_diagnostics.addEvents(batch.events);
-            emit events(batch.events);
-        }
-        if (!batch.errors.isEmpty())
-            emit decodeErrors(rank, batch.errors);
-        if (!batch.logLines.isEmpty()) {
-            QVector<RankLogLine> lines;
-            for (const LogLine& line : batch.logLines)
-                lines.append({rank, stream, line.lineNumber, line.text, now});
-            emit logLines(lines);
-        }
-        return;
+        if (m_offlineEvents)
+            *m_offlineEvents += chunk.events;
+        else
+            m_diagnostics.addEvents(chunk.events);
+        emit events(chunk.events);
     }
-    if (stream == RankStream::Out) {
-        // NCCL writes its INFO and WARN lines on stdout. A job on Gloo has none: it is spared the parsing.
-        if (!m_watchNccl) {
-            const QJsonObject trainer = m_record.job.value(QStringLiteral("trainer")).toObject();
-            m_watchNccl = trainer.value(QStringLiteral("backend")).toString() != QLatin1String("gloo") ||
-                          m_record.job.value(QStringLiteral("env")).toObject().contains(QStringLiteral("NCCL_DEBUG"));
+    if (!chunk.decodeErrors.isEmpty())
+        emit decodeErrors(rank, chunk.decodeErrors);
+    if (chunk.stream == RankStream::Out && m_watchNccl && !chunk.raw.isEmpty())
+        m_nccl.feed(rank, chunk.raw);
+    if (chunk.stream == RankStream::Err) {
+        const bool debugged = m_debug && rank == m_debug->rank();
+        for (const RankLogLine& line : chunk.lines) {
+            if (debugged)
+                m_debug->stderrPiece(line.text.toUtf8(), line.endsLine);
+            if (const QString text = line.text.trimmed(); !text.isEmpty())
+                m_lastStderrLine.insert(rank, text.left(300));
         }
-        if (*m_watchNccl)
-            m_nccl.feed(rank, bytes);
     }
-    LineSplitter& splitter = stream == RankStream::Out ? parsers->out : parsers->err;
-    qint64& lineCount = stream == RankStream::Out ? parsers->outLines : parsers->errLines;
-    QVector<RankLogLine> lines;
-    for (const LinePiece& piece : splitter.feed(bytes)) {
-        if (m_debug && stream == RankStream::Err && rank == m_debug->rank())
-            m_debug->stderrPiece(piece.bytes, piece.endsLine);
-        lines.append({rank, stream, lineCount + 1, QString::fromUtf8(piece.bytes), now});
-        if (stream == RankStream::Err && !piece.bytes.trimmed().isEmpty())
-            m_lastStderrLine.insert(rank, lines.back().text.trimmed().left(300));
-        if (piece.endsLine)
-            ++lineCount;
-    }
-    if (!lines.isEmpty())
-        emit logLines(lines);
+    if (!chunk.lines.isEmpty())
+        emit logLines(chunk.lines);
 }
 
 void RunEngine::onRankExited(int /*node*/, int rank, int status, double unixTime) {

@@ -8,6 +8,7 @@
 #include "core/jobspec.h"
 #include "core/linesplitter.h"
 #include "core/nvidiasmi.h"
+#include "core/rankstreams.h"
 #include "core/rankplan.h"
 #include "core/runstore.h"
 #include "core/stacks.h"
@@ -62,8 +63,8 @@ struct LaunchOptions {
 
 // The engine every front end drives: it launches a job's ranks on their nodes (or attaches to a stored
 // run), follows every rank's files into the run store byte for byte, parses them in core, and tears the
-// run down. One node per worker thread; this object lives on the caller's thread and only receives
-// queued signals from the workers.
+// run down. One node per worker thread, which also stores and parses that node's streams (StreamIngest);
+// this object lives on the caller's thread and only receives queued signals, parsed, from the workers.
 class RunEngine final : public QObject {
     Q_OBJECT
 
@@ -103,6 +104,9 @@ signals:
     void rankExited(int rank, const QString& host, int status);
     // A node's GPU readings (nvidia-smi, about one per GPU per second), `node` set to the node's name.
     void gpuSamples(int node, const QString& host, const QVector<rankscope::GpuSample>& samples);
+    // Why a node that should sample its GPUs does not (the sampler's stderr, a line at a time: no nvidia-smi on
+    // the job's PATH, a driver that does not answer), live and when a stored run is opened or attached.
+    void gpuTelemetryError(int node, const QString& host, const QString& message);
     void linkLost(int node, const QString& host, const QString& message);
     void linkRestored(int node, const QString& host);
     void stopped(int processesLeft); // every node answered the teardown; -1 when one could not be verified
@@ -122,16 +126,12 @@ signals:
     void debugServerError(const QString& message);
 
 private:
-    struct RankParsers {
-        EventStreamParser events;
-        LineSplitter out;
-        LineSplitter err;
-        qint64 outLines = 0;
-        qint64 errLines = 0;
-    };
-
-    NodeWorker* startWorker(int node, std::unique_ptr<Transport> transport);
-    void onData(int node, int rank, int stream, qint64 offset, const QByteArray& bytes);
+    // `parsers`: the state of the node's ranks' stream parsers (fresh for a launch, after the replay for an attach).
+    NodeWorker* startWorker(int node, std::unique_ptr<Transport> transport, RankStreamParsers parsers);
+    void onParsed(int node, int generation, const RankStreamChunk& chunk);
+    void deliver(const RankStreamChunk& chunk); // what a chunk of a rank's stream means for the run and its front ends
+    [[nodiscard]] RankStreamParsers parsersFor(const QVector<int>& ranks); // the replay's state of these ranks
+    void watchNcclFromJob(); // sets m_watchNccl from the record's job, and asks the parsers for stdout's bytes
     void onRankExited(int node, int rank, int status, double unixTime);
     void onFailed(int node, int kind, const QString& message);
     void onDrained(int node);
@@ -139,6 +139,8 @@ private:
     void parse(int rank, RankStream stream, QByteArrayView bytes);
     void onGpuData(int node, qint64 offset, const QByteArray& bytes);
     void parseGpu(int node, QByteArrayView bytes);
+    void onGpuErrors(int node, qint64 offset, const QByteArray& bytes);
+    void parseGpuErrors(int node, QByteArrayView bytes);
     void replayStored(); // replayStreams, then replayExits
     void replayStreams();
     void replayExits();
@@ -157,12 +159,14 @@ private:
     RunRecord m_record;
     QVector<QThread*> m_threads;
     QVector<QPointer<NodeWorker>> m_workers;
-    QHash<int, RankParsers*> m_parsers;
+    RankStreamParsers m_replayParsers; // the stored streams' parsers, handed to the workers after an attach
+    int m_generation = 0;              // of the followed run: chunks of an earlier one are dropped
     std::map<int, NvidiaSmiParser> m_gpuParsers; // by node
+    std::map<int, LineSplitter> m_gpuErrSplitters; // by node
     QHash<int, QString> m_lastStderrLine; // what a rank that dies without an error event said last
     QHash<int, ErrorEvent> m_firstErrors; // the first error event of each rank
     RunDiagnostics m_diagnostics;
-    std::optional<bool> m_watchNccl; // decided from the run's job at its first bytes
+    bool m_watchNccl = false; // NCCL's lines on the ranks' stdout are read (not a Gloo job without NCCL_DEBUG)
     NcclNetworkWatch m_nccl;
     QElapsedTimer m_ncclClock;
     std::optional<QVector<TrainerEvent>> m_offlineEvents; // open(): events gathered to be diagnosed in time order

@@ -63,6 +63,8 @@ RunMonitor::RunMonitor(remote::RunEngine* engine, bool interactive, FILE* out)
     connect(engine, &remote::RunEngine::linkLost, this, [this](int, const QString& host, const QString& message) {
         printLine(QStringLiteral("[%1] link lost (%2); the run goes on, reconnecting").arg(host, message));
     });
+    connect(engine, &remote::RunEngine::gpuTelemetryError, this,
+            [this](int, const QString& host, const QString& message) { printLine(QStringLiteral("[%1] gpu: %2").arg(host, message)); });
     connect(engine, &remote::RunEngine::linkRestored, this,
             [this](int, const QString& host) { printLine(QStringLiteral("[%1] reconnected, catching up").arg(host)); });
     connect(engine, &remote::RunEngine::stopped, this, [this](int left) {

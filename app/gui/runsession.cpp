@@ -21,6 +21,8 @@ RunSession::RunSession(RunStore* store, remote::EngineOptions options, QObject* 
     connect(m_engine, &remote::RunEngine::diagnoses, this, &RunSession::diagnoses);
     connect(m_engine, &remote::RunEngine::gpuSamples, this,
             [this](int, const QString&, const QVector<GpuSample>& samples) { emit gpuSamples(samples); });
+    connect(m_engine, &remote::RunEngine::gpuTelemetryError, this,
+            [this](int, const QString& host, const QString& message) { emit gpuTelemetryError(host, message); });
     connect(m_engine, &remote::RunEngine::nodeProgress, this,
             [this](int, const QString& host, const QString& text) { emit message(host + QStringLiteral(": ") + text); });
     connect(m_engine, &remote::RunEngine::linkLost, this, [this](int, const QString& host, const QString& text) {

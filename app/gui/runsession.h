@@ -50,6 +50,7 @@ signals:
     void rankExited(int rank, const QString& host, int status);
     // Straight on, like events: about one per GPU per second, and the charts draw on their own tick.
     void gpuSamples(const QVector<rankscope::GpuSample>& samples);
+    void gpuTelemetryError(const QString& host, const QString& message);
     void diagnoses(const QVector<rankscope::Diagnosis>& diagnoses);
     void message(const QString& text); // progress of the launch, lost and restored links, teardown
     void finished(const rankscope::RunRecord& record);

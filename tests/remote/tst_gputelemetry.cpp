@@ -45,7 +45,8 @@ class tst_GpuTelemetry final : public QObject {
     Q_OBJECT
 
 private:
-    QJsonObject job(const QString& name, int gpus) const {
+    // `withNvidiaSmi`: the stand-in first on the job's PATH; without it the node has none (nor has this machine).
+    QJsonObject job(const QString& name, int gpus, bool withNvidiaSmi = true) const {
         QJsonObject node{{"name", name},
                          {"host", m_sshd.host()},
                          {"port", m_sshd.port()},
@@ -70,7 +71,8 @@ private:
                            {"master_port", 29600 + QRandomGenerator::global()->bounded(300)},
                            {"nodes", QJsonArray{node}},
                            {"trainer", trainer},
-                           {"env", QJsonObject{{"PATH", m_fakeBin + QStringLiteral(":/usr/local/bin:/usr/bin:/bin")}}}};
+                           {"env", QJsonObject{{"PATH", (withNvidiaSmi ? m_fakeBin + QLatin1Char(':') : QString()) +
+                                                            QStringLiteral("/usr/local/bin:/usr/bin:/bin")}}}};
     }
     remote::EngineOptions engineOptions() const {
         remote::EngineOptions options;
@@ -197,6 +199,35 @@ private slots:
         QCOMPARE(again.size(), live.size());
         QCOMPARE(again.front().node, QStringLiteral("gpu-node"));
         QCOMPARE(again.back().powerWatts, 3.29);
+    }
+
+    // A node declared with GPUs whose PATH has no nvidia-smi: the sampler's reason reaches the front ends (live,
+    // and again when the stored run is opened) instead of a silent "no GPUs".
+    void gpuNodeWithoutNvidiaSmiSaysWhy() {
+        RunStore store(m_dir.filePath(QStringLiteral("store-nosmi")));
+        remote::RunEngine engine(&store, engineOptions());
+        QSignalSpy errors(&engine, &remote::RunEngine::gpuTelemetryError);
+        QSignalSpy samples(&engine, &remote::RunEngine::gpuSamples);
+        QString error;
+        QVERIFY2(engine.launch(jobFrom(job(QStringLiteral("bare-node"), 1, false)), RunMode::Submit, &error),
+                 qPrintable(error));
+        const RunRecord record = waitForEnd(engine, 120000);
+        QCOMPARE(record.state, QStringLiteral("finished"));
+        QVERIFY(samples.isEmpty());
+        QCOMPARE(errors.size(), 1);
+        QCOMPARE(errors.front().at(0).toInt(), 0);
+        QCOMPARE(errors.front().at(1).toString(), m_sshd.host());
+        const QString message = errors.front().at(2).toString();
+        QVERIFY2(message.startsWith(QStringLiteral("supervisor: no nvidia-smi on PATH (/usr/local/bin:/usr/bin:/bin)")),
+                 qPrintable(message));
+        QCOMPARE(readAll(store.nodeStreamPath(record.id, 0, QStringLiteral("gpu.err"))),
+                 readAll(record.nodes.front().runDir + QStringLiteral("/gpu.err")));
+
+        remote::RunEngine offline(&store, engineOptions());
+        QSignalSpy replayed(&offline, &remote::RunEngine::gpuTelemetryError);
+        QVERIFY2(offline.open(record.id, &error), qPrintable(error));
+        QCOMPARE(replayed.size(), 1);
+        QCOMPARE(replayed.front().at(2).toString(), message);
     }
 
     void nodeWithoutGpusStartsNoSampler() {

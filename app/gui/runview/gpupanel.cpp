@@ -35,9 +35,13 @@ QString axisTitle(GpuMetric metric) {
 
 GpuPanel::GpuPanel(RunMetrics* metrics, QWidget* parent)
     : QWidget(parent), m_metrics(metrics), m_stack(new QStackedWidget(this)), m_noTelemetry(new QLabel(this)),
-      m_metricBox(new QComboBox(this)), m_chart(new QChart), m_view(new QChartView(m_chart, this)) {
-    m_noTelemetry->setText(
-        QStringLiteral("<p><b>%1</b></p><p>%2</p>").arg(tr("GPUs"), noTelemetryText().toHtmlEscaped()));
+      m_nodeErrors(new QLabel(this)), m_metricBox(new QComboBox(this)), m_chart(new QChart), m_view(new QChartView(m_chart, this)) {
+    showErrors();
+    m_nodeErrors->setObjectName(QStringLiteral("gpuNodeErrors"));
+    m_nodeErrors->setWordWrap(true);
+    m_nodeErrors->setStyleSheet(QStringLiteral("QLabel { color: #b71c1c; background: white; padding: 2px 6px; }"));
+    m_nodeErrors->hide();
+    m_noTelemetry->setObjectName(QStringLiteral("gpuNoTelemetry"));
     m_noTelemetry->setAlignment(Qt::AlignCenter);
     m_noTelemetry->setWordWrap(true);
     m_noTelemetry->setStyleSheet(QStringLiteral("QLabel { color: #555; background: white; padding: 12px; }"));
@@ -60,6 +64,7 @@ GpuPanel::GpuPanel(RunMetrics* metrics, QWidget* parent)
     chartLayout->setSpacing(2);
     chartLayout->addWidget(m_metricBox, 0, Qt::AlignRight);
     chartLayout->addWidget(m_view, 1);
+    chartLayout->addWidget(m_nodeErrors);
     m_stack->addWidget(m_noTelemetry);
     m_stack->addWidget(chartPage);
     auto* layout = new QVBoxLayout(this);
@@ -68,7 +73,35 @@ GpuPanel::GpuPanel(RunMetrics* metrics, QWidget* parent)
 }
 
 QString GpuPanel::noTelemetryText() const {
-    return tr("No GPU telemetry: this run's nodes have no GPUs.");
+    if (m_errors.isEmpty())
+        return tr("No GPU telemetry: this run's nodes have no GPUs.");
+    QStringList lines;
+    for (auto it = m_errors.cbegin(); it != m_errors.cend(); ++it)
+        lines << tr("No GPU telemetry from %1: %2").arg(it.key(), it.value().join(QStringLiteral("; ")));
+    return lines.join(QLatin1Char('\n'));
+}
+
+void GpuPanel::addNodeError(const QString& host, const QString& message) {
+    QStringList& messages = m_errors[host];
+    if (messages.contains(message))
+        return;
+    messages << message;
+    showErrors();
+}
+
+void GpuPanel::clearNodeErrors() {
+    m_errors.clear();
+    showErrors();
+}
+
+void GpuPanel::showErrors() {
+    const QString text = noTelemetryText();
+    QStringList paragraphs;
+    for (const QString& line : text.split(QLatin1Char('\n')))
+        paragraphs << QStringLiteral("<p>%1</p>").arg(line.toHtmlEscaped());
+    m_noTelemetry->setText(QStringLiteral("<p><b>%1</b></p>%2").arg(tr("GPUs"), paragraphs.join(QString())));
+    m_nodeErrors->setText(text);
+    m_nodeErrors->setVisible(!m_errors.isEmpty());
 }
 
 bool GpuPanel::showsChart() const {

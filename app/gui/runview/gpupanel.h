@@ -29,6 +29,10 @@ public:
     [[nodiscard]] GpuMetric metric() const { return m_metric; }
     [[nodiscard]] bool showsChart() const;
     [[nodiscard]] QString noTelemetryText() const;
+    // Why a node sends no samples (the engine's gpuTelemetryError): said in place of the chart, or under it when
+    // other nodes do send.
+    void addNodeError(const QString& host, const QString& message);
+    void clearNodeErrors();
     [[nodiscard]] QChart* chart() const { return m_chart; }
     [[nodiscard]] QChartView* chartView() const { return m_view; }
 
@@ -37,6 +41,9 @@ private:
     GpuMetric m_metric = GpuMetric::Utilization;
     QStackedWidget* m_stack;
     QLabel* m_noTelemetry;
+    QLabel* m_nodeErrors;
+    QMap<QString, QStringList> m_errors; // by host, in arrival order
+    void showErrors();
     QComboBox* m_metricBox;
     QChart* m_chart;
     QChartView* m_view;

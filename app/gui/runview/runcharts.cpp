@@ -233,6 +233,7 @@ void RunCharts::refresh() {
 }
 
 void RunCharts::clear() {
+    m_gpuPanel->clearNodeErrors();
     for (const RankLines& lines : std::as_const(m_ranks)) {
         m_panels[LossChart].chart->removeSeries(lines.loss.series);
         m_panels[ThroughputChart].chart->removeSeries(lines.throughput.series);

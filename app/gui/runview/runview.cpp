@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "runview.h"
 
+#include "gpupanel.h"
 #include "rankgrid.h"
 #include "rankgridmodel.h"
 #include "runcharts.h"
@@ -80,6 +81,10 @@ void RunView::addDiagnoses(const QVector<Diagnosis>& diagnoses) {
 
 void RunView::addGpuSamples(const QVector<GpuSample>& samples) {
     m_charts->addGpuSamples(samples);
+}
+
+void RunView::addGpuError(const QString& host, const QString& message) {
+    m_charts->gpuPanel()->addNodeError(host, message);
 }
 
 void RunView::focusRank(int rank) {

@@ -35,6 +35,7 @@ public:
     // The engine's findings, applied after the events of the same tick: the grid's hung, slow and failed.
     void addDiagnoses(const QVector<rankscope::Diagnosis>& diagnoses);
     void addGpuSamples(const QVector<GpuSample>& samples);
+    void addGpuError(const QString& host, const QString& message); // a node that sends no GPU samples, and why
     // Every view on one rank: its tile outlined, its lines highlighted, its step-time breakdown; -1: none.
     void focusRank(int rank);
     [[nodiscard]] int focusedRank() const { return m_focusedRank; }

@@ -111,9 +111,19 @@ private Q_SLOTS:
         charts.refresh();
         QVERIFY(!charts.gpuPanel()->showsChart());
         QVERIFY(charts.gpuPanel()->noTelemetryText().contains(QStringLiteral("no GPUs")));
-        const QLabel* label = charts.gpuPanel()->findChild<QLabel*>();
+        const QLabel* label = charts.gpuPanel()->findChild<QLabel*>(QStringLiteral("gpuNoTelemetry"));
         QVERIFY(label && label->isVisibleTo(charts.gpuPanel()));
         QVERIFY(label->text().contains(charts.gpuPanel()->noTelemetryText().toHtmlEscaped()));
+
+        // A node that should sample its GPUs but cannot says why, in place of "no GPUs".
+        const QString why = QStringLiteral("supervisor: no nvidia-smi on PATH (/usr/bin:/bin): this node sends no GPU telemetry");
+        charts.gpuPanel()->addNodeError(QStringLiteral("node-b"), why);
+        charts.gpuPanel()->addNodeError(QStringLiteral("node-b"), why); // said once
+        QCOMPARE(charts.gpuPanel()->noTelemetryText(), QStringLiteral("No GPU telemetry from node-b: ") + why);
+        QVERIFY(label->text().contains(why.toHtmlEscaped()));
+        QVERIFY(!label->text().contains(QStringLiteral("no GPUs")));
+        const QLabel* underChart = charts.gpuPanel()->findChild<QLabel*>(QStringLiteral("gpuNodeErrors"));
+        QVERIFY(underChart);
 
         QVector<GpuSample> samples;
         for (int t = 0; t < 30; ++t)
@@ -122,6 +132,12 @@ private Q_SLOTS:
         charts.addGpuSamples(samples);
         charts.refresh();
         QVERIFY(charts.gpuPanel()->showsChart());
+        // The other node's reason stays in view under the chart of the nodes that do send samples.
+        QVERIFY(underChart->isVisibleTo(charts.gpuPanel()));
+        QVERIFY(underChart->text().contains(QStringLiteral("node-b")));
+        charts.clear(); // a new run: the reasons of the last one go
+        QVERIFY(!underChart->isVisibleTo(charts.gpuPanel()));
+        charts.refresh();
         QCOMPARE(charts.chart(RunCharts::GpuChart)->series().size(), 2);
         auto* first = qobject_cast<QLineSeries*>(charts.chart(RunCharts::GpuChart)->series().first());
         QCOMPARE(first->count(), 30);
