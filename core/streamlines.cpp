@@ -3,6 +3,7 @@
 
 #include <QFile>
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
@@ -70,6 +71,24 @@ StreamLineReader::Page StreamLineReader::read(qint64 from, int count) {
         ++line;
     }
     return page;
+}
+
+RunLinePager::RunLinePager(const RunStore* store, QString runId) : m_store(store), m_runId(std::move(runId)) {}
+
+QVector<RankLogLine> RunLinePager::before(int rank, RankStream stream, qint64 before, int count) {
+    const qint64 from = std::max<qint64>(1, before - count);
+    if (count <= 0 || before <= 1)
+        return {};
+    const QString path = m_store->streamPath(m_runId, rank, stream);
+    std::shared_ptr<StreamLineReader>& reader = m_readers[path];
+    if (!reader)
+        reader = std::make_shared<StreamLineReader>(path);
+    const StreamLineReader::Page page = reader->read(from, int(before - from));
+    QVector<RankLogLine> lines;
+    lines.reserve(page.lines.size());
+    for (qsizetype i = 0; i < page.lines.size(); ++i)
+        lines.append({rank, stream, page.first + i, page.lines[i], 0.0});
+    return lines;
 }
 
 } // namespace rankscope

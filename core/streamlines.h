@@ -1,8 +1,13 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include "core/runstore.h"
+
+#include <QHash>
 #include <QString>
 #include <QVector>
+
+#include <memory>
 
 namespace rankscope {
 
@@ -32,6 +37,21 @@ private:
     QVector<qint64> m_checkpoints{0}; // byte offset of line 1, 1 + stride, 1 + 2*stride, ...
     qint64 m_scanned = 0;             // bytes indexed: the end of the last complete line
     qint64 m_lines = 0;
+};
+
+// The stored stdout and stderr of one run's ranks, read back by line number: the lines a view's window let go.
+// One StreamLineReader per stream, so paging back through a long log reads each byte once.
+class RunLinePager final {
+public:
+    RunLinePager(const RunStore* store, QString runId);
+
+    // Up to `count` lines of (rank, stream) just before line number `before` (1-based), oldest first, numbered.
+    [[nodiscard]] QVector<RankLogLine> before(int rank, RankStream stream, qint64 before, int count);
+
+private:
+    const RunStore* m_store;
+    QString m_runId;
+    QHash<QString, std::shared_ptr<StreamLineReader>> m_readers; // by path
 };
 
 } // namespace rankscope

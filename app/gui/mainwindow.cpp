@@ -14,6 +14,7 @@
 #include "runview/runview.h"
 
 #include "core/rankplan.h"
+#include "core/streamlines.h"
 
 #include <QAction>
 #include <QApplication>
@@ -281,6 +282,7 @@ void MainWindow::connectSession() {
     connect(m_session, &RunSession::logBatch, m_logs->model(), &LogModel::appendLines);
     connect(m_session, &RunSession::rankExited, m_runView, &RunView::rankExited);
     connect(m_session, &RunSession::gpuSamples, m_runView, &RunView::addGpuSamples);
+    connect(m_session, &RunSession::gpuTelemetryError, m_runView, &RunView::addGpuError);
     connect(m_session, &RunSession::diagnoses, this, &MainWindow::addDiagnoses);
     connect(m_session, &RunSession::diagnoses, m_runView, &RunView::addDiagnoses);
     connect(m_session, &RunSession::message, this, [this](const QString& text) { showMessage(text); });
@@ -301,6 +303,11 @@ void MainWindow::onRunStarting(const RunRecord& record) {
     m_diagnostics->clear();
     m_logs->model()->clear();
     m_logs->model()->setRankHosts(RunSession::rankHosts(record));
+    // Lines the inspector's window let go are read back from the run store on demand.
+    auto pager = std::make_shared<RunLinePager>(m_session->store(), record.id);
+    m_logs->setOlderLinesSource([pager](int rank, RankStream stream, qint64 before, int count) {
+        return pager->before(rank, stream, before, count);
+    });
     m_focusedRank = -1;
     m_runLabel->setText(QStringLiteral("%1 · %2 · %3").arg(record.id, record.mode, record.state));
     setWindowTitle(QStringLiteral("RankScope — %1").arg(record.name.isEmpty() ? record.id : record.name));

@@ -153,6 +153,16 @@ void LogInspector::buildToolbar(QWidget* bar) {
     connect(m_firstErrorButton, &QPushButton::clicked, this, [this] { showFirstError(); });
     row->addWidget(m_firstErrorButton);
 
+    m_olderButton = new QToolButton(bar);
+    m_olderButton->setObjectName(QStringLiteral("olderLines"));
+    m_olderButton->setText(tr("Older lines"));
+    m_olderButton->setIcon(style()->standardIcon(QStyle::SP_ArrowUp));
+    m_olderButton->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+    m_olderButton->setToolTip(tr("Read earlier lines of the ranks shown back from the run store"));
+    m_olderButton->setEnabled(false);
+    connect(m_olderButton, &QToolButton::clicked, this, [this] { loadOlderLines(); });
+    row->addWidget(m_olderButton);
+
     m_followButton = new QToolButton(bar);
     m_followButton->setObjectName(QStringLiteral("follow"));
     m_followButton->setText(tr("Follow"));
@@ -205,8 +215,38 @@ void LogInspector::setFollowing(bool following) {
         const QSignalBlocker blocker(m_followButton);
         m_followButton->setChecked(following);
     }
-    if (following)
+    if (following) {
+        m_model->releaseOlder(); // back at the newest lines: what was read back goes again
         scrollToEnd();
+    }
+}
+
+void LogInspector::setOlderLinesSource(OlderLinesSource source) {
+    m_olderSource = std::move(source);
+    updateStatus();
+}
+
+int LogInspector::loadOlderLines(int perStream) {
+    if (!m_olderSource)
+        return 0;
+    const QSet<int>& shown = m_proxy->ranks();
+    QVector<RankLogLine> older;
+    for (const auto& [rank, stream] : m_model->streamsWithOlderLines()) {
+        if (!shown.isEmpty() && !shown.contains(rank))
+            continue;
+        const qint64 before = m_model->firstLineHeld(rank, stream);
+        older += m_olderSource(rank, stream, before, int(std::min<qint64>(perStream, before - 1)));
+    }
+    if (older.isEmpty())
+        return 0;
+    setFollowing(false);
+    const int rowsBefore = m_model->rowCount();
+    m_model->prependOlder(older);
+    const int added = m_model->rowCount() - rowsBefore;
+    if (added > 0) // the newest line read back at the bottom of the view, the lines held below it
+        m_view->scrollTo(viewIndexForModelRow(added - 1), QAbstractItemView::PositionAtBottom);
+    updateStatus();
+    return added;
 }
 
 void LogInspector::scrollToEnd() {
@@ -385,13 +425,19 @@ QString LogInspector::statusText() const {
     const QLocale locale;
     QString text =
         tr("%1 lines (%2 shown)").arg(locale.toString(m_model->rowCount()), locale.toString(m_proxy->rowCount()));
-    if (m_model->droppedRows() > 0)
-        text += tr(" · %1 older lines are in the run store on disk").arg(locale.toString(m_model->droppedRows()));
+    if (const qint64 older = m_model->olderLines(); older > 0)
+        text += !m_olderSource ? tr(" · %1 older lines are in the run store on disk").arg(locale.toString(older))
+                : m_model->canHoldOlder()
+                    ? tr(" · %1 older lines in the run store: Older lines reads them back").arg(locale.toString(older))
+                    : tr(" · %1 older lines in the run store; as many as the view holds were read back: Follow "
+                         "lets them go")
+                          .arg(locale.toString(older));
     return text;
 }
 
 void LogInspector::updateStatus() {
     m_status->setText(statusText());
+    m_olderButton->setEnabled(m_olderSource && m_model->olderLines() > 0 && m_model->canHoldOlder());
 }
 
 } // namespace rankscope::gui

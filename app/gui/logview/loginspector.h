@@ -2,9 +2,12 @@
 #pragma once
 
 #include "core/logclassify.h"
+#include "core/runstore.h"
 
 #include <QSet>
 #include <QWidget>
+
+#include <functional>
 
 class QCheckBox;
 class QComboBox;
@@ -51,6 +54,13 @@ public:
     // Selects and scrolls to the earliest Error or Fatal line of any rank (by time), clearing the filters
     // that hide it. False when the model holds no error.
     bool showFirstError();
+    // Where older lines come from once the window let them go: up to `count` lines of (rank, stream) before
+    // line number `before`, in order (the main window reads the run store; see RunLinePager). Unset: no paging.
+    using OlderLinesSource = std::function<QVector<RankLogLine>(int rank, RankStream stream, qint64 before, int count)>;
+    void setOlderLinesSource(OlderLinesSource source);
+    // Reads up to `perStream` older lines of every stream of the ranks shown into the top of the view, and stops
+    // following (the user is reading back). Returns how many lines came in.
+    int loadOlderLines(int perStream = 2000);
     // Writes every line of `rank` the model holds, in order, one per line.
     bool exportRankLog(int rank, const QString& path, QString* error = nullptr) const;
     [[nodiscard]] QString statusText() const;
@@ -81,6 +91,8 @@ private:
     QCheckBox* m_collapseCheck = nullptr;
     QPushButton* m_firstErrorButton = nullptr;
     QToolButton* m_followButton = nullptr;
+    QToolButton* m_olderButton = nullptr;
+    OlderLinesSource m_olderSource;
     QLabel* m_status = nullptr;
     bool m_following = true;
 };

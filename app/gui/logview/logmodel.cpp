@@ -59,6 +59,11 @@ LogModel::Line makeLine(const RankLogLine& piece) {
     line.lineNumber = piece.lineNumber;
     line.rank = piece.rank;
     line.stream = piece.stream;
+    if (piece.severity >= 0) { // classified by the engine, off this thread
+        line.severity = LogSeverity(piece.severity);
+        line.nccl = piece.nccl;
+        return line;
+    }
     const LogLineTraits traits = classifyLogLine(line.text);
     line.severity = traits.severity;
     line.nccl = traits.nccl;
@@ -93,6 +98,8 @@ QVariant LogModel::data(const QModelIndex& index, int role) const {
     case Qt::DisplayRole:
         return displayData(line, index.column());
     case Qt::ToolTipRole:
+        if (index.column() == TimeColumn && line.older)
+            return tr("read back from the run store: when it arrived is not recorded");
         return index.column() == TimeColumn ? formatTime(line.receivedAt, QStringLiteral("yyyy-MM-dd hh:mm:ss.zzz"))
                                             : displayData(line, index.column());
     case Qt::FontRole:
@@ -125,7 +132,7 @@ QVariant LogModel::data(const QModelIndex& index, int role) const {
 QVariant LogModel::displayData(const Line& line, int column) const {
     switch (column) {
     case TimeColumn:
-        return formatTime(line.receivedAt, QStringLiteral("hh:mm:ss.zzz"));
+        return line.older ? tr("(stored)") : formatTime(line.receivedAt, QStringLiteral("hh:mm:ss.zzz"));
     case RankColumn:
         return hostRankLabel(line.rank);
     case StreamColumn:
@@ -188,9 +195,9 @@ void LogModel::setRankHosts(const QHash<int, QString>& hosts) {
 
 int LogModel::continueRow(const RankLogLine& piece) {
     const auto last = m_lastRowOfStream.constFind(streamKey(piece.rank, piece.stream));
-    if (last == m_lastRowOfStream.cend() || *last < m_dropped)
+    if (last == m_lastRowOfStream.cend() || *last < m_origin)
         return -1;
-    const int row = int(*last - m_dropped);
+    const int row = int(*last - m_origin);
     Line& line = m_lines[size_t(row)];
     if (line.lineNumber != piece.lineNumber)
         return -1;
@@ -219,6 +226,8 @@ void LogModel::appendLines(const QVector<RankLogLine>& batch) {
         }
         lastFresh.insert(key, fresh.size());
         fresh.push_back(makeLine(piece));
+        if (!m_firstLine.contains(key))
+            m_firstLine.insert(key, piece.lineNumber);
     }
     if (lastChanged >= 0)
         Q_EMIT dataChanged(index(firstChanged, 0), index(lastChanged, ColumnCount - 1));
@@ -231,20 +240,23 @@ void LogModel::appendLines(const QVector<RankLogLine>& batch) {
                std::tie(b.receivedAt, b.rank, b.stream, b.lineNumber);
     });
     auto first = fresh.begin();
-    if (fresh.size() > size_t(m_maxRows)) { // a batch larger than the window keeps only its newest lines
+    if (fresh.size() > size_t(window())) { // a batch larger than the window keeps only its newest lines
         dropOldest(rowCount());
-        const auto skipped = qint64(fresh.size()) - m_maxRows;
+        const auto skipped = qint64(fresh.size()) - window();
+        for (auto it = first; it != first + skipped; ++it)
+            noteGone(*it);
         m_dropped += skipped;
+        m_origin += skipped;
         first += skipped;
         Q_EMIT droppedRowsChanged(m_dropped);
     }
     const qsizetype count = fresh.end() - first;
-    dropOldest(rowCount() + count - m_maxRows);
+    dropOldest(rowCount() + count - window());
 
     const int start = rowCount();
     beginInsertRows({}, start, start + int(count) - 1);
     for (auto it = first; it != fresh.end(); ++it) {
-        m_lastRowOfStream.insert(streamKey(it->rank, it->stream), m_dropped + qint64(m_lines.size()));
+        m_lastRowOfStream.insert(streamKey(it->rank, it->stream), m_origin + qint64(m_lines.size()));
         m_lines.push_back(std::move(*it));
     }
     endInsertRows();
@@ -255,22 +267,98 @@ void LogModel::dropOldest(qsizetype count) {
     if (count <= 0)
         return;
     beginRemoveRows({}, 0, int(count) - 1);
+    for (auto it = m_lines.begin(); it != m_lines.begin() + count; ++it)
+        noteGone(*it);
     m_lines.erase(m_lines.begin(), m_lines.begin() + count);
     m_dropped += count;
+    m_origin += count;
+    m_held = std::max<qint64>(0, m_held - count);
     endRemoveRows();
     Q_EMIT droppedRowsChanged(m_dropped);
 }
 
 void LogModel::setMaxRows(int maxRows) {
     m_maxRows = std::max(1, maxRows);
-    dropOldest(rowCount() - m_maxRows);
+    m_held = std::min<qint64>(m_held, m_maxRows);
+    dropOldest(rowCount() - window());
+}
+
+void LogModel::noteGone(const Line& line) {
+    if (line.stream == RankStream::Events)
+        return; // the events file's other lines are not read back: it is mostly events
+    qint64& first = m_firstLine[streamKey(line.rank, line.stream)];
+    first = std::max(first, line.lineNumber + 1);
+}
+
+qint64 LogModel::olderLines() const {
+    qint64 older = 0;
+    for (auto it = m_firstLine.cbegin(); it != m_firstLine.cend(); ++it)
+        if (RankStream(it.key() & 0xff) != RankStream::Events)
+            older += std::max<qint64>(0, it.value() - 1);
+    return older;
+}
+
+QVector<QPair<int, RankStream>> LogModel::streamsWithOlderLines() const {
+    QVector<QPair<int, RankStream>> streams;
+    for (auto it = m_firstLine.cbegin(); it != m_firstLine.cend(); ++it)
+        if (RankStream(it.key() & 0xff) != RankStream::Events && it.value() > 1)
+            streams.append({int(it.key() >> 8), RankStream(it.key() & 0xff)});
+    std::sort(streams.begin(), streams.end(), [](const auto& a, const auto& b) {
+        return std::tie(a.first, a.second) < std::tie(b.first, b.second);
+    });
+    return streams;
+}
+
+qint64 LogModel::firstLineHeld(int rank, RankStream stream) const {
+    return m_firstLine.value(streamKey(rank, stream), 1);
+}
+
+void LogModel::prependOlder(const QVector<RankLogLine>& lines) {
+    std::vector<Line> older;
+    older.reserve(size_t(lines.size()));
+    for (const RankLogLine& piece : lines) {
+        if (piece.stream == RankStream::Events || piece.lineNumber < 1 ||
+            piece.lineNumber >= firstLineHeld(piece.rank, piece.stream))
+            continue; // not older than what is held: it would be shown twice
+        Line line = makeLine(piece);
+        line.older = true;
+        older.push_back(std::move(line));
+    }
+    const auto room = qint64(m_maxRows) - m_held; // held rows stay below one window's worth
+    if (older.empty() || room <= 0)
+        return;
+    if (qint64(older.size()) > room)
+        older.erase(older.begin(), older.end() - room); // the newest of them, next to what is held
+    // The merged view is in arrival order; lines read back have none, so they take the oldest time held.
+    const double before = m_lines.empty() ? 0.0 : m_lines.front().receivedAt;
+    for (Line& line : older) {
+        line.receivedAt = before;
+        qint64& first = m_firstLine[streamKey(line.rank, line.stream)];
+        first = std::min(first, line.lineNumber);
+    }
+    const int count = int(older.size());
+    beginInsertRows({}, 0, count - 1);
+    m_lines.insert(m_lines.begin(), std::make_move_iterator(older.begin()), std::make_move_iterator(older.end()));
+    m_origin -= count;
+    m_held += count;
+    endInsertRows();
+}
+
+void LogModel::releaseOlder() {
+    if (m_held == 0)
+        return;
+    m_held = 0;
+    dropOldest(rowCount() - window());
 }
 
 void LogModel::clear() {
     beginResetModel();
     m_lines.clear();
     m_lastRowOfStream.clear();
+    m_firstLine.clear();
     m_dropped = 0;
+    m_origin = 0;
+    m_held = 0;
     endResetModel();
     Q_EMIT droppedRowsChanged(0);
 }

@@ -41,6 +41,7 @@ public:
         RankStream stream = RankStream::Out;
         LogSeverity severity = LogSeverity::Info;
         bool nccl = false;
+        bool older = false; // read back from the run store (prependOlder): its arrival time is not known
     };
 
     explicit LogModel(QObject* parent = nullptr);
@@ -61,8 +62,21 @@ public:
 
     void setMaxRows(int maxRows); // drops the oldest rows at once when the model holds more
     [[nodiscard]] int maxRows() const { return m_maxRows; }
-    // Rows dropped from the front so far: older lines that are only in the run store on disk now.
+    // Rows dropped from the front so far (a count that only grows).
     [[nodiscard]] qint64 droppedRows() const { return m_dropped; }
+    // Lines of the ranks' stdout and stderr that come before the ones held here: in the run store on disk only.
+    [[nodiscard]] qint64 olderLines() const;
+    // The number of the oldest line of (rank, stream) that may still be here: the lines before it are older.
+    [[nodiscard]] qint64 firstLineHeld(int rank, RankStream stream) const;
+    // Older lines read back from the run store, inserted at the top in the order given (one insertion), each
+    // before the lines held of its stream. They are held while the user reads them: the window grows by them,
+    // up to twice its size, until releaseOlder() (following the newest lines again) lets them go.
+    void prependOlder(const QVector<RankLogLine>& lines);
+    // The (rank, stream) pairs with older lines in the store, in rank order, stdout before stderr.
+    [[nodiscard]] QVector<QPair<int, RankStream>> streamsWithOlderLines() const;
+    void releaseOlder();
+    // Room for more lines read back (they are held up to one window's worth).
+    [[nodiscard]] bool canHoldOlder() const { return m_held < m_maxRows; }
 
     [[nodiscard]] const Line& line(int row) const { return m_lines[size_t(row)]; }
 
@@ -78,12 +92,18 @@ private:
     // Appends `piece` to the row that holds its line, if the model still has that row; returns its row.
     int continueRow(const RankLogLine& piece);
 
+    void noteGone(const Line& line); // a line leaves the model: its stream's older lines now include it
+    [[nodiscard]] qint64 window() const { return qint64(m_maxRows) + m_held; }
+
     std::deque<Line> m_lines;
     QHash<int, QString> m_rankHosts;
     QFont m_textFont; // monospace, for the text column
-    // The absolute number (m_dropped + row) of the last row of each (rank, stream), for continuations.
+    // The absolute number (m_origin + row) of the last row of each (rank, stream), for continuations.
     QHash<StreamKey, qint64> m_lastRowOfStream;
     qint64 m_dropped = 0;
+    qint64 m_origin = 0; // the absolute number of row 0: rows are numbered m_origin + row
+    qint64 m_held = 0;   // rows of prependOlder() kept beyond the window
+    QHash<StreamKey, qint64> m_firstLine; // per stream: the first line number that may be held
     int m_maxRows = kDefaultMaxRows;
 };
 

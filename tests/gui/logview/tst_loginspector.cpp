@@ -6,6 +6,9 @@
 #include "logview/loginspector.h"
 #include "logview/logmodel.h"
 
+#include "core/runstore.h"
+#include "core/streamlines.h"
+
 #include <QAbstractItemModelTester>
 #include <QCheckBox>
 #include <QLabel>
@@ -237,6 +240,86 @@ private Q_SLOTS:
         QVERIFY2(inspector.statusText().startsWith(QStringLiteral("100 lines (100 shown)")),
                  qPrintable(inspector.statusText()));
         QVERIFY(inspector.statusText().contains(QStringLiteral("50 older lines are in the run store on disk")));
+    }
+
+    // The window let the oldest lines go; "Older lines" reads them back from the run store, in order, into the top
+    // of the view, only for the ranks shown. They stay while the user reads and go when following resumes.
+    void olderLinesAreReadBackFromTheRunStore() {
+        QTemporaryDir dir;
+        rankscope::RunStore store(dir.path());
+        rankscope::RunRecord record;
+        record.id = store.newRunId();
+        QVERIFY(store.save(record));
+        const QString run = record.id;
+        QVector<RankLogLine> live;
+        for (int rank = 0; rank < 2; ++rank) {
+            const QVector<RankLogLine> lines = progress(rank, 1, 300, 1.0 + rank * 0.001);
+            QByteArray bytes;
+            for (const RankLogLine& line : lines)
+                bytes += line.text.toUtf8() + '\n';
+            QString error;
+            QVERIFY2(store.appendStream(run, rank, RankStream::Err, 0, bytes, &error), qPrintable(error));
+            live += lines;
+        }
+        std::stable_sort(live.begin(), live.end(),
+                         [](const RankLogLine& a, const RankLogLine& b) { return a.receivedAt < b.receivedAt; });
+
+        LogInspector inspector;
+        QAbstractItemModelTester tester(inspector.view()->model(),
+                                        QAbstractItemModelTester::FailureReportingMode::QtTest);
+        LogModel* model = inspector.model();
+        model->setMaxRows(100);
+        feed(inspector, live);
+        QCOMPARE(model->rowCount(), 100);
+        QCOMPARE(model->olderLines(), 500); // 250 + 250
+        auto* button = inspector.findChild<QToolButton*>(QStringLiteral("olderLines"));
+        QVERIFY(button);
+        QVERIFY(!button->isEnabled()); // no source yet
+
+        auto pager = std::make_shared<rankscope::RunLinePager>(&store, run);
+        inspector.setOlderLinesSource([pager](int rank, RankStream stream, qint64 before, int count) {
+            return pager->before(rank, stream, before, count);
+        });
+        QVERIFY(button->isEnabled());
+        QVERIFY(inspector.statusText().contains(QStringLiteral("500 older lines in the run store")));
+
+        inspector.focusRank(1);
+        QVERIFY(inspector.loadOlderLines(40) == 40);
+        QVERIFY(!inspector.isFollowing());
+        QCOMPARE(model->rowCount(), 140);
+        QCOMPARE(model->firstLineHeld(1, RankStream::Err), 211);
+        QCOMPARE(model->firstLineHeld(0, RankStream::Err), 251); // rank 0 is not shown: not read
+        for (int row = 0; row < 40; ++row) {
+            const LogModel::Line& line = model->line(row);
+            QCOMPARE(line.rank, 1);
+            QCOMPARE(line.lineNumber, 211 + row);
+            QCOMPARE(line.text, QStringLiteral("[rank 1] line %1").arg(211 + row));
+            QVERIFY(line.older);
+        }
+        QCOMPARE(model->index(0, LogModel::TimeColumn).data().toString(), QStringLiteral("(stored)"));
+        QCOMPARE(model->line(40).lineNumber, 251); // then what was held
+        QVERIFY(!model->line(40).older);
+
+        // The button does the same, up to one window's worth of read-back lines: memory stays bounded.
+        button->click();
+        QCOMPARE(model->rowCount(), 200);
+        QCOMPARE(model->firstLineHeld(1, RankStream::Err), 151);
+        QCOMPARE(model->line(0).lineNumber, 151);
+        QCOMPARE(model->line(99).lineNumber, 250);
+        QVERIFY(!button->isEnabled());
+        QVERIFY2(inspector.statusText().contains(QStringLiteral("as many as the view holds were read back")),
+                 qPrintable(inspector.statusText()));
+        // Live lines keep coming: below twice the window they push nothing out; at it, the oldest goes first.
+        model->appendLines({{1, RankStream::Err, 301, QStringLiteral("[rank 1] line 301"), 9.0}});
+        QCOMPARE(model->rowCount(), 200);
+        QCOMPARE(model->line(0).lineNumber, 152);
+        QCOMPARE(model->line(199).lineNumber, 301);
+
+        // Following again lets the read-back lines go: the window is back to its size.
+        inspector.setFollowing(true);
+        QCOMPARE(model->rowCount(), 100);
+        QCOMPARE(model->olderLines(), 501); // rank 0's 251 (its line 251 went for line 301), rank 1's 250
+        QVERIFY(button->isEnabled());
     }
 
     // Not a check: RANKSCOPE_SCREENSHOT=path saves a picture of the inspector on recorded logs.
