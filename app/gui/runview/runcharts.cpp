@@ -95,7 +95,7 @@ RunCharts::RunCharts(RunMetrics* metrics, QWidget* parent)
 
     connect(m_metrics, &RunMetrics::changed, this, [this] { m_dirty = true; });
     connect(m_tick, &QTimer::timeout, this, [this] {
-        if (m_dirty || m_ranks.isEmpty() || m_ranks.first().loss.width != plotWidth(m_panels[LossChart]))
+        if (m_dirty || m_ranks.isEmpty() || m_ranks.first().loss.width != bucketCount(m_panels[LossChart]))
             refresh();
     });
     m_tick->start(kDefaultTickMs);
@@ -144,9 +144,12 @@ QLineSeries* RunCharts::stepTimeSeries(StepPart part) const {
     return m_stepTime[size_t(part)].series;
 }
 
-int RunCharts::plotWidth(const Panel& panel) const {
+// The downsampling buckets of a chart: one per two pixels of plot width, each drawn as its min and max. Qt Charts
+// strokes every replaced series' whole path again to build its hover shape, so the points per series are what a
+// tick costs; at 2 px per bucket a line looks the same and costs half (the GUI pipeline benchmark).
+int RunCharts::bucketCount(const Panel& panel) const {
     const int width = int(panel.chart->plotArea().width());
-    return width > 10 ? width : 600; // not laid out yet: a typical width
+    return width > 10 ? std::max(width / 2, 8) : 300; // not laid out yet: a typical width
 }
 
 void RunCharts::addGpuSamples(const QVector<GpuSample>& samples) {
@@ -270,7 +273,7 @@ void RunCharts::refreshRankCharts() {
         // Steps start at 1; a lone point still gets a visible span.
         fitAxis(panel.x, std::min(range->xLo, 0.0), std::max(range->xHi, range->xLo + 1.0));
         setPaddedRange(panel.y, range->yLo, range->yHi, which == ThroughputChart);
-        const int width = plotWidth(panel);
+        const int width = bucketCount(panel);
         for (auto it = m_ranks.begin(); it != m_ranks.end(); ++it) {
             const RunMetrics::RankSeries* series = m_metrics->rank(it.key());
             if (!series)
@@ -303,7 +306,7 @@ void RunCharts::refreshStepTime() {
     }
     fitAxis(panel.x, std::min(range.xLo, 0.0), std::max(range.xHi, range.xLo + 1.0));
     setPaddedRange(panel.y, range.yLo, range.yHi, true);
-    const int width = plotWidth(panel);
+    const int width = bucketCount(panel);
     for (int i = 0; i < kStepPartCount; ++i) {
         const SeriesBuffer& buffer = focused ? focused->partsMs[size_t(i)] : m_metrics->meanPartMs(StepPart(i));
         if (syncSeries(m_stepTime[size_t(i)], buffer, panel.x->min(), panel.x->max(), width))

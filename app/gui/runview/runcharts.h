@@ -79,7 +79,7 @@ private:
     void refreshRankCharts();
     void refreshStepTime();
     void refreshAccuracy();
-    [[nodiscard]] int plotWidth(const Panel& panel) const;
+    [[nodiscard]] int bucketCount(const Panel& panel) const;
 
     RunMetrics* m_metrics;
     QTimer* m_tick;
