@@ -288,29 +288,45 @@ void RunDiagnostics::checkHang(double now, QVector<Diagnosis>& changed) {
 }
 
 void RunDiagnostics::checkStragglers(double now, QVector<Diagnosis>& changed) {
-    QMap<int, double> medians;
-    for (auto it = m_ranks.cbegin(); it != m_ranks.cend(); ++it)
-        if (static_cast<int>(it->computeMs.size()) >= m_options.stragglerWindow)
-            medians.insert(it.key(), median({it->computeMs.begin(), it->computeMs.end()}));
-    if (medians.size() < 2)
+    struct Window {
+        double median = 0.0;
+        double lowerQuartile = 0.0;
+    };
+    QMap<int, Window> windows;
+    double slowest = 0.0;
+    for (auto it = m_ranks.cbegin(); it != m_ranks.cend(); ++it) {
+        if (static_cast<int>(it->computeMs.size()) < m_options.stragglerWindow)
+            continue;
+        std::vector<double> values(it->computeMs.begin(), it->computeMs.end());
+        std::sort(values.begin(), values.end());
+        const Window window{median(values), values[values.size() / 4]};
+        windows.insert(it.key(), window);
+        slowest = std::max(slowest, window.median);
+    }
+    if (windows.size() < 2)
         return;
-    for (auto it = medians.cbegin(); it != medians.cend(); ++it) {
+    for (auto it = windows.cbegin(); it != windows.cend(); ++it) {
         std::vector<double> others;
-        for (auto other = medians.cbegin(); other != medians.cend(); ++other)
+        for (auto other = windows.cbegin(); other != windows.cend(); ++other)
             if (other.key() != it.key())
-                others.push_back(other.value());
+                others.push_back(other.value().median);
         const double reference = median(others);
         if (reference <= 0.0)
             continue;
-        const double ratio = it.value() / reference;
+        const double ratio = it->median / reference;
         const QString key = QStringLiteral("straggler:%1").arg(it.key());
-        if (ratio >= m_options.stragglerFactor)
+        // Sustained: three quarters of its window above the factor, not a median pulled up by a few slow steps.
+        // And the one the others wait for: in synchronous data parallelism that is the slowest rank, so a rank
+        // merely slower than the median (a busy core's neighbour) is not blamed while a slower one holds all up.
+        const bool sustained = it->lowerQuartile / reference >= m_options.stragglerFactor;
+        const bool waitedFor = it->median >= m_options.stragglerSlowestShare * slowest;
+        if (ratio >= m_options.stragglerFactor && sustained && waitedFor)
             report({DiagnosisKind::Straggler, key, {it.key()}, m_hosts.value(it.key()), now,
                     QStringLiteral("%1 is a straggler: it computes %2x as long as the median of the others "
                                    "(%3 ms vs %4 ms per step over its last %5 steps); the others wait for it")
                         .arg(where(it.key()))
                         .arg(ratio, 0, 'f', 2)
-                        .arg(it.value(), 0, 'f', 0)
+                        .arg(it->median, 0, 'f', 0)
                         .arg(reference, 0, 'f', 0)
                         .arg(m_options.stragglerWindow),
                     false},

@@ -45,10 +45,13 @@ struct DiagnosticsOptions {
     double hangIntervals = 1.2;
     double defaultHeartbeatSeconds = 1.0;
     // A straggler's compute time per step (step time without the wait for others) stays above this factor
-    // times the median of the other ranks over the last `stragglerWindow` steps.
+    // times the median of the other ranks over the last `stragglerWindow` steps (its median and three quarters
+    // of its steps).
     double stragglerFactor = 1.2;
     double stragglerRecovered = 1.1;
     int stragglerWindow = 20;
+    // Only a rank within this share of the slowest rank's compute time is flagged: the one the others wait for.
+    double stragglerSlowestShare = 0.9;
 };
 
 // Live diagnosis of a distributed run from what its ranks report: heartbeats (step, phase, collective

@@ -145,6 +145,32 @@ private slots:
         QVERIFY2(found.front().message.contains(QLatin1String("1.50x")), qPrintable(found.front().message));
     }
 
+    // Only the rank the others wait for is a straggler: rank 1 on a busy core computes 1.3x the median, but
+    // rank 3 computes 2x and holds everyone up. A rank slow in a few steps only is not flagged either.
+    void stragglerIsTheSlowestSustainedRank() {
+        QVector<TrainerEvent> events;
+        for (int s = 1; s <= 30; ++s) {
+            const double t = 1000.0 + s * 0.5;
+            const double spiky = s % 3 == 0 ? 400 : 200; // rank 2: median 200, a third of its steps at 400
+            events << step(0, t, s, 500, 300) << step(1, t, s, 500, 240) << step(2, t, s, 500, 500 - spiky)
+                   << step(3, t, s, 500, 100);
+        }
+        RunDiagnostics diagnostics;
+        const QVector<Diagnosis> found = replay(diagnostics, events, DiagnosisKind::Straggler);
+        QCOMPARE(found.size(), 1);
+        QCOMPARE(found.front().ranks, QVector<int>{3});
+        QVERIFY2(found.front().message.contains(QLatin1String("2.00x")), qPrintable(found.front().message));
+
+        // Without rank 3, rank 1 is the slowest and holds the others up: then it is the straggler.
+        QVector<TrainerEvent> withoutThree;
+        std::copy_if(events.cbegin(), events.cend(), std::back_inserter(withoutThree),
+                     [](const TrainerEvent& e) { return e.rank != 3; });
+        RunDiagnostics again;
+        const QVector<Diagnosis> alone = replay(again, withoutThree, DiagnosisKind::Straggler);
+        QCOMPARE(alone.size(), 1);
+        QCOMPARE(alone.front().ranks, QVector<int>{1});
+    }
+
     // Below the factor, or before the window is full, nothing is flagged; catching up resolves it.
     void stragglerNeedsASustainedWindowAndResolves() {
         QVector<TrainerEvent> events;
