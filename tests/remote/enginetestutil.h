@@ -1,16 +1,21 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include "core/diagnostics.h"
 #include "core/jobspec.h"
 #include "core/runstore.h"
 #include "remote/runengine.h"
 
 #include <QFile>
+#include <QHash>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QSignalSpy>
 #include <QTest>
+
+#include <algorithm>
+#include <vector>
 
 namespace rankscope::test {
 
@@ -56,6 +61,71 @@ inline bool steppedTo(const QSignalSpy& events, int rank, qint64 step) {
                 event.integer("step") >= step)
                 return true;
     return false;
+}
+
+// The findings of one kind that a QSignalSpy on RunEngine::diagnoses saw, in the order they came.
+inline QVector<Diagnosis> collected(const QSignalSpy& diagnoses, DiagnosisKind kind) {
+    QVector<Diagnosis> found;
+    for (const auto& call : diagnoses)
+        for (const Diagnosis& d : call.front().value<QVector<Diagnosis>>())
+            if (d.kind == kind)
+                found.append(d);
+    return found;
+}
+
+// The heartbeats a QSignalSpy on RunEngine::events saw, each rank's in stream order.
+inline QVector<TrainerEvent> heartbeats(const QSignalSpy& events) {
+    QVector<TrainerEvent> found;
+    for (const auto& call : events)
+        for (const TrainerEvent& event : call.front().value<QVector<TrainerEvent>>())
+            if (event.type == TrainerEventType::Heartbeat)
+                found.append(event);
+    return found;
+}
+
+// The heartbeat interval the ranks report: the median gap between a rank's consecutive heartbeats (the engine
+// measures it the same way). 0 before any rank sent two.
+inline double heartbeatInterval(const QSignalSpy& events) {
+    std::vector<double> gaps;
+    QHash<int, double> last;
+    for (const TrainerEvent& beat : heartbeats(events)) {
+        if (last.contains(beat.rank))
+            gaps.push_back(beat.time - last.value(beat.rank));
+        last.insert(beat.rank, beat.time);
+    }
+    if (gaps.empty())
+        return 0.0;
+    std::nth_element(gaps.begin(), gaps.begin() + std::ptrdiff_t(gaps.size() / 2), gaps.end());
+    return gaps[gaps.size() / 2];
+}
+
+// When a hang became visible in the events: each rank's heartbeats (step, phase, collective counters) stay the
+// same from some heartbeat on up to `until`, and the last rank to show its final state did so at the time
+// returned. Measured from the first waiting rank instead, a hung rank whose heartbeat thread ticks up to an
+// interval later (ranks on other nodes start at other moments) would be counted against the engine. 0 when no
+// heartbeat came by `until`.
+inline double stillSince(const QSignalSpy& events, double until) {
+    struct Still {
+        QString state;
+        double since = 0.0;
+    };
+    QHash<int, Still> ranks;
+    for (const TrainerEvent& beat : heartbeats(events)) {
+        if (beat.time > until)
+            continue;
+        const QString state = QStringLiteral("%1 %2 %3 %4")
+                                  .arg(beat.integer("step"))
+                                  .arg(beat.string("phase"))
+                                  .arg(beat.integer("collective_started"))
+                                  .arg(beat.integer("collective_finished"));
+        Still& still = ranks[beat.rank];
+        if (still.state != state)
+            still = {state, beat.time};
+    }
+    double since = 0.0;
+    for (const Still& still : std::as_const(ranks))
+        since = std::max(since, still.since);
+    return since;
 }
 
 // The step numbers of one rank's stored events: each exactly once, in order, none missing.

@@ -32,15 +32,6 @@ QJsonObject debugJob(const QString& name, int steps, const QJsonArray& faults) {
                        {"debug", QJsonObject{{"node", "local"}, {"procs", 2}, {"max_steps", steps}, {"verbose", false}}}};
 }
 
-QVector<Diagnosis> collected(const QSignalSpy& spy, DiagnosisKind kind) {
-    QVector<Diagnosis> found;
-    for (const auto& call : spy)
-        for (const Diagnosis& d : call.front().value<QVector<Diagnosis>>())
-            if (d.kind == kind)
-                found.append(d);
-    return found;
-}
-
 } // namespace
 
 class tst_DiagnosticsE2E final : public QObject {
