@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "core/diagnostics.h"
 
+#include "core/kernelverdict.h"
 #include "core/ranklist.h"
 
 #include <QJsonArray>
@@ -68,6 +69,9 @@ void RunDiagnostics::clear() {
     m_pending.clear();
     m_hangStill.clear();
     m_hosts.clear();
+    m_pids.clear();
+    m_erred.clear();
+    m_kernelLogs.clear();
 }
 
 double RunDiagnostics::heartbeatSeconds() const {
@@ -97,6 +101,8 @@ void RunDiagnostics::addEvents(const QVector<TrainerEvent>& events) {
         case TrainerEventType::Start:
             if (const QString host = event.string(schema::start::kHost); !host.isEmpty() && !m_hosts.contains(event.rank))
                 m_hosts.insert(event.rank, host);
+            if (event.has(schema::start::kPid))
+                m_pids.insert(event.rank, event.integer(schema::start::kPid));
             break;
         case TrainerEventType::Heartbeat:
             applyHeartbeat(event, state);
@@ -105,6 +111,8 @@ void RunDiagnostics::addEvents(const QVector<TrainerEvent>& events) {
             applyStep(event, state);
             break;
         case TrainerEventType::Error:
+            if (event.boolean(schema::error::kFatal, true))
+                m_erred.insert(event.rank);
             if (event.string(schema::error::kKind) == jsonKey(schema::error_kind::kReplicaDivergence))
                 report({DiagnosisKind::Divergence, QStringLiteral("divergence:check"), {event.rank}, m_hosts.value(event.rank),
                         event.time,
@@ -168,14 +176,35 @@ void RunDiagnostics::runEnded(const RunRecord& record) {
         return;
     const int rank = record.firstFailedRank;
     QString message = record.summary;
-    const RankExit exit = record.exits.value(rank);
-    if (exit.signal() == 9 && !message.contains(QLatin1String("error")))
-        message += QStringLiteral("; SIGKILL without an error of its own is often the kernel's OOM killer: look for "
-                                  "\"Out of memory\" or GPU Xid lines in dmesg on %1")
-                       .arg(m_hosts.value(rank, QStringLiteral("its node")));
+    if (const QString kernel = kernelSays(record, rank); !kernel.isEmpty())
+        message += QStringLiteral("; ") + kernel;
     report({DiagnosisKind::RootCause, QStringLiteral("root-cause"), {rank}, m_hosts.value(rank),
             record.ended.isValid() ? record.ended.toMSecsSinceEpoch() / 1000.0 : 0.0, message, false},
            m_pending);
+}
+
+// What the kernel log of the rank's node says about a death by a signal without an error of the rank's own.
+QString RunDiagnostics::kernelSays(const RunRecord& record, int rank) const {
+    const RankExit exit = record.exits.value(rank);
+    if (exit.signal() == 0 || m_erred.contains(rank))
+        return {};
+    const QString host = m_hosts.value(rank);
+    const auto capture = m_kernelLogs.constFind(host);
+    if (capture == m_kernelLogs.cend())
+        return exit.signal() != 9 ? QString()
+                                  : QStringLiteral("SIGKILL without an error of its own is often the kernel's OOM "
+                                                   "killer: look for \"Out of memory\" or GPU Xid lines in dmesg on %1")
+                                        .arg(host.isEmpty() ? QStringLiteral("its node") : host);
+    RankDeath death;
+    death.rank = rank;
+    death.host = host;
+    death.pid = m_pids.value(rank, capture->rankPids.value(rank, -1));
+    death.signal = exit.signal();
+    if (exit.seenAt.isValid())
+        death.diedAt = static_cast<double>(exit.seenAt.toMSecsSinceEpoch()) / 1000.0;
+    if (record.created.isValid())
+        death.runStarted = static_cast<double>(record.created.toMSecsSinceEpoch()) / 1000.0;
+    return kernelLogVerdict(death, *capture);
 }
 
 QVector<Diagnosis> RunDiagnostics::update(double now) {

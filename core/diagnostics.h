@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include "core/kernellog.h"
 #include "core/runstore.h"
 #include "core/trainerevent.h"
 
 #include <QHash>
 #include <QJsonObject>
 #include <QMap>
+#include <QSet>
 #include <QString>
 #include <QVector>
 
@@ -64,7 +66,8 @@ struct DiagnosticsOptions {
 // Straggler: compute time = step_ms - comm_wait_ms: in synchronous data parallelism every rank's step takes
 // as long as the slowest one's, and the others' surplus shows up as waiting; the slow rank is the one that
 // computes longer. Divergence: the trainer's replica check failing, or end checksums that differ.
-// Root cause: the engine's verdict on a failed run (first failure by cause, not by arrival), via runEnded().
+// Root cause: the engine's verdict on a failed run (first failure by cause, not by arrival), via runEnded(); for a
+// rank that died by a signal without an error of its own, what its node's kernel log says (core/kernelverdict.h).
 class RunDiagnostics final {
 public:
     explicit RunDiagnostics(DiagnosticsOptions options = {});
@@ -72,6 +75,9 @@ public:
     void setRankHosts(const QHash<int, QString>& hosts) { m_hosts = hosts; }
     void addEvents(const QVector<TrainerEvent>& events);
     void rankExited(int rank, int status);
+    // What a node's kernel log said, or why it could not be read (capture.host names the node as the ranks'
+    // hosts do). Before runEnded(); a later capture of the same host replaces an earlier one.
+    void addKernelLog(const KernelLogCapture& capture) { m_kernelLogs.insert(capture.host, capture); }
     void runEnded(const RunRecord& record);
     QVector<Diagnosis> update(double now);
     void clear();
@@ -107,6 +113,7 @@ private:
     [[nodiscard]] QString where(int rank) const; // "rank 3 on node-b"
     // The newest lastMove of a finding's ranks at fault that have not ended.
     [[nodiscard]] double newestMove(const Diagnosis& diagnosis) const;
+    [[nodiscard]] QString kernelSays(const RunRecord& record, int rank) const;
 
     DiagnosticsOptions m_options;
     QHash<int, QString> m_hosts;
@@ -114,6 +121,9 @@ private:
     QVector<Diagnosis> m_all;
     QVector<Diagnosis> m_pending; // found while feeding, handed out by the next update()
     QHash<QString, double> m_hangStill; // a hang's key -> newestMove() when it was reported
+    QHash<int, qint64> m_pids;    // from the ranks' start events
+    QSet<int> m_erred;            // ranks that reported a fatal error of their own
+    QHash<QString, KernelLogCapture> m_kernelLogs; // by host
 };
 
 } // namespace rankscope

@@ -202,6 +202,31 @@ QString RunStore::saveStacks(const QString& id, const QJsonObject& stacks, const
     return writeJson(path, stacks, error) ? path : QString();
 }
 
+QString RunStore::saveKernelLog(const QString& id, const KernelLogCapture& capture, QString* error) {
+    if (!QDir().mkpath(runDir(id))) {
+        if (error)
+            *error = QStringLiteral("cannot create %1").arg(runDir(id));
+        return {};
+    }
+    const QString path = runDir(id) + QStringLiteral("/kernel-node%1.json").arg(capture.node);
+    return writeJson(path, capture.toJson(), error) ? path : QString();
+}
+
+QVector<KernelLogCapture> RunStore::kernelLogs(const QString& id) const {
+    QVector<KernelLogCapture> captures;
+    const QDir dir(runDir(id));
+    for (const QString& name : dir.entryList({QStringLiteral("kernel-node*.json")}, QDir::Files)) {
+        QFile file(dir.filePath(name));
+        if (!file.open(QIODevice::ReadOnly))
+            continue;
+        if (const auto capture = KernelLogCapture::fromJson(QJsonDocument::fromJson(file.readAll()).object()))
+            captures.append(*capture);
+    }
+    std::sort(captures.begin(), captures.end(),
+              [](const KernelLogCapture& a, const KernelLogCapture& b) { return a.node < b.node; });
+    return captures;
+}
+
 bool RunStore::save(const RunRecord& record, QString* error) {
     if (!QDir().mkpath(runDir(record.id))) {
         if (error)

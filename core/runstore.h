@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include "core/kernellog.h"
+
 #include <QByteArray>
 #include <QDateTime>
 #include <QJsonObject>
@@ -113,6 +115,13 @@ public:
     // written atomically. The path, or empty with *error set.
     QString saveStacks(const QString& id, const QJsonObject& stacks, const QDateTime& capturedAt,
                        QString* error = nullptr);
+
+    // What was read of a node's kernel log after a rank died by a signal, or why nothing could be, as
+    // ROOT/runs/ID/kernel-nodeN.json (KernelLogCapture::toJson), written atomically. The path, or empty with
+    // *error set.
+    QString saveKernelLog(const QString& id, const KernelLogCapture& capture, QString* error = nullptr);
+    // Every node's, by node; a file that does not parse is left out.
+    [[nodiscard]] QVector<KernelLogCapture> kernelLogs(const QString& id) const;
 
 private:
     void saveIndex() const;

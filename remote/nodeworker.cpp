@@ -3,6 +3,7 @@
 
 #include "core/deploymanifest.h"
 #include "remote/debugserver.h"
+#include "remote/kernellogread.h"
 #include "remote/shellcommand.h"
 
 #include <QDateTime>
@@ -506,6 +507,23 @@ void NodeWorker::captureStacks(int job, int timeoutSeconds) {
         captures.append(capture);
     }
     emit stacksCaptured(m_node, job, captures);
+}
+
+void NodeWorker::readKernelLog(int job, double since, int timeoutSeconds, qint64 maxBytes) {
+    KernelLogCapture capture;
+    try {
+        if (!m_transport->isConnected())
+            m_transport->connect();
+        const ExecResult result = m_transport->exec(kernelLogCommand(since, timeoutSeconds, maxBytes, m_runDir), {},
+                                                    std::chrono::seconds(3 * (timeoutSeconds + 2) + 15));
+        capture = kernelLogCaptureFrom(result, m_transport->host());
+    } catch (const TransportError& error) {
+        capture.host = m_transport->host();
+        capture.problem =
+            QStringLiteral("the kernel log of %1 could not be read: %2").arg(error.host(), error.message());
+    }
+    capture.node = m_node;
+    emit kernelLogRead(m_node, job, capture);
 }
 
 void NodeWorker::shutdown() {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include "core/kernellog.h"
 #include "core/runstore.h"
 #include "core/stacks.h"
 #include "remote/transport.h"
@@ -100,6 +101,10 @@ public slots:
     // Every rank's native stacks (gdb, else eu-stack, each bounded by timeoutSeconds), parsed here, off the
     // caller's thread; answered by stacksCaptured with the same `job`. Following pauses meanwhile.
     void captureStacks(int job, int timeoutSeconds);
+    // The node's kernel log (remote/kernellogread.h: dmesg, else journalctl -k since `since`), read here and
+    // bounded by timeoutSeconds per attempt and maxBytes; answered by kernelLogRead with the same `job`, also when
+    // it could not be read (capture.problem says why). Following pauses meanwhile.
+    void readKernelLog(int job, double since, int timeoutSeconds, qint64 maxBytes);
 
 signals:
     void progress(int node, const QString& message);
@@ -117,6 +122,7 @@ signals:
     void drained(int node); // every rank ended and every byte of its files was delivered
     void stopped(int node, int processesLeft, const QString& detail);
     void stacksCaptured(int node, int job, const QVector<rankscope::remote::RankStackCapture>& captures);
+    void kernelLogRead(int node, int job, const rankscope::KernelLogCapture& capture);
 
 private:
     void poll();

@@ -87,6 +87,13 @@ RunEngine::RunEngine(RunStore* store, EngineOptions options, QObject* parent)
             [this] { diagnose(static_cast<double>(QDateTime::currentMSecsSinceEpoch()) / 1000.0); });
     if (m_options.localTrainer.isEmpty())
         m_options.localTrainer = QCoreApplication::applicationDirPath() + QStringLiteral("/rankscope-trainer");
+    m_kernelLogs = new KernelLogWatch(m_store, {}, this);
+    connect(m_kernelLogs, &KernelLogWatch::captured, this,
+            [this](const KernelLogCapture& capture) { m_diagnostics.addKernelLog(capture); });
+    connect(m_kernelLogs, &KernelLogWatch::settled, this, [this] {
+        if (!m_finished && !m_workers.isEmpty() && m_drainedNodes.size() == m_workers.size())
+            onDrained(*m_drainedNodes.cbegin()); // the run was only waiting for the kernel logs
+    });
 }
 
 RunEngine::~RunEngine() {
@@ -145,6 +152,7 @@ NodeWorker* RunEngine::startWorker(int node, std::unique_ptr<Transport> transpor
     connect(thread, &QThread::finished, ingest, &QObject::deleteLater);
     connect(worker, &NodeWorker::data, ingest, &StreamIngest::onData, Qt::DirectConnection);
     connect(ingest, &StreamIngest::parsed, this, &RunEngine::onParsed, Qt::QueuedConnection);
+    m_kernelLogs->follow(worker);
     connect(worker, &NodeWorker::gpuData, this, &RunEngine::onGpuData);
     connect(worker, &NodeWorker::gpuErrors, this, &RunEngine::onGpuErrors);
     connect(worker, &NodeWorker::rankExited, this, &RunEngine::onRankExited);
@@ -177,6 +185,7 @@ void RunEngine::reset() {
     m_stackNodesPending.clear();
     m_stackedHangs.clear();
     ++m_stackJob; // results of an earlier run's capture are dropped
+    m_kernelLogs->reset();
     m_firstErrors.clear();
     m_lastStderrLine.clear();
     m_watchNccl = false;
@@ -409,6 +418,8 @@ bool RunEngine::open(const QString& runId, QString* error) {
     }
     exitsUntil(std::numeric_limits<double>::infinity());
     replayExits();
+    for (const KernelLogCapture& capture : m_store->kernelLogs(m_record.id))
+        m_diagnostics.addKernelLog(capture);
     m_diagnostics.runEnded(m_record);
     diagnose(m_record.ended.isValid() ? static_cast<double>(m_record.ended.toMSecsSinceEpoch()) / 1000.0
                                       : static_cast<double>(QDateTime::currentMSecsSinceEpoch()) / 1000.0);
@@ -508,6 +519,8 @@ void RunEngine::onStacksCaptured(int node, int job, const QVector<RankStackCaptu
 void RunEngine::replayStored() {
     replayStreams();
     replayExits();
+    for (const KernelLogCapture& capture : m_store->kernelLogs(m_record.id))
+        m_diagnostics.addKernelLog(capture);
 }
 
 void RunEngine::replayStreams() {
@@ -648,6 +661,9 @@ void RunEngine::onRankExited(int /*node*/, int rank, int status, double unixTime
         m_debug->rankExited(status);
     const bool genuine = status != 0 && !m_stopRequested && (!m_tearingDown || when < m_teardownAt);
     if (genuine) {
+        // Before the teardown, which the worker runs after it: the node's kernel log as the death left it.
+        m_kernelLogs->rankDied(m_record, rank, status, m_firstErrors.contains(rank),
+                               m_workers.value(m_record.nodeOfRank(rank)));
         noteFailure();
         // With a debugged rank every collective waits a day: the peers of a failed rank would too.
         if ((m_record.mode == QLatin1String("submit") || m_record.debugRank >= 0) && !m_tearingDown)
@@ -699,6 +715,8 @@ void RunEngine::onDrained(int node) {
         return;
     if (m_tearingDown && m_stoppedNodes.size() < m_workers.size())
         return; // finish once the teardown is verified
+    if (m_kernelLogs->pending())
+        return; // finish once the kernel logs asked for are in (bounded: the worker's read has a timeout)
     QString state = QStringLiteral("finished");
     const bool anyFailed = std::any_of(m_record.exits.begin(), m_record.exits.end(),
                                        [](const RankExit& exit) { return exit.status != 0; });

@@ -14,6 +14,7 @@
 #include "core/stacks.h"
 #include "core/trainerevent.h"
 #include "remote/debugsession.h"
+#include "remote/kernellogwatch.h"
 #include "remote/nodeworker.h"
 #include "remote/sshtransport.h"
 
@@ -178,6 +179,7 @@ private:
     QSet<int> m_stackNodesPending;
     StackTree m_stackTree;
     QSet<QString> m_stackedHangs; // hang keys already captured automatically
+    KernelLogWatch* m_kernelLogs = nullptr; // what the kernel said when a rank died by a signal
     std::unique_ptr<DebugSession> m_debug; // while a launched run with a debug rank is followed
     std::optional<DebugServer> m_debugServer;
     QSet<int> m_drainedNodes;

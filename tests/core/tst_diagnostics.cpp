@@ -5,9 +5,11 @@
 #include "core/diagnostics.h"
 #include "core/eventstreamparser.h"
 
+#include <QDateTime>
 #include <QFile>
 #include <QJsonDocument>
 #include <QTest>
+#include <QTimeZone>
 
 #include <algorithm>
 
@@ -77,6 +79,35 @@ QVector<Diagnosis> replay(RunDiagnostics& diagnostics, const QVector<TrainerEven
                 found.append(d);
     }
     return found;
+}
+
+const QDateTime kRunCreated(QDate(2026, 11, 22), QTime(11, 16, 0), QTimeZone::utc());
+const QDateTime kRankDied(QDate(2026, 11, 22), QTime(11, 17, 10, 500), QTimeZone::utc());
+
+// A kernel log line as `dmesg --time-format iso` prints it, `secondsBeforeDeath` before rank 1 died.
+QByteArray isoLine(double secondsBeforeDeath, const QByteArray& message) {
+    const QDateTime at = kRankDied.addMSecs(-qRound64(secondsBeforeDeath * 1000));
+    return at.toString(QStringLiteral("yyyy-MM-ddTHH:mm:ss,zzz000+00:00 ")).toUtf8() + message + '\n';
+}
+
+QByteArray oomKill(double secondsBeforeDeath, qint64 pid, const QByteArray& command) {
+    const QByteArray p = QByteArray::number(pid);
+    return isoLine(secondsBeforeDeath + 0.001, "oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=/,"
+                                               "mems_allowed=0,oom_memcg=/a/rs-oom,task_memcg=/a/rs-oom,task=" +
+                                                   command + ",pid=" + p + ",uid=0") +
+           isoLine(secondsBeforeDeath, "Memory cgroup out of memory: Killed process " + p + " (" + command +
+                                           ") total-vm:3215000kB, anon-rss:2101000kB, file-rss:2468kB, "
+                                           "shmem-rss:0kB, UID:0 pgtables:192kB oom_score_adj:0");
+}
+
+TrainerEvent started(int rank, qint64 pid) {
+    return decoded(QStringLiteral(R"({"v":"1.0","type":"start","rank":%1,"time":1795000000,"world_size":2,)"
+                                  R"("local_rank":%1,"local_world_size":2,"host":"gpu-b","pid":%2,"backend":"gloo",)"
+                                  R"("device":"cpu","torch_version":"1.13","steps_per_epoch":10,"total_steps":10,)"
+                                  R"("config":{}})")
+                       .arg(rank)
+                       .arg(pid)
+                       .toUtf8());
 }
 
 } // namespace
@@ -266,6 +297,166 @@ private slots:
         RunDiagnostics quiet;
         quiet.runEnded(finished);
         QVERIFY(quiet.update(0.0).isEmpty());
+    }
+
+    // What the node's kernel log said about rank 1 (gpu-b), which died by a signal at 11:17:10.5.
+    void rootCauseSaysWhatTheKernelSaid_data() {
+        QTest::addColumn<int>("signal");
+        QTest::addColumn<qint64>("startPid");   // the pid of rank 1's start event; -1: it never started
+        QTest::addColumn<qint64>("pidFilePid"); // the supervisor's rank1.pid; -1: none
+        QTest::addColumn<bool>("ownError");     // rank 1 reported a fatal error of its own
+        QTest::addColumn<QByteArray>("log");
+        QTest::addColumn<QString>("problem"); // why the log could not be read; empty: it was
+        QTest::addColumn<QStringList>("says");
+        QTest::addColumn<QStringList>("saysNot");
+
+        const QByteArray noise = isoLine(30, "eth0: link up") + isoLine(20, "audit: type=1400 apparmor=\"DENIED\"");
+        QTest::newRow("the OOM killer killed the rank's pid (from its start event)")
+            << 9 << qint64(4242) << qint64(-1) << false << noise + oomKill(0.47, 4242, "rankscope-train") << QString()
+            << QStringList{"rank 1 on gpu-b failed first: killed by SIGKILL; the kernel's OOM killer killed rank 1 "
+                           "(pid 4242, rankscope-train) on gpu-b at 11:17:10 UTC: anon-rss 2.0 GiB, file-rss 2 MiB, "
+                           "total-vm 3.1 GiB; the limit of memory cgroup /a/rs-oom was reached, not the node's memory"}
+            << QStringList{"look for", "most likely"};
+        QTest::newRow("the pid from the supervisor's pid file: killed before its start event")
+            << 9 << qint64(-1) << qint64(4242) << false << oomKill(2, 4242, "rankscope-train") << QString()
+            << QStringList{"the kernel's OOM killer killed rank 1 (pid 4242, rankscope-train) on gpu-b at 11:17:08 UTC"}
+            << QStringList{"most likely"};
+        QTest::newRow("another pid namespace: a near match by name and time")
+            << 9 << qint64(17) << qint64(-1) << false << oomKill(0.4, 4242, "rankscope-train") << QString()
+            << QStringList{"the kernel's OOM killer killed pid 4242 (rankscope-train) on gpu-b at 11:17:10 UTC, 0.4 s "
+                           "before rank 1's exit was recorded; the rank's pid was 17 (another pid namespace?), so by "
+                           "name and time it was most likely rank 1: anon-rss 2.0 GiB"}
+            << QStringList{};
+        QTest::newRow("a kill by name long before the death is not the rank's")
+            << 9 << qint64(-1) << qint64(-1) << false << oomKill(600, 4242, "rankscope-train") << QString()
+            << QStringList{"shows no OOM kill of rank 1, so the SIGKILL came from elsewhere"}
+            << QStringList{"most likely"};
+        QTest::newRow("another process was killed near then, not the rank")
+            << 9 << qint64(4242) << qint64(-1) << false << oomKill(1.2, 999, "python3") << QString()
+            << QStringList{"the kernel log of gpu-b (read with dmesg --time-format iso) shows no OOM kill of rank 1 "
+                           "(pid 4242), but the OOM killer killed pid 999 (python3) at 11:17:09 UTC near then"}
+            << QStringList{"killed rank 1"};
+        QTest::newRow("the same pid killed before the run started was another process")
+            << 9 << qint64(4242) << qint64(-1) << false << oomKill(3600, 4242, "python3") << QString()
+            << QStringList{"shows no OOM kill of rank 1"} << QStringList{"killed rank 1"};
+        QTest::newRow("nothing in the log: the SIGKILL came from elsewhere")
+            << 9 << qint64(4242) << qint64(-1) << false << noise << QString()
+            << QStringList{"the kernel log of gpu-b (read with dmesg --time-format iso) shows no OOM kill of rank 1, "
+                           "so the SIGKILL came from elsewhere"}
+            << QStringList{"Xid"};
+        QTest::newRow("a GPU Xid on the node near the death, with its meaning")
+            << 6 << qint64(4242) << qint64(-1) << false
+            << noise + isoLine(2, "NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen "
+                                  "off the bus.")
+            << QString()
+            << QStringList{"rank 1 on gpu-b failed first: killed by SIGABRT; GPU Xid 79 on gpu-b (PCI 0000:3b:00) at "
+                           "11:17:08 UTC: the GPU has fallen off the bus: it no longer answers on PCIe"}
+            << QStringList{"OOM"};
+        QTest::newRow("an Xid of the rank's own pid, earlier in the run; an old Xid is left out")
+            << 6 << qint64(4242) << qint64(-1) << false
+            << isoLine(4000, "NVRM: Xid (PCI:0000:3b:00): 48, pid=77, name=python, DBE") +
+                   isoLine(40, "NVRM: Xid (PCI:0000:3b:00): 31, pid=4242, name=rankscope-train, Ch 00000010, intr "
+                               "00000000. MMU Fault")
+            << QString()
+            << QStringList{"GPU Xid 31 on gpu-b (PCI 0000:3b:00, rank 1's process) at 11:16:30 UTC: GPU memory page "
+                           "fault"}
+            << QStringList{"Xid 48"};
+        QTest::newRow("an Xid without a description is quoted")
+            << 11 << qint64(4242) << qint64(-1) << false
+            << isoLine(1, "NVRM: Xid (PCI:0000:3b:00): 62, pid='<unknown>', name=<unknown>, 2023b230 20238a3a")
+            << QString()
+            << QStringList{"GPU Xid 62 on gpu-b (PCI 0000:3b:00) at 11:17:09 UTC: \"2023b230 20238a3a\" (see "
+                           "NVIDIA's Xid catalog)"}
+            << QStringList{};
+        QTest::newRow("the log could not be read: the reason, for a SIGKILL")
+            << 9 << qint64(4242) << qint64(-1) << false << QByteArray()
+            << QStringLiteral("dmesg not permitted on gpu-b: set kernel.dmesg_restrict=0 or run as root")
+            << QStringList{"killed by SIGKILL; SIGKILL without an error of its own is often the kernel's OOM killer, "
+                           "but the kernel log of gpu-b could not be read: dmesg not permitted on gpu-b: set "
+                           "kernel.dmesg_restrict=0 or run as root"}
+            << QStringList{};
+        QTest::newRow("a rank with an error of its own: the kernel is not asked about")
+            << 9 << qint64(4242) << qint64(-1) << true << oomKill(0.5, 4242, "rankscope-train") << QString()
+            << QStringList{} << QStringList{"kernel", "OOM"};
+        QTest::newRow("a SIGSEGV with nothing in the log adds nothing")
+            << 11 << qint64(4242) << qint64(-1) << false << noise << QString() << QStringList{}
+            << QStringList{";", "kernel"};
+    }
+
+    void rootCauseSaysWhatTheKernelSaid() {
+        QFETCH(int, signal);
+        QFETCH(qint64, startPid);
+        QFETCH(qint64, pidFilePid);
+        QFETCH(bool, ownError);
+        QFETCH(QByteArray, log);
+        QFETCH(QString, problem);
+        QFETCH(QStringList, says);
+        QFETCH(QStringList, saysNot);
+        RunRecord record;
+        record.state = QStringLiteral("failed");
+        record.created = kRunCreated;
+        record.firstFailedRank = 1;
+        record.summary = QStringLiteral("rank 1 on gpu-b failed first: %1").arg(describeExitStatus(128 + signal));
+        record.exits.insert(1, RankExit{128 + signal, kRankDied});
+        RunDiagnostics diagnostics;
+        diagnostics.setRankHosts({{0, "gpu-a"}, {1, "gpu-b"}});
+        if (startPid >= 0)
+            diagnostics.addEvents({started(1, startPid)});
+        if (ownError)
+            diagnostics.addEvents({decoded(R"({"v":"1.0","type":"error","rank":1,"time":1795000001,)"
+                                           R"("kind":"data","message":"bad file","fatal":true})")});
+        KernelLogCapture capture;
+        capture.node = 1;
+        capture.host = QStringLiteral("gpu-b");
+        capture.source = problem.isEmpty() ? QStringLiteral("dmesg --time-format iso") : QString();
+        capture.problem = problem;
+        capture.text = log;
+        if (pidFilePid >= 0)
+            capture.rankPids.insert(1, pidFilePid);
+        diagnostics.addKernelLog(capture);
+        diagnostics.runEnded(record);
+        const QVector<Diagnosis> found = diagnostics.update(0.0);
+        QCOMPARE(found.size(), 1);
+        const QString message = found.front().message;
+        QVERIFY2(message.startsWith(record.summary), qPrintable(message));
+        for (const QString& fragment : says)
+            QVERIFY2(message.contains(fragment),
+                     qPrintable(QStringLiteral("missing '%1' in: %2").arg(fragment, message)));
+        for (const QString& fragment : saysNot)
+            QVERIFY2(!message.contains(fragment),
+                     qPrintable(QStringLiteral("unexpected '%1' in: %2").arg(fragment, message)));
+        if (says.isEmpty())
+            QCOMPARE(message, record.summary);
+    }
+
+    // Each node's log speaks for its own ranks only.
+    void aKillOnAnotherNodeIsNotTheRanks() {
+        RunRecord record;
+        record.state = QStringLiteral("failed");
+        record.created = kRunCreated;
+        record.firstFailedRank = 1;
+        record.summary = QStringLiteral("rank 1 on gpu-b failed first: killed by SIGKILL");
+        record.exits.insert(1, RankExit{128 + 9, kRankDied});
+        RunDiagnostics diagnostics;
+        diagnostics.setRankHosts({{0, "gpu-a"}, {1, "gpu-b"}});
+        diagnostics.addEvents({started(1, 4242)});
+        KernelLogCapture a;
+        a.node = 0;
+        a.host = QStringLiteral("gpu-a");
+        a.source = QStringLiteral("dmesg");
+        a.text = oomKill(0.5, 4242, "rankscope-train");
+        KernelLogCapture b = a;
+        b.node = 1;
+        b.host = QStringLiteral("gpu-b");
+        b.text = isoLine(3, "eth0: link up");
+        diagnostics.addKernelLog(a);
+        diagnostics.addKernelLog(b);
+        diagnostics.runEnded(record);
+        const QString message = diagnostics.update(0.0).value(0).message;
+        QVERIFY2(
+            message.endsWith(QLatin1String("the kernel log of gpu-b (read with dmesg) shows no OOM kill of rank 1, "
+                                           "so the SIGKILL came from elsewhere (a user, a scheduler, a watchdog)")),
+            qPrintable(message));
     }
 };
 

@@ -145,6 +145,7 @@ private slots:
     void appendStream();
     void appendStreamGapIsRefused();
     void reattachNeverDuplicatesOrLosesBytes();
+    void kernelLogsAreKeptPerNode();
     void defaultRootHonoursRankscopeHome();
 };
 
@@ -502,6 +503,46 @@ void tst_RunStore::appendStreamGapIsRefused() {
     // A negative offset is nonsense, not an overlap: refused too.
     QVERIFY(!store.appendStream(id, 3, RankStream::Err, -2, "xx12345678", &error));
     QCOMPARE(readAll(store.streamPath(id, 3, RankStream::Err)), QByteArray("12345"));
+}
+
+void tst_RunStore::kernelLogsAreKeptPerNode() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    RunStore store(dir.path());
+    const QString id = QString::fromLatin1(kRunId);
+    QVERIFY(store.kernelLogs(id).isEmpty());
+    rankscope::KernelLogCapture read;
+    read.node = 2;
+    read.host = QStringLiteral("gpu-c");
+    read.source = QStringLiteral("dmesg");
+    read.text = "[ 1.0] a\n[ 2.0] Out of memory: Killed process 7 (python)\n";
+    rankscope::KernelLogCapture refused;
+    refused.node = 0;
+    refused.host = QStringLiteral("gpu-a");
+    refused.problem = QStringLiteral("dmesg not permitted on gpu-a: set kernel.dmesg_restrict=0 or run as root");
+    QString error;
+    const QString path = store.saveKernelLog(id, read, &error);
+    QCOMPARE(path, store.runDir(id) + QStringLiteral("/kernel-node2.json"));
+    QVERIFY2(!store.saveKernelLog(id, refused, &error).isEmpty(), qPrintable(error));
+    // A later read of a node replaces the earlier one; a damaged file is left out.
+    read.text += "[ 3.0] later\n";
+    QVERIFY(!store.saveKernelLog(id, read).isEmpty());
+    QFile damaged(store.runDir(id) + QStringLiteral("/kernel-node5.json"));
+    QVERIFY(damaged.open(QIODevice::WriteOnly));
+    damaged.write("{\"node\":");
+    damaged.close();
+
+    const QVector<rankscope::KernelLogCapture> kept = store.kernelLogs(id);
+    QCOMPARE(kept.size(), 2);
+    QCOMPARE(kept[0].node, 0);
+    QCOMPARE(kept[0].problem, refused.problem);
+    QCOMPARE(kept[1].node, 2);
+    QCOMPARE(kept[1].host, QStringLiteral("gpu-c"));
+    QCOMPARE(kept[1].text, read.text);
+    // The file reads as the log did: one string per line.
+    const QJsonArray lines = QJsonDocument::fromJson(readAll(path)).object().value("lines").toArray();
+    QCOMPARE(lines.size(), 3);
+    QCOMPARE(lines[1].toString(), QStringLiteral("[ 2.0] Out of memory: Killed process 7 (python)"));
 }
 
 void tst_RunStore::reattachNeverDuplicatesOrLosesBytes() {

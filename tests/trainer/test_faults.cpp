@@ -73,6 +73,16 @@ TEST(Faults, SlowRankIsSlower) {
     EXPECT_GE(slowForward, 150.0);
 }
 
+TEST(Faults, InjectedAllocationIsTakenOnceAndKept) {
+    // Without a memory limit the rank simply holds the memory and trains on; under one, the OOM killer ends it
+    // (tests/remote/tst_kernellog_e2e).
+    auto r = runTwo({"--alloc-at-step", "3", "--alloc-rank", "1", "--alloc-mb", "96", "--max-steps", "6"});
+    ASSERT_EQ(r[0].exitCode, 0) << r[0].err;
+    ASSERT_EQ(r[1].exitCode, 0) << r[1].err;
+    EXPECT_NE(r[1].err.find("injected allocation of 96 MiB at step 3"), std::string::npos) << r[1].err;
+    EXPECT_EQ(r[0].err.find("injected allocation"), std::string::npos) << r[0].err;
+}
+
 TEST(Faults, FirstNonFiniteLossIsReportedOnce) {
     // Weights of 1e37 give logits beyond float range: the loss turns infinite or NaN within a few steps.
     auto r = runTwo({"--lr", "1e37", "--optimizer", "sgd", "--max-steps", "12"});

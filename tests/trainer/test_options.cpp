@@ -111,6 +111,7 @@ TEST(Options, ErrorsNameTheFlagOrVariable) {
     EXPECT_NE(usageError({"--device", "cuda"}).find("--device cuda"), std::string::npos);
     EXPECT_NE(usageError({"--amp", "bf16"}).find("--amp bf16"), std::string::npos);
     EXPECT_NE(usageError({"--fail-at-step", "3"}).find("--fail-rank"), std::string::npos);
+    EXPECT_NE(usageError({"--alloc-at-step", "3", "--alloc-rank", "0"}).find("--alloc-mb"), std::string::npos);
     EXPECT_NE(usageError({"--bogus", "1"}).find("unknown flag --bogus"), std::string::npos);
     EXPECT_NE(usageError({"--epochs"}).find("--epochs: missing value"), std::string::npos);
     EXPECT_NE(usageError({"--resume", "auto"}).find("--checkpoint-dir"), std::string::npos);

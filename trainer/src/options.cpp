@@ -222,12 +222,20 @@ void readOutputAndFaults(FlagReader& flags, TrainerOptions& o) {
         o.slowRank = static_cast<int>(toInteger("--slow-rank", *v, 0, o.worldSize - 1));
     if (auto v = flags.take("--slow-ms"))
         o.slowMs = toInteger("--slow-ms", *v, 0, 3600 * 1000);
+    if (auto v = flags.take("--alloc-at-step"))
+        o.allocAtStep = toInteger("--alloc-at-step", *v, 1, int64_t(1) << 40);
+    if (auto v = flags.take("--alloc-rank"))
+        o.allocRank = static_cast<int>(toInteger("--alloc-rank", *v, 0, o.worldSize - 1));
+    if (auto v = flags.take("--alloc-mb"))
+        o.allocMiB = toInteger("--alloc-mb", *v, 1, int64_t(1) << 30);
     if ((o.failAtStep > 0) != (o.failRank >= 0))
         throw UsageError("--fail-at-step and --fail-rank go together");
     if ((o.hangAtStep > 0) != (o.hangRank >= 0))
         throw UsageError("--hang-at-step and --hang-rank go together");
     if ((o.slowRank >= 0) != (o.slowMs > 0))
         throw UsageError("--slow-rank and --slow-ms go together");
+    if ((o.allocAtStep > 0) != (o.allocRank >= 0) || (o.allocAtStep > 0) != (o.allocMiB > 0))
+        throw UsageError("--alloc-at-step, --alloc-rank and --alloc-mb go together");
 }
 
 void resolveDevice(FlagReader& flags, bool cudaAvailable, TrainerOptions& o) {
@@ -363,6 +371,9 @@ Fault injection (for testing RankScope's debugger):
   --fail-at-step N --fail-rank R    rank R exits with an error at step N
   --hang-at-step N --hang-rank R    rank R stops taking part at step N; the others block
   --slow-rank R --slow-ms M         rank R sleeps M ms in every step
+  --alloc-at-step N --alloc-rank R --alloc-mb M
+                                    rank R takes M MiB more memory at step N (every page written) and keeps
+                                    it: under a memory limit, the kernel's OOM killer ends it
 
 Exit status: 0 done, 1 training error, 2 usage error, 3 data error, 4 rendezvous error.
 )";

@@ -75,6 +75,9 @@ struct TrainerOptions {
     int hangRank = -1;
     int slowRank = -1;
     int64_t slowMs = 0;
+    int64_t allocAtStep = -1; // the rank takes allocMiB more memory at that step and keeps it
+    int allocRank = -1;
+    int64_t allocMiB = 0;
 
     bool help = false;
 

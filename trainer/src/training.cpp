@@ -142,6 +142,7 @@ private:
     Clock::time_point m_stepStart;
     double m_busyImages = 0;
     double m_busySeconds = 0;
+    std::vector<std::unique_ptr<char[]>> m_ballast; // --alloc-at-step
 };
 
 void Trainer::log(const std::string& text) const {
@@ -297,6 +298,19 @@ void Trainer::injectFaults() {
     }
     if (m_o.slowRank == m_o.rank)
         std::this_thread::sleep_for(std::chrono::milliseconds(m_o.slowMs));
+    if (m_o.allocRank == m_o.rank && step == m_o.allocAtStep) {
+        log("injected allocation of " + std::to_string(m_o.allocMiB) + " MiB at step " + std::to_string(step) +
+            " (--alloc-at-step)");
+        // Written page by page so that it is resident: an allocation that is never touched costs no memory.
+        constexpr size_t kChunk = size_t(64) << 20;
+        for (size_t left = size_t(m_o.allocMiB) << 20; left > 0;) {
+            const size_t size = std::min(left, kChunk);
+            volatile char* block = m_ballast.emplace_back(new char[size]).get();
+            for (size_t at = 0; at < size; at += 4096)
+                block[at] = 1;
+            left -= size;
+        }
+    }
 }
 
 void Trainer::trainStep(const std::vector<int64_t>& batchIndices) {
