@@ -12,6 +12,7 @@
 #include "runview/runcharts.h"
 #include "runview/runmetrics.h"
 #include "runview/runview.h"
+#include "stackview/stackpanel.h"
 
 #include "core/rankplan.h"
 #include "core/streamlines.h"
@@ -172,6 +173,7 @@ void MainWindow::buildTabs() {
     dock->setWidget(m_diagnostics);
     dock->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable);
     addDockWidget(Qt::BottomDockWidgetArea, dock);
+    buildStacksDock(dock);
     m_runLabel = new QLabel(QStringLiteral("no run"));
     statusBar()->addPermanentWidget(m_runLabel);
     m_bridgeLabel = new QLabel;
@@ -195,6 +197,31 @@ void MainWindow::buildTabs() {
         m_editor->setJob(job);
     });
     connect(m_runView, &RunView::rankSelected, this, &MainWindow::focusRank);
+}
+
+void MainWindow::buildStacksDock(QDockWidget* besides) {
+    m_stacks = new StackPanel;
+    m_stacks->setObjectName(QStringLiteral("stackPanel"));
+    m_stacks->setCaptureEnabled(false);
+    connect(m_stacks, &StackPanel::captureRequested, this, [this] {
+        QString error;
+        if (!m_session->captureStacks(&error))
+            showMessage(error, true);
+        else
+            showMessage(QStringLiteral("capturing every rank's stacks"));
+    });
+    connect(m_stacks, &StackPanel::rankRequested, this, [this](int rank) {
+        if (rank != m_focusedRank)
+            focusRank(rank);
+        showTab(LogsTab);
+    });
+    m_stacksDock = new QDockWidget(QStringLiteral("Stacks"));
+    m_stacksDock->setObjectName(QStringLiteral("stacksDock"));
+    m_stacksDock->setWidget(m_stacks);
+    m_stacksDock->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable);
+    addDockWidget(Qt::BottomDockWidgetArea, m_stacksDock);
+    tabifyDockWidget(besides, m_stacksDock);
+    besides->raise();
 }
 
 void MainWindow::buildActions() {
@@ -287,6 +314,14 @@ void MainWindow::connectSession() {
     connect(m_session, &RunSession::diagnoses, m_runView, &RunView::addDiagnoses);
     connect(m_session, &RunSession::message, this, [this](const QString& text) { showMessage(text); });
     connect(m_session, &RunSession::finished, this, &MainWindow::onFinished);
+    connect(m_session, &RunSession::stacksCaptured, this, [this](const StackTree& tree, const QString& path) {
+        m_stacks->setTree(tree, path);
+        m_stacksDock->raise(); // a capture is asked for, or comes with a hang: either way it is what to look at
+    });
+    connect(m_session, &RunSession::stacksError, this, [this](const QString& text) {
+        m_stacks->addError(text);
+        showMessage(QStringLiteral("stacks: ") + text, true);
+    });
     connect(m_session->engine(), &remote::RunEngine::debugServerReady, this, &MainWindow::showDebugServer);
     connect(m_session->engine(), &remote::RunEngine::debugServerError, this,
             [this](const QString& message) { showMessage(message, true); });
@@ -301,6 +336,7 @@ void MainWindow::onRunStarting(const RunRecord& record) {
         m_debugDialog->close();
     m_runView->clear();
     m_diagnostics->clear();
+    m_stacks->clear();
     m_logs->model()->clear();
     m_logs->model()->setRankHosts(RunSession::rankHosts(record));
     // Lines the inspector's window let go are read back from the run store on demand.
@@ -516,6 +552,7 @@ void MainWindow::updateActions() {
     m_submitAction->setEnabled(valid && !active && m_editor->job() && !m_editor->job()->nodes.isEmpty());
     m_stopAction->setEnabled(active);
     m_detachAction->setEnabled(active);
+    m_stacks->setCaptureEnabled(active);
 }
 
 void MainWindow::updateDebugNodes() {

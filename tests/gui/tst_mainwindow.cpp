@@ -13,11 +13,13 @@
 #include "runview/runcharts.h"
 #include "runview/runmetrics.h"
 #include "runview/runview.h"
+#include "stackview/stackpanel.h"
 
 #include <QAbstractItemModelTester>
 #include <QAction>
 #include <QClipboard>
 #include <QDialog>
+#include <QDockWidget>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QLabel>
@@ -28,7 +30,9 @@
 #include <QRandomGenerator>
 #include <QSignalSpy>
 #include <QStandardPaths>
+#include <QTabWidget>
 #include <QTemporaryDir>
+#include <QTreeView>
 #include <QTreeWidget>
 #include <QtTest>
 #include <QWebSocket>
@@ -54,6 +58,13 @@ QString localDebugJob(const QJsonArray& faults = {}) {
                                 {"device", "cpu"}, {"max_steps", kSteps}, {"extra_args", extra}}},
         {"debug", QJsonObject{{"node", "local"}, {"procs", 2}, {"max_steps", kSteps}, {"verbose", false}}}};
     return QString::fromUtf8(QJsonDocument(job).toJson());
+}
+
+QByteArray recordedStacks(const QString& name) {
+    QFile file(QStringLiteral(RANKSCOPE_TEST_DATA_DIR "/stacks/") + name);
+    if (!file.open(QIODevice::ReadOnly))
+        qFatal("missing test data %s", qPrintable(name));
+    return file.readAll();
 }
 
 RankLiveState gridState(const RankGridModel* grid, int rank) {
@@ -178,6 +189,50 @@ private slots:
             QCOMPARE(gridState(window.runView()->gridModel(), rank), RankLiveState::Finished);
         }
         QVERIFY(window.logInspector()->model()->rowCount() > 0);
+    }
+
+    // A stored run with a stack capture (the recorded hung Gloo pair, saved as the engine saves its own):
+    // opened, the Stacks dock shows the newest capture; a click on rank 1's own frame shows rank 1's log.
+    void storedStacksShowAndAClickFocusesTheLog() {
+        QVERIFY(!m_runId.isEmpty());
+        MainWindow window(options());
+        window.resize(1400, 900);
+        window.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&window));
+        QString error;
+        QVERIFY2(window.openStoredRun(m_runId, &error), qPrintable(error));
+        QCOMPARE(window.stackPanel()->model()->rowCount(), 0); // no capture yet
+        QVERIFY(!window.stackPanel()->captureButton()->isEnabled()); // nothing is followed
+
+        StackTree older;
+        older.addRank(0, parseStacks(recordedStacks(QStringLiteral("sleep.eu-stack.txt"))));
+        const QDateTime at = QDateTime::currentDateTimeUtc();
+        QVERIFY(!window.store()->saveStacks(m_runId, older.toJson(), at.addSecs(-60), &error).isEmpty());
+        StackTree tree;
+        tree.addRank(0, parseStacks(recordedStacks(QStringLiteral("gloo-hang-rank0.gdb.txt"))));
+        tree.addRank(1, parseStacks(recordedStacks(QStringLiteral("gloo-hang-rank1.gdb.txt"))));
+        tree.capturedAt = static_cast<double>(at.toMSecsSinceEpoch()) / 1000.0;
+        const QString path = window.store()->saveStacks(m_runId, tree.toJson(), at, &error);
+        QVERIFY2(!path.isEmpty(), qPrintable(error));
+        QVERIFY2(window.openStoredRun(m_runId, &error), qPrintable(error));
+        StackPanel* panel = window.stackPanel();
+        QCOMPARE(panel->model()->tree().ranks(), (QVector<int>{0, 1})); // the newest capture, not the older one
+        QVERIFY(panel->summaryLabel()->text().contains(QFileInfo(path).fileName()));
+        QVERIFY(window.stacksDock()->isVisible());
+
+        window.showTab(MainWindow::RunTab);
+        const QModelIndex inject = panel->model()->find(QStringLiteral("injectFaults"));
+        QVERIFY(inject.isValid());
+        panel->view()->scrollTo(inject);
+        QTest::mouseClick(panel->view()->viewport(), Qt::LeftButton, {}, panel->view()->visualRect(inject).center());
+        const LogFilterProxy* proxy = window.logInspector()->filterProxy();
+        QVERIFY(proxy->rowCount() > 0);
+        for (int row = 0; row < proxy->rowCount(); ++row)
+            QCOMPARE(proxy->index(row, 0).data(LogModel::RankRole).toInt(), 1);
+        QCOMPARE(window.runView()->focusedRank(), 1);
+        QCOMPARE(qobject_cast<QTabWidget*>(window.centralWidget())->currentIndex(), int(MainWindow::LogsTab));
+        const QImage shot = window.grab().toImage();
+        QVERIFY(shot.save(QStringLiteral("/tmp/rankscope-mainwindow-stacks.png")));
     }
 
     // A rank that fails: the diagnostics panel names it as the root cause; a click on the finding focuses
