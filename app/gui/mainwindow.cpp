@@ -8,6 +8,7 @@
 #include "jobview/jobeditor.h"
 #include "logview/loginspector.h"
 #include "logview/logmodel.h"
+#include "ncclview/ncclpanel.h"
 #include "runsession.h"
 #include "runview/runcharts.h"
 #include "runview/runmetrics.h"
@@ -174,6 +175,8 @@ void MainWindow::buildTabs() {
     dock->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable);
     addDockWidget(Qt::BottomDockWidgetArea, dock);
     buildStacksDock(dock);
+    buildNcclDock(dock);
+    dock->raise();
     m_runLabel = new QLabel(QStringLiteral("no run"));
     statusBar()->addPermanentWidget(m_runLabel);
     m_bridgeLabel = new QLabel;
@@ -210,18 +213,31 @@ void MainWindow::buildStacksDock(QDockWidget* besides) {
         else
             showMessage(QStringLiteral("capturing every rank's stacks"));
     });
-    connect(m_stacks, &StackPanel::rankRequested, this, [this](int rank) {
-        if (rank != m_focusedRank)
-            focusRank(rank);
-        showTab(LogsTab);
-    });
+    connect(m_stacks, &StackPanel::rankRequested, this, &MainWindow::showRankLog);
     m_stacksDock = new QDockWidget(QStringLiteral("Stacks"));
     m_stacksDock->setObjectName(QStringLiteral("stacksDock"));
     m_stacksDock->setWidget(m_stacks);
     m_stacksDock->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable);
     addDockWidget(Qt::BottomDockWidgetArea, m_stacksDock);
     tabifyDockWidget(besides, m_stacksDock);
-    besides->raise();
+}
+
+void MainWindow::buildNcclDock(QDockWidget* besides) {
+    m_nccl = new NcclPanel;
+    m_nccl->setObjectName(QStringLiteral("ncclPanel"));
+    connect(m_nccl, &NcclPanel::rankRequested, this, &MainWindow::showRankLog);
+    auto* dock = new QDockWidget(QStringLiteral("NCCL"));
+    dock->setObjectName(QStringLiteral("ncclDock"));
+    dock->setWidget(m_nccl);
+    dock->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable);
+    addDockWidget(Qt::BottomDockWidgetArea, dock);
+    tabifyDockWidget(besides, dock);
+}
+
+void MainWindow::showRankLog(int rank) {
+    if (rank != m_focusedRank)
+        focusRank(rank);
+    showTab(LogsTab);
 }
 
 void MainWindow::buildActions() {
@@ -318,6 +334,7 @@ void MainWindow::connectSession() {
         m_stacks->setTree(tree, path);
         m_stacksDock->raise(); // a capture is asked for, or comes with a hang: either way it is what to look at
     });
+    connect(m_session, &RunSession::ncclFacts, m_nccl, &NcclPanel::setFacts);
     connect(m_session, &RunSession::stacksError, this, [this](const QString& text) {
         m_stacks->addError(text);
         showMessage(QStringLiteral("stacks: ") + text, true);
@@ -337,6 +354,7 @@ void MainWindow::onRunStarting(const RunRecord& record) {
     m_runView->clear();
     m_diagnostics->clear();
     m_stacks->clear();
+    m_nccl->clear();
     m_logs->model()->clear();
     m_logs->model()->setRankHosts(RunSession::rankHosts(record));
     // Lines the inspector's window let go are read back from the run store on demand.

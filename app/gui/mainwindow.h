@@ -28,6 +28,7 @@ class JobEditor;
 class LogInspector;
 class RunSession;
 class RunView;
+class NcclPanel;
 class StackPanel;
 
 // Where the user lives: the job and its cluster, the two buttons (Debug on one node, Submit distributed),
@@ -82,6 +83,8 @@ public:
     // focuses the log inspector on it.
     [[nodiscard]] StackPanel* stackPanel() const { return m_stacks; }
     [[nodiscard]] QDockWidget* stacksDock() const { return m_stacksDock; }
+    // What NCCL printed on each rank, side by side, values most ranks do not share marked.
+    [[nodiscard]] NcclPanel* ncclPanel() const { return m_nccl; }
     [[nodiscard]] RunSession* session() const { return m_session; }
     // The window that shows a debugged rank's address and gdb command line (with Copy), while it is open.
     [[nodiscard]] QDialog* debugServerDialog() const { return m_debugDialog; }
@@ -95,6 +98,8 @@ private:
     void buildTabs();
     void connectSession();
     void buildStacksDock(QDockWidget* besides);
+    void buildNcclDock(QDockWidget* besides);
+    void showRankLog(int rank);
     void onRunStarting(const RunRecord& record);
     void onFinished(const RunRecord& record);
     void addDiagnoses(const QVector<Diagnosis>& diagnoses);
@@ -125,6 +130,7 @@ private:
     QTreeWidget* m_diagnostics = nullptr;
     StackPanel* m_stacks = nullptr;
     QDockWidget* m_stacksDock = nullptr;
+    NcclPanel* m_nccl = nullptr;
     QComboBox* m_debugNode = nullptr;
     QAction* m_debugAction = nullptr;
     QAction* m_debugRankAction = nullptr;

@@ -24,6 +24,7 @@ RunSession::RunSession(RunStore* store, remote::EngineOptions options, QObject* 
     connect(m_engine, &remote::RunEngine::diagnoses, this, &RunSession::diagnoses);
     connect(m_engine, &remote::RunEngine::stacksCaptured, this, &RunSession::stacksCaptured);
     connect(m_engine, &remote::RunEngine::stacksError, this, &RunSession::stacksError);
+    connect(m_engine, &remote::RunEngine::ncclFacts, this, &RunSession::ncclFacts);
     connect(m_engine, &remote::RunEngine::gpuSamples, this,
             [this](int, const QString&, const QVector<GpuSample>& samples) { emit gpuSamples(samples); });
     connect(m_engine, &remote::RunEngine::gpuTelemetryError, this,

@@ -63,6 +63,8 @@ signals:
     // attached, the newest one stored with it.
     void stacksCaptured(const rankscope::StackTree& tree, const QString& path);
     void stacksError(const QString& message);
+    // What NCCL's lines said on each rank so far (RunEngine::ncclFacts), at most once a second.
+    void ncclFacts(const QVector<rankscope::RankNcclFacts>& perRank);
     void message(const QString& text); // progress of the launch, lost and restored links, teardown
     void finished(const rankscope::RunRecord& record);
 

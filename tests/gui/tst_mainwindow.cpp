@@ -12,6 +12,7 @@
 #include "runview/rankgridmodel.h"
 #include "runview/runcharts.h"
 #include "runview/runmetrics.h"
+#include "ncclview/ncclpanel.h"
 #include "runview/runview.h"
 #include "stackview/stackpanel.h"
 
@@ -233,6 +234,39 @@ private slots:
         QCOMPARE(qobject_cast<QTabWidget*>(window.centralWidget())->currentIndex(), int(MainWindow::LogsTab));
         const QImage shot = window.grab().toImage();
         QVERIFY(shot.save(QStringLiteral("/tmp/rankscope-mainwindow-stacks.png")));
+    }
+
+    // The session's NCCL snapshot fills the NCCL dock (sorted by rank, the odd network marked); a click on
+    // a rank's row shows its log; a new run empties it.
+    void ncclFactsFillTheNcclDock() {
+        QVERIFY(!m_runId.isEmpty());
+        MainWindow window(options());
+        window.show();
+        QString error;
+        QVERIFY2(window.openStoredRun(m_runId, &error), qPrintable(error));
+        QCOMPARE(window.ncclPanel()->model()->rowCount(), 0); // a Gloo run without NCCL_DEBUG: no NCCL lines
+        RankNcclFacts socket;
+        socket.rank = 1;
+        socket.host = QStringLiteral("local");
+        socket.network = QStringLiteral("Socket");
+        RankNcclFacts other = socket;
+        other.rank = 0;
+        other.network = QStringLiteral("IB");
+        RankNcclFacts third = socket;
+        third.rank = 2;
+        emit window.session()->ncclFacts({socket, other, third});
+        NcclPanel* panel = window.ncclPanel();
+        QCOMPARE(panel->model()->rowCount(), 3);
+        const QModelIndex rank0 = panel->proxy()->index(0, NcclFactsModel::NetworkColumn);
+        QCOMPARE(rank0.data(NcclFactsModel::RankRole).toInt(), 0);
+        QVERIFY(rank0.data(NcclFactsModel::DiffersRole).toBool());
+        const QModelIndex rank1 = panel->proxy()->index(1, NcclFactsModel::NetworkColumn);
+        QVERIFY(!rank1.data(NcclFactsModel::DiffersRole).toBool());
+        emit panel->rankRequested(1);
+        QCOMPARE(window.runView()->focusedRank(), 1);
+        QCOMPARE(qobject_cast<QTabWidget*>(window.centralWidget())->currentIndex(), int(MainWindow::LogsTab));
+        QVERIFY2(window.openStoredRun(m_runId, &error), qPrintable(error));
+        QCOMPARE(panel->model()->rowCount(), 0);
     }
 
     // A rank that fails: the diagnostics panel names it as the root cause; a click on the finding focuses
