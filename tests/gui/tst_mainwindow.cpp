@@ -236,6 +236,40 @@ private slots:
         QVERIFY(shot.save(QStringLiteral("/tmp/rankscope-mainwindow-stacks.png")));
     }
 
+    // A live hang: the engine captures every rank's stacks by itself and the Stacks dock shows them with
+    // the hung rank apart; Capture stacks is offered while the run is followed, and not after it stopped.
+    // Skipped where gdb cannot attach (the cause the engine gave is said).
+    void liveHangFillsTheStacksDock() {
+        MainWindow window(options());
+        window.show();
+        window.jobEditor()->setJsonText(
+            localDebugJob({"--heartbeat-s", "0.5", "--hang-at-step", "5", "--hang-rank", "1"}));
+        QTRY_VERIFY_WITH_TIMEOUT(window.jobEditor()->isValid(), 5000);
+        QSignalSpy captured(window.session(), &RunSession::stacksCaptured);
+        QSignalSpy finished(window.session(), &RunSession::finished);
+        QString error;
+        QVERIFY2(window.debugRun(&error, QStringLiteral("local")), qPrintable(error));
+        QVERIFY(window.stackPanel()->captureButton()->isEnabled());
+        QTRY_COMPARE_WITH_TIMEOUT(captured.size(), 1, 150000);
+        StackPanel* panel = window.stackPanel();
+        if (panel->model()->tree().isEmpty()) {
+            const QString why = panel->errorsLabel()->text();
+            window.stopRun();
+            QVERIFY(finished.wait(60000));
+            QSKIP(qPrintable(QStringLiteral("no stacks could be taken here: ") + why));
+        }
+        const QModelIndex inject = panel->model()->find(QStringLiteral("injectFaults"));
+        QVERIFY(inject.isValid());
+        QCOMPARE(inject.data(StackTreeModel::RanksRole).value<QList<int>>(), QList<int>{1});
+        QVERIFY(window.stacksDock()->isVisible());
+        QVERIFY(panel->summaryLabel()->text().contains(QLatin1String("stacks-")));
+        window.resize(1400, 900);
+        QVERIFY(window.grab().save(QStringLiteral("/tmp/rankscope-mainwindow-live-stacks.png")));
+        window.stopRun();
+        QVERIFY(finished.wait(60000));
+        QVERIFY(!panel->captureButton()->isEnabled());
+    }
+
     // The session's NCCL snapshot fills the NCCL dock (sorted by rank, the odd network marked); a click on
     // a rank's row shows its log; a new run empties it.
     void ncclFactsFillTheNcclDock() {
