@@ -158,6 +158,39 @@ void NcclNetworkWatch::feed(int rank, QByteArrayView stdoutBytes) {
     m_dirty = true;
 }
 
+RankNcclFacts rankNcclFacts(int rank, const NcclFacts& facts) {
+    RankNcclFacts flat;
+    flat.rank = rank;
+    flat.host = facts.hosts.join(QStringLiteral(", "));
+    flat.versions = facts.versions;
+    int largest = 0;
+    for (const NcclCommunicator& comm : facts.communicators)
+        for (const NcclCommRank& member : comm.ranks)
+            if (member.rank == rank && comm.nranks >= largest) {
+                largest = comm.nranks;
+                flat.cudaDev = member.cudaDev;
+                flat.busId = member.busId;
+                if (!member.host.isEmpty())
+                    flat.host = member.host;
+            }
+    flat.network = facts.network;
+    flat.interfaces = facts.interfaces;
+    flat.transports = facts.transports;
+    flat.channels = facts.channels;
+    for (const NcclWarning& warning : facts.warnings)
+        flat.warnings.append(warning.source.isEmpty() ? warning.text
+                                                      : QStringLiteral("%1 [%2]").arg(warning.text, warning.source));
+    return flat;
+}
+
+QVector<RankNcclFacts> NcclNetworkWatch::rankFacts() const {
+    QVector<RankNcclFacts> all;
+    for (const auto& [rank, parser] : m_parsers->byRank)
+        if (const NcclFacts facts = parser.facts(); !facts.isEmpty())
+            all.append(rankNcclFacts(rank, facts));
+    return all;
+}
+
 QVector<Diagnosis> NcclNetworkWatch::changedFindings(const QHash<int, QString>& hosts, int nodeCount, double now) {
     m_dirty = false;
     QMap<int, NcclFacts> facts;

@@ -6,6 +6,8 @@
 #include <QByteArrayView>
 #include <QHash>
 #include <QMap>
+#include <QString>
+#include <QStringList>
 #include <QVector>
 
 #include <memory>
@@ -13,6 +15,22 @@
 namespace rankscope {
 
 struct NcclFacts; // core/ncclparser.h
+
+// What one rank's NCCL lines said, flattened for a front end that lists the ranks side by side (no parser
+// types: core/ncclparser.h cannot be included beside core/eventstreamparser.h).
+struct RankNcclFacts {
+    int rank = -1;
+    QString host;
+    QStringList versions;
+    int cudaDev = -1; // from the rank's line in its largest communicator; -1: not printed
+    QString busId;
+    QString network;
+    QStringList interfaces;
+    QMap<QString, qint64> transports; // connections per transport
+    int channels = 0;
+    QStringList warnings; // "text [source]"
+};
+[[nodiscard]] RankNcclFacts rankNcclFacts(int rank, const NcclFacts& facts);
 
 // What NCCL's own log lines say about the network a run's ranks chose, as findings a user can act on (kind
 // Network, keys "nccl:..."): the loopback or a container bridge chosen for sockets in a run across nodes, TCP
@@ -34,6 +52,8 @@ public:
 
     void feed(int rank, QByteArrayView stdoutBytes);
     [[nodiscard]] bool hasNewBytes() const { return m_dirty; }
+    // What each rank's output showed so far, by rank; ranks whose output held no NCCL line are left out.
+    [[nodiscard]] QVector<RankNcclFacts> rankFacts() const;
     [[nodiscard]] QVector<Diagnosis> changedFindings(const QHash<int, QString>& hosts, int nodeCount, double now);
     void clear();
 

@@ -445,6 +445,7 @@ void RunEngine::checkNccl(double now, bool force) {
     const QVector<Diagnosis> changed = m_nccl.changedFindings(hosts, int(m_record.nodes.size()), now);
     if (!changed.isEmpty())
         emit diagnoses(changed);
+    emit ncclFacts(m_nccl.rankFacts());
 }
 
 void RunEngine::diagnose(double now) {

@@ -115,6 +115,9 @@ signals:
     // New or changed findings of the run's live diagnosis (hang, straggler, divergence, root cause), as
     // they happen; an attached or opened run's history is diagnosed too.
     void diagnoses(const QVector<rankscope::Diagnosis>& diagnoses);
+    // What NCCL's lines on each rank's stdout said so far (version, device, network, transports, warnings),
+    // with the findings above: at most once a second while new lines come, and once for an opened run.
+    void ncclFacts(const QVector<rankscope::RankNcclFacts>& perRank);
     // A merged stack capture, and the file it was saved to in the run store (empty when saving failed:
     // stacksError says why). Ranks without stacks are in tree.errors() with the reason.
     void stacksCaptured(const rankscope::StackTree& tree, const QString& path);

@@ -8,10 +8,12 @@
 #include "jobview/jobeditor.h"
 #include "logview/loginspector.h"
 #include "logview/logmodel.h"
+#include "ncclview/ncclpanel.h"
 #include "runsession.h"
 #include "runview/runcharts.h"
 #include "runview/runmetrics.h"
 #include "runview/runview.h"
+#include "stackview/stackpanel.h"
 
 #include "core/rankplan.h"
 #include "core/streamlines.h"
@@ -172,6 +174,9 @@ void MainWindow::buildTabs() {
     dock->setWidget(m_diagnostics);
     dock->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable);
     addDockWidget(Qt::BottomDockWidgetArea, dock);
+    buildStacksDock(dock);
+    buildNcclDock(dock);
+    dock->raise();
     m_runLabel = new QLabel(QStringLiteral("no run"));
     statusBar()->addPermanentWidget(m_runLabel);
     m_bridgeLabel = new QLabel;
@@ -195,6 +200,44 @@ void MainWindow::buildTabs() {
         m_editor->setJob(job);
     });
     connect(m_runView, &RunView::rankSelected, this, &MainWindow::focusRank);
+}
+
+void MainWindow::buildStacksDock(QDockWidget* besides) {
+    m_stacks = new StackPanel;
+    m_stacks->setObjectName(QStringLiteral("stackPanel"));
+    m_stacks->setCaptureEnabled(false);
+    connect(m_stacks, &StackPanel::captureRequested, this, [this] {
+        QString error;
+        if (!m_session->captureStacks(&error))
+            showMessage(error, true);
+        else
+            showMessage(QStringLiteral("capturing every rank's stacks"));
+    });
+    connect(m_stacks, &StackPanel::rankRequested, this, &MainWindow::showRankLog);
+    m_stacksDock = new QDockWidget(QStringLiteral("Stacks"));
+    m_stacksDock->setObjectName(QStringLiteral("stacksDock"));
+    m_stacksDock->setWidget(m_stacks);
+    m_stacksDock->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable);
+    addDockWidget(Qt::BottomDockWidgetArea, m_stacksDock);
+    tabifyDockWidget(besides, m_stacksDock);
+}
+
+void MainWindow::buildNcclDock(QDockWidget* besides) {
+    m_nccl = new NcclPanel;
+    m_nccl->setObjectName(QStringLiteral("ncclPanel"));
+    connect(m_nccl, &NcclPanel::rankRequested, this, &MainWindow::showRankLog);
+    auto* dock = new QDockWidget(QStringLiteral("NCCL"));
+    dock->setObjectName(QStringLiteral("ncclDock"));
+    dock->setWidget(m_nccl);
+    dock->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable);
+    addDockWidget(Qt::BottomDockWidgetArea, dock);
+    tabifyDockWidget(besides, dock);
+}
+
+void MainWindow::showRankLog(int rank) {
+    if (rank != m_focusedRank)
+        focusRank(rank);
+    showTab(LogsTab);
 }
 
 void MainWindow::buildActions() {
@@ -287,6 +330,15 @@ void MainWindow::connectSession() {
     connect(m_session, &RunSession::diagnoses, m_runView, &RunView::addDiagnoses);
     connect(m_session, &RunSession::message, this, [this](const QString& text) { showMessage(text); });
     connect(m_session, &RunSession::finished, this, &MainWindow::onFinished);
+    connect(m_session, &RunSession::stacksCaptured, this, [this](const StackTree& tree, const QString& path) {
+        m_stacks->setTree(tree, path);
+        m_stacksDock->raise(); // a capture is asked for, or comes with a hang: either way it is what to look at
+    });
+    connect(m_session, &RunSession::ncclFacts, m_nccl, &NcclPanel::setFacts);
+    connect(m_session, &RunSession::stacksError, this, [this](const QString& text) {
+        m_stacks->addError(text);
+        showMessage(QStringLiteral("stacks: ") + text, true);
+    });
     connect(m_session->engine(), &remote::RunEngine::debugServerReady, this, &MainWindow::showDebugServer);
     connect(m_session->engine(), &remote::RunEngine::debugServerError, this,
             [this](const QString& message) { showMessage(message, true); });
@@ -301,6 +353,8 @@ void MainWindow::onRunStarting(const RunRecord& record) {
         m_debugDialog->close();
     m_runView->clear();
     m_diagnostics->clear();
+    m_stacks->clear();
+    m_nccl->clear();
     m_logs->model()->clear();
     m_logs->model()->setRankHosts(RunSession::rankHosts(record));
     // Lines the inspector's window let go are read back from the run store on demand.
@@ -516,6 +570,7 @@ void MainWindow::updateActions() {
     m_submitAction->setEnabled(valid && !active && m_editor->job() && !m_editor->job()->nodes.isEmpty());
     m_stopAction->setEnabled(active);
     m_detachAction->setEnabled(active);
+    m_stacks->setCaptureEnabled(active);
 }
 
 void MainWindow::updateDebugNodes() {

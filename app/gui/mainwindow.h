@@ -13,6 +13,7 @@
 
 class QAction;
 class QComboBox;
+class QDockWidget;
 class QLabel;
 class QSortFilterProxyModel;
 class QTabWidget;
@@ -27,6 +28,8 @@ class JobEditor;
 class LogInspector;
 class RunSession;
 class RunView;
+class NcclPanel;
+class StackPanel;
 
 // Where the user lives: the job and its cluster, the two buttons (Debug on one node, Submit distributed),
 // the live run view, the log inspector and the history of runs. A front end over core/ and remote/: it
@@ -76,6 +79,12 @@ public:
     // One row per finding of the engine's diagnosis (root cause, hang, straggler, divergence); a click
     // focuses every view on the rank it is about.
     [[nodiscard]] QTreeWidget* diagnosticsView() const { return m_diagnostics; }
+    // The latest merged stack capture (automatic on a hang, or Capture stacks); a click on a frame of one rank
+    // focuses the log inspector on it.
+    [[nodiscard]] StackPanel* stackPanel() const { return m_stacks; }
+    [[nodiscard]] QDockWidget* stacksDock() const { return m_stacksDock; }
+    // What NCCL printed on each rank, side by side, values most ranks do not share marked.
+    [[nodiscard]] NcclPanel* ncclPanel() const { return m_nccl; }
     [[nodiscard]] RunSession* session() const { return m_session; }
     // The window that shows a debugged rank's address and gdb command line (with Copy), while it is open.
     [[nodiscard]] QDialog* debugServerDialog() const { return m_debugDialog; }
@@ -88,6 +97,9 @@ private:
     void buildActions();
     void buildTabs();
     void connectSession();
+    void buildStacksDock(QDockWidget* besides);
+    void buildNcclDock(QDockWidget* besides);
+    void showRankLog(int rank);
     void onRunStarting(const RunRecord& record);
     void onFinished(const RunRecord& record);
     void addDiagnoses(const QVector<Diagnosis>& diagnoses);
@@ -116,6 +128,9 @@ private:
     QSortFilterProxyModel* m_historyProxy = nullptr;
     QTableView* m_history = nullptr;
     QTreeWidget* m_diagnostics = nullptr;
+    StackPanel* m_stacks = nullptr;
+    QDockWidget* m_stacksDock = nullptr;
+    NcclPanel* m_nccl = nullptr;
     QComboBox* m_debugNode = nullptr;
     QAction* m_debugAction = nullptr;
     QAction* m_debugRankAction = nullptr;

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include "runsession.h"
 
+#include <QDir>
+#include <QFile>
+#include <QJsonDocument>
 #include <QTimer>
 
 namespace rankscope::gui {
@@ -19,6 +22,9 @@ RunSession::RunSession(RunStore* store, remote::EngineOptions options, QObject* 
         emit rankExited(rank, host, status);
     });
     connect(m_engine, &remote::RunEngine::diagnoses, this, &RunSession::diagnoses);
+    connect(m_engine, &remote::RunEngine::stacksCaptured, this, &RunSession::stacksCaptured);
+    connect(m_engine, &remote::RunEngine::stacksError, this, &RunSession::stacksError);
+    connect(m_engine, &remote::RunEngine::ncclFacts, this, &RunSession::ncclFacts);
     connect(m_engine, &remote::RunEngine::gpuSamples, this,
             [this](int, const QString&, const QVector<GpuSample>& samples) { emit gpuSamples(samples); });
     connect(m_engine, &remote::RunEngine::gpuTelemetryError, this,
@@ -107,7 +113,31 @@ bool RunSession::replay(const QString& runId, bool follow, QString* error) {
     emit runStarting(*stored);
     const bool ok = follow ? m_engine->attach(id, error) : m_engine->open(id, error);
     flush();
-    return ok;
+    if (!ok)
+        return false;
+    // The engine does not replay captures: the stored run's newest one is shown as it was taken.
+    QString stacksPath;
+    if (const auto stacks = latestStoredStacks(id, &stacksPath))
+        emit stacksCaptured(*stacks, stacksPath);
+    return true;
+}
+
+std::optional<StackTree> RunSession::latestStoredStacks(const QString& runId, QString* path) const {
+    // The names carry the UTC capture time, yyyyMMddTHHmmsszzzZ: the last by name is the newest.
+    const QStringList names =
+        QDir(m_store->runDir(runId))
+            .entryList({QStringLiteral("stacks-*.json")}, QDir::Files, QDir::Name | QDir::Reversed);
+    for (const QString& name : names) {
+        QFile file(m_store->runDir(runId) + QLatin1Char('/') + name);
+        if (!file.open(QIODevice::ReadOnly))
+            continue;
+        if (auto tree = StackTree::fromJson(QJsonDocument::fromJson(file.readAll()).object())) {
+            if (path)
+                *path = file.fileName();
+            return tree;
+        }
+    }
+    return std::nullopt;
 }
 
 bool RunSession::attach(const QString& runId, QString* error) {

@@ -3,12 +3,15 @@
 
 #include "core/jobspec.h"
 #include "core/runstore.h"
+#include "core/stacks.h"
 #include "core/trainerevent.h"
 #include "remote/runengine.h"
 
 #include <QHash>
 #include <QObject>
 #include <QVector>
+
+#include <optional>
 
 class QTimer;
 
@@ -41,6 +44,10 @@ public:
     void setTickMs(int ms);
     // Hands over the log lines gathered so far now (the tick does this on its own).
     void flush();
+    // Every rank's native stacks now, merged (stacksCaptured); only while a run is followed.
+    bool captureStacks(QString* error = nullptr) { return m_engine->captureStacks(error); }
+    // The newest capture saved with a stored run (RunStore::saveStacks' stacks-<UTC time>.json), if any.
+    [[nodiscard]] std::optional<StackTree> latestStoredStacks(const QString& runId, QString* path = nullptr) const;
 
 signals:
     // Before a run's first data: views clear themselves and learn which host runs which rank.
@@ -52,6 +59,12 @@ signals:
     void gpuSamples(const QVector<rankscope::GpuSample>& samples);
     void gpuTelemetryError(const QString& host, const QString& message);
     void diagnoses(const QVector<rankscope::Diagnosis>& diagnoses);
+    // A merged stack capture and the file it is stored in: the engine's, or, when a run is opened or
+    // attached, the newest one stored with it.
+    void stacksCaptured(const rankscope::StackTree& tree, const QString& path);
+    void stacksError(const QString& message);
+    // What NCCL's lines said on each rank so far (RunEngine::ncclFacts), at most once a second.
+    void ncclFacts(const QVector<rankscope::RankNcclFacts>& perRank);
     void message(const QString& text); // progress of the launch, lost and restored links, teardown
     void finished(const rankscope::RunRecord& record);
 

@@ -12,12 +12,15 @@
 #include "runview/rankgridmodel.h"
 #include "runview/runcharts.h"
 #include "runview/runmetrics.h"
+#include "ncclview/ncclpanel.h"
 #include "runview/runview.h"
+#include "stackview/stackpanel.h"
 
 #include <QAbstractItemModelTester>
 #include <QAction>
 #include <QClipboard>
 #include <QDialog>
+#include <QDockWidget>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QLabel>
@@ -28,7 +31,9 @@
 #include <QRandomGenerator>
 #include <QSignalSpy>
 #include <QStandardPaths>
+#include <QTabWidget>
 #include <QTemporaryDir>
+#include <QTreeView>
 #include <QTreeWidget>
 #include <QtTest>
 #include <QWebSocket>
@@ -54,6 +59,13 @@ QString localDebugJob(const QJsonArray& faults = {}) {
                                 {"device", "cpu"}, {"max_steps", kSteps}, {"extra_args", extra}}},
         {"debug", QJsonObject{{"node", "local"}, {"procs", 2}, {"max_steps", kSteps}, {"verbose", false}}}};
     return QString::fromUtf8(QJsonDocument(job).toJson());
+}
+
+QByteArray recordedStacks(const QString& name) {
+    QFile file(QStringLiteral(RANKSCOPE_TEST_DATA_DIR "/stacks/") + name);
+    if (!file.open(QIODevice::ReadOnly))
+        qFatal("missing test data %s", qPrintable(name));
+    return file.readAll();
 }
 
 RankLiveState gridState(const RankGridModel* grid, int rank) {
@@ -178,6 +190,117 @@ private slots:
             QCOMPARE(gridState(window.runView()->gridModel(), rank), RankLiveState::Finished);
         }
         QVERIFY(window.logInspector()->model()->rowCount() > 0);
+    }
+
+    // A stored run with a stack capture (the recorded hung Gloo pair, saved as the engine saves its own):
+    // opened, the Stacks dock shows the newest capture; a click on rank 1's own frame shows rank 1's log.
+    void storedStacksShowAndAClickFocusesTheLog() {
+        QVERIFY(!m_runId.isEmpty());
+        MainWindow window(options());
+        window.resize(1400, 900);
+        window.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&window));
+        QString error;
+        QVERIFY2(window.openStoredRun(m_runId, &error), qPrintable(error));
+        QCOMPARE(window.stackPanel()->model()->rowCount(), 0); // no capture yet
+        QVERIFY(!window.stackPanel()->captureButton()->isEnabled()); // nothing is followed
+
+        StackTree older;
+        older.addRank(0, parseStacks(recordedStacks(QStringLiteral("sleep.eu-stack.txt"))));
+        const QDateTime at = QDateTime::currentDateTimeUtc();
+        QVERIFY(!window.store()->saveStacks(m_runId, older.toJson(), at.addSecs(-60), &error).isEmpty());
+        StackTree tree;
+        tree.addRank(0, parseStacks(recordedStacks(QStringLiteral("gloo-hang-rank0.gdb.txt"))));
+        tree.addRank(1, parseStacks(recordedStacks(QStringLiteral("gloo-hang-rank1.gdb.txt"))));
+        tree.capturedAt = static_cast<double>(at.toMSecsSinceEpoch()) / 1000.0;
+        const QString path = window.store()->saveStacks(m_runId, tree.toJson(), at, &error);
+        QVERIFY2(!path.isEmpty(), qPrintable(error));
+        QVERIFY2(window.openStoredRun(m_runId, &error), qPrintable(error));
+        StackPanel* panel = window.stackPanel();
+        QCOMPARE(panel->model()->tree().ranks(), (QVector<int>{0, 1})); // the newest capture, not the older one
+        QVERIFY(panel->summaryLabel()->text().contains(QFileInfo(path).fileName()));
+        QVERIFY(window.stacksDock()->isVisible());
+
+        window.showTab(MainWindow::RunTab);
+        const QModelIndex inject = panel->model()->find(QStringLiteral("injectFaults"));
+        QVERIFY(inject.isValid());
+        panel->view()->scrollTo(inject);
+        QTest::mouseClick(panel->view()->viewport(), Qt::LeftButton, {}, panel->view()->visualRect(inject).center());
+        const LogFilterProxy* proxy = window.logInspector()->filterProxy();
+        QVERIFY(proxy->rowCount() > 0);
+        for (int row = 0; row < proxy->rowCount(); ++row)
+            QCOMPARE(proxy->index(row, 0).data(LogModel::RankRole).toInt(), 1);
+        QCOMPARE(window.runView()->focusedRank(), 1);
+        QCOMPARE(qobject_cast<QTabWidget*>(window.centralWidget())->currentIndex(), int(MainWindow::LogsTab));
+        const QImage shot = window.grab().toImage();
+        QVERIFY(shot.save(QStringLiteral("/tmp/rankscope-mainwindow-stacks.png")));
+    }
+
+    // A live hang: the engine captures every rank's stacks by itself and the Stacks dock shows them with
+    // the hung rank apart; Capture stacks is offered while the run is followed, and not after it stopped.
+    // Skipped where gdb cannot attach (the cause the engine gave is said).
+    void liveHangFillsTheStacksDock() {
+        MainWindow window(options());
+        window.show();
+        window.jobEditor()->setJsonText(
+            localDebugJob({"--heartbeat-s", "0.5", "--hang-at-step", "5", "--hang-rank", "1"}));
+        QTRY_VERIFY_WITH_TIMEOUT(window.jobEditor()->isValid(), 5000);
+        QSignalSpy captured(window.session(), &RunSession::stacksCaptured);
+        QSignalSpy finished(window.session(), &RunSession::finished);
+        QString error;
+        QVERIFY2(window.debugRun(&error, QStringLiteral("local")), qPrintable(error));
+        QVERIFY(window.stackPanel()->captureButton()->isEnabled());
+        QTRY_COMPARE_WITH_TIMEOUT(captured.size(), 1, 150000);
+        StackPanel* panel = window.stackPanel();
+        if (panel->model()->tree().isEmpty()) {
+            const QString why = panel->errorsLabel()->text();
+            window.stopRun();
+            QVERIFY(finished.wait(60000));
+            QSKIP(qPrintable(QStringLiteral("no stacks could be taken here: ") + why));
+        }
+        const QModelIndex inject = panel->model()->find(QStringLiteral("injectFaults"));
+        QVERIFY(inject.isValid());
+        QCOMPARE(inject.data(StackTreeModel::RanksRole).value<QList<int>>(), QList<int>{1});
+        QVERIFY(window.stacksDock()->isVisible());
+        QVERIFY(panel->summaryLabel()->text().contains(QLatin1String("stacks-")));
+        window.resize(1400, 900);
+        QVERIFY(window.grab().save(QStringLiteral("/tmp/rankscope-mainwindow-live-stacks.png")));
+        window.stopRun();
+        QVERIFY(finished.wait(60000));
+        QVERIFY(!panel->captureButton()->isEnabled());
+    }
+
+    // The session's NCCL snapshot fills the NCCL dock (sorted by rank, the odd network marked); a click on
+    // a rank's row shows its log; a new run empties it.
+    void ncclFactsFillTheNcclDock() {
+        QVERIFY(!m_runId.isEmpty());
+        MainWindow window(options());
+        window.show();
+        QString error;
+        QVERIFY2(window.openStoredRun(m_runId, &error), qPrintable(error));
+        QCOMPARE(window.ncclPanel()->model()->rowCount(), 0); // a Gloo run without NCCL_DEBUG: no NCCL lines
+        RankNcclFacts socket;
+        socket.rank = 1;
+        socket.host = QStringLiteral("local");
+        socket.network = QStringLiteral("Socket");
+        RankNcclFacts other = socket;
+        other.rank = 0;
+        other.network = QStringLiteral("IB");
+        RankNcclFacts third = socket;
+        third.rank = 2;
+        emit window.session()->ncclFacts({socket, other, third});
+        NcclPanel* panel = window.ncclPanel();
+        QCOMPARE(panel->model()->rowCount(), 3);
+        const QModelIndex rank0 = panel->proxy()->index(0, NcclFactsModel::NetworkColumn);
+        QCOMPARE(rank0.data(NcclFactsModel::RankRole).toInt(), 0);
+        QVERIFY(rank0.data(NcclFactsModel::DiffersRole).toBool());
+        const QModelIndex rank1 = panel->proxy()->index(1, NcclFactsModel::NetworkColumn);
+        QVERIFY(!rank1.data(NcclFactsModel::DiffersRole).toBool());
+        emit panel->rankRequested(1);
+        QCOMPARE(window.runView()->focusedRank(), 1);
+        QCOMPARE(qobject_cast<QTabWidget*>(window.centralWidget())->currentIndex(), int(MainWindow::LogsTab));
+        QVERIFY2(window.openStoredRun(m_runId, &error), qPrintable(error));
+        QCOMPARE(panel->model()->rowCount(), 0);
     }
 
     // A rank that fails: the diagnostics panel names it as the root cause; a click on the finding focuses

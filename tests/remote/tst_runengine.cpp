@@ -8,6 +8,8 @@
 #include <QRandomGenerator>
 #include <QTemporaryDir>
 
+#include <tuple>
+
 using namespace rankscope;
 using namespace rankscope::test;
 
@@ -224,6 +226,7 @@ private slots:
             options.localTrainer = fake;
             remote::RunEngine engine(&store, options);
             QSignalSpy found(&engine, &remote::RunEngine::diagnoses);
+            QSignalSpy facts(&engine, &remote::RunEngine::ncclFacts);
             QString error;
             if (!engine.launch(jobFrom(job), RunMode::Debug, &error))
                 qWarning("%s", qPrintable(error));
@@ -231,9 +234,11 @@ private slots:
             QVector<Diagnosis> all;
             for (const auto& call : found)
                 all += call.front().value<QVector<Diagnosis>>();
-            return std::make_pair(record, all);
+            const QVector<RankNcclFacts> lastFacts =
+                facts.isEmpty() ? QVector<RankNcclFacts>() : facts.last().front().value<QVector<RankNcclFacts>>();
+            return std::make_tuple(record, all, lastFacts);
         };
-        const auto [record, findings] = runWith(QJsonObject{{"NCCL_DEBUG", "WARN"}});
+        const auto [record, findings, perRank] = runWith(QJsonObject{{"NCCL_DEBUG", "WARN"}});
         QCOMPARE(record.state, QStringLiteral("finished"));
         const auto warning = std::find_if(findings.begin(), findings.end(), [](const Diagnosis& d) {
             return d.kind == DiagnosisKind::Network && d.key.startsWith(QLatin1String("nccl:warn:"));
@@ -245,8 +250,18 @@ private slots:
         QCOMPARE(std::count_if(findings.begin(), findings.end(),
                                [&](const Diagnosis& d) { return d.key == warning->key; }),
                  1); // said once, not at every check
+        // The same lines, per rank, for the NCCL panel: both ranks' version and warning.
+        QCOMPARE(perRank.size(), 2);
+        for (int rank = 0; rank < 2; ++rank) {
+            QCOMPARE(perRank[rank].rank, rank);
+            QCOMPARE(perRank[rank].host, QStringLiteral("gpu-a"));
+            QCOMPARE(perRank[rank].versions, QStringList{QStringLiteral("2.18.1")});
+            QCOMPARE(perRank[rank].warnings,
+                     QStringList{QStringLiteral("Failed to open libibverbs.so[.1] [misc/ibvwrap.cc:63]")});
+        }
 
-        const auto [plain, none] = runWith(QJsonObject{});
+        const auto [plain, none, noFacts] = runWith(QJsonObject{});
+        QVERIFY(noFacts.isEmpty());
         QCOMPARE(plain.state, QStringLiteral("finished"));
         QVERIFY(std::none_of(none.begin(), none.end(),
                              [](const Diagnosis& d) { return d.kind == DiagnosisKind::Network; }));
