@@ -15,11 +15,12 @@ namespace rankscope {
 // nvidia-smi parser (its rows hold no keyword of their own).
 class LogInspector::GpuSink final : public LogLineSink {
 public:
-    static QList<QByteArray> keywords() { return {QByteArrayLiteral("NVIDIA-SMI"), QByteArrayLiteral("utilization.gpu")}; }
-
+    [[nodiscard]] QList<QByteArray> keywords() const override {
+        return {QByteArrayLiteral("NVIDIA-SMI"), QByteArrayLiteral("utilization.gpu")};
+    }
     [[nodiscard]] bool wantsEveryLine() const override { return m_active; }
     void takeLine(const LogLine& line) override {
-        if (!m_active && !containsBytes(line.text, "NVIDIA-SMI") && !containsBytes(line.text, "utilization.gpu"))
+        if (!m_active && line.keywords == 0)
             return;
         if (!m_active)
             m_parser.emplace();
@@ -53,28 +54,11 @@ private:
 
 namespace {
 
-QList<QByteArray> allKeywords() {
-    QList<QByteArray> keywords;
-    for (const QList<QByteArray>& list : {NcclLogParser::keywords(), WatchdogLogParser::keywords(),
-                                          ElasticLogParser::keywords(), TracebackLogParser::keywords(),
-                                          QList<QByteArray>{QByteArrayLiteral("NVIDIA-SMI"), QByteArrayLiteral("utilization.gpu")}}) {
-        for (const QByteArray& keyword : list) {
-            // A keyword that contains another one adds nothing: the shorter one already selects its lines.
-            const bool covered = std::any_of(keywords.cbegin(), keywords.cend(),
-                                             [&](const QByteArray& known) { return keyword.contains(known); });
-            if (!covered)
-                keywords.append(keyword);
-        }
-    }
-    return keywords;
-}
-
 constexpr qsizetype kReadChunk = 1024 * 1024;
 
 } // namespace
 
-LogInspector::LogInspector()
-    : m_gpu(new GpuSink), m_scanner(allKeywords(), {&m_nccl, &m_watchdog, &m_elastic, &m_traceback, m_gpu}) {}
+LogInspector::LogInspector() : m_gpu(new GpuSink), m_scanner({&m_nccl, &m_watchdog, &m_elastic, &m_traceback, m_gpu}) {}
 
 LogInspector::~LogInspector() { delete m_gpu; }
 

@@ -10,6 +10,9 @@ namespace rankscope {
 
 namespace {
 
+// keywords()
+constexpr int kVersionKeyword = 1;
+
 constexpr QByteArrayView kInfo = "NCCL INFO ";
 constexpr QByteArrayView kWarn = "NCCL WARN ";
 
@@ -96,13 +99,15 @@ bool NcclFacts::isEmpty() const {
            warnings.isEmpty() && orphanChains.isEmpty();
 }
 
-NcclLogParser::NcclLogParser() : m_scanner(keywords(), {this}) {}
+NcclLogParser::NcclLogParser() : m_scanner({this}) {}
 
-QList<QByteArray> NcclLogParser::keywords() { return {QByteArrayLiteral("NCCL")}; }
+QList<QByteArray> NcclLogParser::keywords() const {
+    return {QByteArrayLiteral("NCCL"), QByteArrayLiteral("NCCL version")};
+}
 
 void NcclLogParser::takeLine(const LogLine& line) {
     const QByteArrayView text = line.text;
-    if (containsBytes(text, "NCCL version"))
+    if (line.holds(kVersionKeyword))
         takeVersion(text);
     struct Record {
         qsizetype marker = 0;      // where "NCCL INFO " or "NCCL WARN " starts

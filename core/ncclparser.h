@@ -62,13 +62,12 @@ class NcclLogParser final : public LogLineSink {
 public:
     NcclLogParser();
 
-    [[nodiscard]] static QList<QByteArray> keywords();
-
     void feed(QByteArrayView chunk) { m_scanner.feed(chunk); }
     void finish() { m_scanner.finish(); }
 
     [[nodiscard]] NcclFacts facts() const;
 
+    [[nodiscard]] QList<QByteArray> keywords() const override;
     [[nodiscard]] bool wantsEveryLine() const override { return false; }
     void takeLine(const LogLine& line) override;
     void endOfStream() override;

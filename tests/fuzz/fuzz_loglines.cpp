@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// LogLineScanner: the lines delivered (text, number, rank) must not depend on how the bytes were chunked,
-// including the lines a sink asks for while it "wants every line".
+// LogLineScanner: the lines delivered (text, number, rank, keywords) must not depend on how the bytes were
+// chunked, including the lines a sink asks for while it "wants every line"; the keywords it reports are exactly
+// those in the text.
 #include "core/loglines.h"
 #include "tests/fuzz/fuzzcommon.h"
 
@@ -11,10 +12,18 @@ namespace {
 // Wants every line between a line holding "BEGIN" and one holding "END", like the table parsers.
 class RecordingSink final : public LogLineSink {
 public:
+    [[nodiscard]] QList<QByteArray> keywords() const override { return {"NCCL", "BEGIN", "Error", "\r", "NCCL E"}; }
     [[nodiscard]] bool wantsEveryLine() const override { return m_open; }
     void takeLine(const LogLine& line) override {
-        m_out += QByteArray::number(line.number) + ' ' + QByteArray::number(line.rank) + ' ' + line.text.toByteArray() +
-                 '\n';
+        quint64 expected = 0;
+        for (qsizetype i = 0; i < keywords().size(); ++i) {
+            if (containsBytes(line.text, keywords()[i]))
+                expected |= quint64(1) << i;
+        }
+        if (line.keywords != expected || (!m_open && expected == 0))
+            std::abort();
+        m_out += QByteArray::number(line.number) + ' ' + QByteArray::number(line.rank) + ' ' +
+                 QByteArray::number(line.keywords) + ' ' + line.text.toByteArray() + '\n';
         if (containsBytes(line.text, "BEGIN"))
             m_open = true;
         else if (containsBytes(line.text, "END"))
@@ -33,7 +42,7 @@ private:
 
 QByteArray scan(QByteArrayView data, const fuzz::Cuts* cuts) {
     RecordingSink sink;
-    LogLineScanner scanner({"NCCL", "BEGIN", "Error", "\r"}, {&sink}, 40); // a short line cap, so it is hit often
+    LogLineScanner scanner({&sink}, 40); // a short line cap, so it is hit often
     if (cuts)
         fuzz::feedInPieces(data, *cuts, [&](QByteArrayView piece) { scanner.feed(piece); });
     else

@@ -1,0 +1,198 @@
+// SPDX-License-Identifier: MIT
+// KeywordSearch (every occurrence of a set of keywords in one search) against a naive search at every position,
+// on written cases, the recorded logs of tests/data and generated text that is full of near misses.
+#include "core/keywordsearch.h"
+
+#include <QDirIterator>
+#include <QFile>
+#include <QRandomGenerator>
+#include <QTest>
+
+using namespace rankscope;
+
+namespace {
+
+using Hits = std::vector<KeywordSearch::Hit>;
+
+// Every position, every keyword: sorted by start, then keyword, as findAll promises.
+Hits naiveHits(QByteArrayView text, const QList<QByteArray>& keywords) {
+    Hits hits;
+    for (qsizetype at = 0; at < text.size(); ++at) {
+        for (qsizetype k = 0; k < keywords.size(); ++k) {
+            if (!keywords[k].isEmpty() && text.sliced(at).startsWith(keywords[k]))
+                hits.push_back({at, static_cast<int>(k)});
+        }
+    }
+    return hits;
+}
+
+Hits foundHits(QByteArrayView text, const QList<QByteArray>& keywords) {
+    Hits hits{{-7, -7}}; // findAll appends: what was there stays
+    KeywordSearch(keywords).findAll(text, hits);
+    if (hits.empty() || !(hits.front() == KeywordSearch::Hit{-7, -7}))
+        return {{-1, -1}};
+    hits.erase(hits.begin());
+    return hits;
+}
+
+QString describe(const Hits& hits) {
+    QStringList parts;
+    for (const KeywordSearch::Hit& hit : hits)
+        parts.append(QStringLiteral("%1@%2").arg(hit.keyword).arg(hit.start));
+    return parts.join(QLatin1Char(' '));
+}
+
+// The keywords LogInspector's parsers look for, and the escape byte the scanner adds.
+QList<QByteArray> parserKeywords() {
+    return {"NCCL",
+            "NCCL version",
+            "atchdog caught",
+            "last enqueued",
+            "caused the desync are:",
+            "NCCL error in:",
+            "async exception: NCCL error",
+            "DistBackendError:",
+            "Failures:",
+            "Root Cause",
+            "Traceback (most recent call last)",
+            "terminate called after throwing an instance of '",
+            "what():",
+            "NVIDIA-SMI",
+            "utilization.gpu",
+            "\x1b"};
+}
+
+// Text made of the keywords' own bytes, pieces of them and whole ones, so that most candidates almost match.
+QByteArray textOfKeywordPieces(const QList<QByteArray>& keywords, quint32 seed, qsizetype size) {
+    QRandomGenerator random(seed);
+    QByteArray text;
+    while (text.size() < size) {
+        const QByteArray& keyword = keywords[random.bounded(static_cast<int>(keywords.size()))];
+        switch (random.bounded(4)) {
+        case 0:
+            text += keyword;
+            break;
+        case 1:
+            text += keyword.first(random.bounded(static_cast<int>(keyword.size())) + 1);
+            break;
+        case 2:
+            text += keyword.at(random.bounded(static_cast<int>(keyword.size())));
+            break;
+        default:
+            text += random.bounded(3) == 0 ? '\n' : ' ';
+        }
+    }
+    return text;
+}
+
+} // namespace
+
+class tst_KeywordSearch final : public QObject {
+    Q_OBJECT
+
+private slots:
+    void written_data();
+    void written();
+    void recordedLogs();
+    void generatedText_data();
+    void generatedText();
+    void maskOf();
+    void findBytesOnLongAndShortText();
+};
+
+void tst_KeywordSearch::written_data() {
+    QTest::addColumn<QByteArray>("text");
+    QTest::addColumn<QList<QByteArray>>("keywords");
+    QTest::addColumn<QString>("expected");
+    QTest::newRow("none") << QByteArray("hello world") << QList<QByteArray>{"NCCL"} << "";
+    QTest::newRow("empty text") << QByteArray() << QList<QByteArray>{"NCCL"} << "";
+    QTest::newRow("at both ends") << QByteArray("NCCL x NCCL") << QList<QByteArray>{"NCCL"} << "0@0 0@7";
+    QTest::newRow("overlapping") << QByteArray("aaaa") << QList<QByteArray>{"aa"} << "0@0 0@1 0@2";
+    QTest::newRow("one holds another") << QByteArray("a NCCL version 2.18 NCCL INFO")
+                                       << QList<QByteArray>{"NCCL version", "NCCL"} << "0@2 1@2 1@20";
+    QTest::newRow("held in the middle") << QByteArray("x async exception: NCCL error y")
+                                        << QList<QByteArray>{"async exception: NCCL error", "NCCL"} << "0@2 1@19";
+    QTest::newRow("the holder cut by the end")
+        << QByteArray("NCCL versio") << QList<QByteArray>{"NCCL", "NCCL version"} << "0@0";
+    QTest::newRow("the holder cut at the start")
+        << QByteArray("CCL error in:") << QList<QByteArray>{"NCCL error in:", "CCL"} << "1@0";
+    QTest::newRow("equal keywords") << QByteArray("ab ab") << QList<QByteArray>{"ab", "ab"} << "0@0 1@0 0@3 1@3";
+    QTest::newRow("one byte") << QByteArray("a\x1b[0mb\x1b") << QList<QByteArray>{"\x1b", "b"} << "0@1 1@5 0@6";
+    QTest::newRow("empty keyword is never found") << QByteArray("abc") << QList<QByteArray>{"", "b"} << "1@1";
+    QTest::newRow("same start, keyword order")
+        << QByteArray("what():") << QList<QByteArray>{"what():", "what"} << "0@0 1@0";
+}
+
+void tst_KeywordSearch::written() {
+    QFETCH(QByteArray, text);
+    QFETCH(QList<QByteArray>, keywords);
+    QFETCH(QString, expected);
+    QCOMPARE(describe(foundHits(text, keywords)), expected);
+    QCOMPARE(describe(naiveHits(text, keywords)), expected);
+}
+
+void tst_KeywordSearch::recordedLogs() {
+    const QList<QByteArray> keywords = parserKeywords();
+    QByteArray all;
+    QDirIterator files(QStringLiteral(RANKSCOPE_TEST_DATA_DIR), QDir::Files, QDirIterator::Subdirectories);
+    int count = 0;
+    while (files.hasNext()) {
+        QFile file(files.next());
+        QVERIFY(file.open(QIODevice::ReadOnly));
+        const QByteArray bytes = file.readAll();
+        QCOMPARE(describe(foundHits(bytes, keywords)), describe(naiveHits(bytes, keywords)));
+        all += bytes;
+        ++count;
+    }
+    QVERIFY(count > 20);
+    const Hits hits = foundHits(all, keywords); // one long text: the long-text search
+    QVERIFY(hits.size() > 200);
+    QCOMPARE(describe(hits), describe(naiveHits(all, keywords)));
+}
+
+void tst_KeywordSearch::generatedText_data() {
+    QTest::addColumn<quint32>("seed");
+    QTest::addColumn<int>("size");
+    for (quint32 seed = 1; seed <= 20; ++seed)
+        QTest::addRow("seed %u", seed) << seed << (seed % 2 ? 100 : 5000);
+}
+
+void tst_KeywordSearch::generatedText() {
+    QFETCH(quint32, seed);
+    QFETCH(int, size);
+    QList<QByteArray> keywords = parserKeywords();
+    keywords += QList<QByteArray>{"a", "NC", "CCL", "e"}; // short ones, and ones held by many others
+    const QByteArray text = textOfKeywordPieces(keywords, seed, size);
+    const Hits expected = naiveHits(text, keywords);
+    QVERIFY(!expected.empty());
+    QCOMPARE(describe(foundHits(text, keywords)), describe(expected));
+    // Every start and end of the text, so that a search cannot read or match past either.
+    for (qsizetype cut = 0; cut < 40; ++cut) {
+        const QByteArrayView head = QByteArrayView(text).first(text.size() - cut);
+        const QByteArrayView tail = QByteArrayView(text).sliced(cut);
+        QCOMPARE(describe(foundHits(head, keywords)), describe(naiveHits(head, keywords)));
+        QCOMPARE(describe(foundHits(tail, keywords)), describe(naiveHits(tail, keywords)));
+    }
+}
+
+void tst_KeywordSearch::maskOf() {
+    const KeywordSearch search({"NCCL", "NCCL version", "what():", "x"});
+    QCOMPARE(search.maskOf("nothing here"), quint64(0));
+    QCOMPARE(search.maskOf("NCCL version 2.18.1"), quint64(0b0011));
+    QCOMPARE(search.maskOf("  what(): NCCL"), quint64(0b0101));
+    QCOMPARE(search.maskOf("x"), quint64(0b1000));
+}
+
+void tst_KeywordSearch::findBytesOnLongAndShortText() {
+    const QByteArray longText = QByteArray(2000, 'a') + "needle" + QByteArray(10, 'b') + "needle";
+    QCOMPARE(findBytes(longText, "needle"), 2000);
+    QCOMPARE(findBytes(longText, "needle", 2001), 2016);
+    QCOMPARE(findBytes(longText, "needle", 2017), -1);
+    QCOMPARE(findBytes("short needle", "needle"), 6);
+    QCOMPARE(findBytes("short needle", "needles"), -1);
+    QCOMPARE(findBytes("abc", "", 2), 2);
+    QCOMPARE(findBytes("abc", "a", 4), -1);
+}
+
+QTEST_GUILESS_MAIN(tst_KeywordSearch)
+#include "tst_keywordsearch.moc"
