@@ -5,6 +5,8 @@
 #include <QVarLengthArray>
 
 #include <algorithm>
+#include <charconv>
+#include <cstring>
 
 namespace rankscope {
 
@@ -41,6 +43,15 @@ qint64 toNumber(QByteArrayView digits) {
     return value;
 }
 
+// The last `c` before index `before`; QByteArrayView::lastIndexOf goes through a general substring search.
+qsizetype lastIndexBefore(QByteArrayView text, char c, qsizetype before) {
+    for (qsizetype i = before - 1; i >= 0; --i) {
+        if (text[i] == c)
+            return i;
+    }
+    return -1;
+}
+
 // The whitespace-free token that ends just before `end` (after skipping spaces back from it).
 QByteArrayView tokenBefore(QByteArrayView text, qsizetype end, qsizetype* tokenStart) {
     while (end > 0 && isSpace(text[end - 1]))
@@ -59,13 +70,27 @@ bool isDeviceToken(QByteArrayView token) {
 
 // "misc/ibvwrap.cc:63": a file with an extension, a colon and a line number.
 bool isSourceLocation(QByteArrayView token) {
-    const qsizetype colon = token.lastIndexOf(':');
+    const qsizetype colon = lastIndexBefore(token, ':', token.size());
     return colon > 0 && token.first(colon).contains('.') && toNumber(token.sliced(colon + 1)) >= 0;
+}
+
+// Where " -> " starts, found from its '>', which is rare in NCCL's messages.
+qsizetype findArrow(QByteArrayView text) {
+    const char* const begin = text.data();
+    const char* const end = begin + text.size();
+    for (const char* at = begin; at < end; ++at) {
+        at = static_cast<const char*>(std::memchr(at, '>', static_cast<size_t>(end - at)));
+        if (!at)
+            return -1;
+        if (at - begin >= 2 && end - at >= 2 && at[-2] == ' ' && at[-1] == '-' && at[1] == ' ')
+            return at - 2 - begin;
+    }
+    return -1;
 }
 
 // "init.cc:840 -> 5" and "group.cc:73 -> 5 [Async thread]": one step of NCCL's error-code propagation.
 bool isChainStep(QByteArrayView message) {
-    const qsizetype arrow = findBytes(message, " -> ");
+    const qsizetype arrow = findArrow(message);
     return arrow > 0 && isSourceLocation(message.first(arrow)) && arrow + 4 < message.size() &&
            (isDigit(message[arrow + 4]) || message[arrow + 4] == '-');
 }
@@ -90,6 +115,31 @@ QByteArrayView valueAfter(QByteArrayView text, QByteArrayView key) {
 }
 
 QString str(QByteArrayView bytes) { return QString::fromUtf8(bytes); }
+
+// What QString::fromUtf8(bytes).toUtf8() gives: `bytes` itself when it is ASCII, else the round trip, in
+// `scratch`. Two byte strings have the same canonical form exactly when they make the same QString (invalid
+// sequences all become U+FFFD), so keys kept this way behave as QString keys would, without building a QString.
+QByteArrayView canonicalUtf8(QByteArrayView bytes, QByteArray& scratch) {
+    for (const char c : bytes) {
+        if (static_cast<unsigned char>(c) >= 0x80) {
+            scratch = QString::fromUtf8(bytes).toUtf8();
+            return scratch;
+        }
+    }
+    return bytes;
+}
+
+// Sets `target` to `bytes` in the memory it already has (QByteArray::clear would free it).
+void setBytes(QByteArray& target, QByteArrayView bytes) {
+    target.resize(0);
+    target.append(bytes);
+}
+
+void appendNumber(QByteArray& target, qint64 value) {
+    char digits[24];
+    const std::to_chars_result end = std::to_chars(digits, digits + sizeof digits, value);
+    target.append(digits, end.ptr - digits);
+}
 
 } // namespace
 
@@ -138,8 +188,8 @@ void NcclLogParser::takeLine(const LogLine& line) {
         if (isDeviceToken(token)) {
             qsizetype idStart = 0;
             const QByteArrayView id = tokenBefore(text, start, &idStart);
-            const qsizetype second = id.lastIndexOf(':');
-            const qsizetype first = second > 0 ? id.lastIndexOf(':', second - 1) : -1;
+            const qsizetype second = lastIndexBefore(id, ':', id.size());
+            const qsizetype first = second > 0 ? lastIndexBefore(id, ':', second) : -1;
             if (first > 0) {
                 const qint64 pid = toNumber(id.sliced(first + 1, second - first - 1));
                 const qint64 tid = toNumber(id.sliced(second + 1));
@@ -167,30 +217,19 @@ void NcclLogParser::takeRecord(const Header& header, QByteArrayView source, bool
                                const LogLine& line) {
     if (!header.host.isEmpty() && header.host != QByteArrayView(m_lastHost)) {
         m_lastHost = header.host.toByteArray();
+        m_lastHostKey = canonicalUtf8(header.host, m_canonical).toByteArray();
         const QString host = str(header.host);
         if (!m_hosts.contains(host))
             m_hosts.append(host);
     }
-    // "host:pid:tid", built by appending: QString::arg costs more than the rest of an INFO record's parsing.
-    const auto threadKey = [&header] {
-        if (header.pid < 0)
-            return QString();
-        QString key = str(header.host);
-        key.reserve(key.size() + 42);
-        key += QLatin1Char(':');
-        key += QString::number(header.pid);
-        key += QLatin1Char(':');
-        key += QString::number(header.tid);
-        return key;
-    };
     if (warn) {
         m_warnings.append({str(header.host), header.pid, line.rank, str(source), str(message), {}, line.number});
         if (header.pid >= 0)
-            m_openWarning.insert(threadKey(), m_warnings.size() - 1);
+            m_openWarning.insert(threadOf(header), m_warnings.size() - 1);
         return;
     }
     if (isChainStep(message)) {
-        const auto open = m_openWarning.constFind(threadKey());
+        const auto open = header.pid >= 0 ? m_openWarning.constFind(threadOf(header)) : m_openWarning.cend();
         if (open != m_openWarning.cend())
             m_warnings[*open].chain.append(str(message));
         else if (header.pid >= 0)
@@ -198,7 +237,7 @@ void NcclLogParser::takeRecord(const Header& header, QByteArrayView source, bool
         return;
     }
     if (!m_openWarning.isEmpty() && header.pid >= 0)
-        m_openWarning.remove(threadKey());
+        m_openWarning.remove(threadOf(header));
 
     if (message.startsWith("Channel ")) {
         const qsizetype via = findBytes(message, " via ");
@@ -227,10 +266,13 @@ void NcclLogParser::takeRecord(const Header& header, QByteArrayView source, bool
         return;
     }
     if (message.startsWith("Using network ")) {
-        const QString network = str(trimmed(message.sliced(14)));
-        if (!m_networkVotes.contains(network))
-            m_networkOrder.append(network);
-        ++m_networkVotes[network];
+        setBytes(m_key, canonicalUtf8(trimmed(message.sliced(14)), m_canonical));
+        auto votes = m_networkVotes.find(m_key);
+        if (votes == m_networkVotes.end()) {
+            m_networkOrder.append(m_key);
+            votes = m_networkVotes.insert(m_key, 0);
+        }
+        ++*votes;
         return;
     }
     if (message.startsWith("NET/")) {
@@ -255,9 +297,11 @@ void NcclLogParser::takeRecord(const Header& header, QByteArrayView source, bool
                 qsizetype end = close + 1;
                 while (end < list.size() && !isSpace(list[end]) && !(socket && list[end] == ':'))
                     ++end;
-                const QString device = str(list.sliced(close + 1, end - close - 1));
-                if (!device.isEmpty() && !m_interfaces.contains(device))
-                    m_interfaces.append(device);
+                const QByteArrayView device = canonicalUtf8(list.sliced(close + 1, end - close - 1), m_canonical);
+                const bool known = std::any_of(m_interfaces.cbegin(), m_interfaces.cend(),
+                                               [&](const QByteArray& seen) { return QByteArrayView(seen) == device; });
+                if (!device.isEmpty() && !known)
+                    m_interfaces.append(device.toByteArray());
                 list = list.sliced(end);
             }
         }
@@ -290,39 +334,54 @@ void NcclLogParser::takeConnection(QByteArrayView via) {
     }
 }
 
+// Repeated for every rank and every run of a job: looked up without building strings, which are made only for a
+// rank not seen before or a field it did not have yet.
 void NcclLogParser::takeCommInit(const Header& header, QByteArrayView message) {
-    NcclCommRank rank;
-    rank.rank = static_cast<int>(toNumber(valueAfter(message, "rank")));
+    const int rankNumber = static_cast<int>(toNumber(valueAfter(message, "rank")));
     const int nranks = static_cast<int>(toNumber(valueAfter(message, "nranks")));
-    if (rank.rank < 0 || nranks <= 0)
+    if (rankNumber < 0 || nranks <= 0)
         return;
-    rank.host = str(header.host);
-    rank.pid = header.pid;
     const qint64 cudaDev = toNumber(valueAfter(message, "cudaDev"));
-    rank.cudaDev = cudaDev >= 0 ? static_cast<int>(cudaDev) : -1;
-    rank.busId = str(valueAfter(message, "busId"));
+    const QByteArrayView busId = valueAfter(message, "busId");
+    QString init;
     if (containsBytes(message, "Init COMPLETE"))
-        rank.init = QStringLiteral("COMPLETE");
+        init = QStringLiteral("COMPLETE");
     else if (containsBytes(message, "Init START"))
-        rank.init = QStringLiteral("START");
-    const QString commId = str(valueAfter(message, "commId"));
-    if (commId == QLatin1String("0x"))
+        init = QStringLiteral("START");
+    const QByteArrayView commId = valueAfter(message, "commId");
+    if (commId == "0x")
         return; // the id was cut by a wrapped line: which communicator this is is not known
-    const QString key = commId.isEmpty() ? QStringLiteral("nranks:%1").arg(nranks) : commId;
-    NcclCommunicator& comm = m_comms[key];
-    comm.commId = commId;
+    if (commId.isEmpty()) {
+        setBytes(m_key, "nranks:");
+        appendNumber(m_key, nranks);
+    } else {
+        setBytes(m_key, canonicalUtf8(commId, m_canonical));
+    }
+    auto found = m_comms.find(m_key);
+    if (found == m_comms.end()) {
+        found = m_comms.insert(m_key, {});
+        found->commId = str(commId);
+    }
+    NcclCommunicator& comm = *found;
     comm.nranks = nranks;
     for (NcclCommRank& known : comm.ranks) {
-        if (known.rank != rank.rank)
+        if (known.rank != rankNumber)
             continue;
-        if (known.init != QLatin1String("COMPLETE") && !rank.init.isEmpty())
-            known.init = rank.init;
+        if (known.init != QLatin1String("COMPLETE") && !init.isEmpty())
+            known.init = init;
         if (known.busId.isEmpty())
-            known.busId = rank.busId;
+            known.busId = str(busId);
         if (known.cudaDev < 0)
-            known.cudaDev = rank.cudaDev;
+            known.cudaDev = cudaDev >= 0 ? static_cast<int>(cudaDev) : -1;
         return;
     }
+    NcclCommRank rank;
+    rank.rank = rankNumber;
+    rank.host = str(header.host);
+    rank.pid = header.pid;
+    rank.cudaDev = cudaDev >= 0 ? static_cast<int>(cudaDev) : -1;
+    rank.busId = str(busId);
+    rank.init = init;
     const auto at = std::lower_bound(comm.ranks.begin(), comm.ranks.end(), rank.rank,
                                      [](const NcclCommRank& r, int value) { return r.rank < value; });
     comm.ranks.insert(at, rank);
@@ -354,7 +413,13 @@ NcclFacts NcclLogParser::facts() const {
     facts.hosts.sort();
     QSet<int> ranks;
     const NcclCommunicator* largest = nullptr;
-    for (const NcclCommunicator& comm : m_comms) {
+    // In the order of their keys as strings (they were a QMap<QString, …>).
+    QList<QPair<QString, const NcclCommunicator*>> comms;
+    for (auto it = m_comms.cbegin(); it != m_comms.cend(); ++it)
+        comms.append({str(it.key()), &it.value()});
+    std::sort(comms.begin(), comms.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (const auto& [key, commPointer] : std::as_const(comms)) {
+        const NcclCommunicator& comm = *commPointer;
         facts.communicators.append(comm);
         facts.nranks = std::max(facts.nranks, comm.nranks);
         if (!largest || comm.nranks > largest->nranks)
@@ -365,13 +430,14 @@ NcclFacts NcclLogParser::facts() const {
     facts.ranks = ranks.values();
     std::sort(facts.ranks.begin(), facts.ranks.end());
     int bestVotes = 0;
-    for (const QString& network : m_networkOrder) {
+    for (const QByteArray& network : m_networkOrder) {
         if (m_networkVotes.value(network) > bestVotes) {
             bestVotes = m_networkVotes.value(network);
-            facts.network = network;
+            facts.network = str(network);
         }
     }
-    facts.interfaces = m_interfaces;
+    for (const QByteArray& device : m_interfaces)
+        facts.interfaces.append(str(device));
     facts.interfaces.sort();
     facts.ibNoDevice = m_ibNoDevice;
     facts.transports = m_transports;

@@ -3,6 +3,7 @@
 
 #include "core/loglines.h"
 
+#include <QHash>
 #include <QList>
 #include <QMap>
 #include <QString>
@@ -85,22 +86,40 @@ private:
     void takeSocketOrIbDevices(QByteArrayView list);
     void takeVersion(QByteArrayView text);
 
+    // A thread "host:pid:tid" of a record with a header.
+    struct ThreadId {
+        QByteArray host; // canonical UTF-8
+        qint64 pid;
+        qint64 tid;
+        friend bool operator==(const ThreadId& a, const ThreadId& b) {
+            return a.pid == b.pid && a.tid == b.tid && a.host == b.host;
+        }
+        friend size_t qHash(const ThreadId& id, size_t seed = 0) { return qHashMulti(seed, id.host, id.pid, id.tid); }
+    };
+    // The header's host is the last host then: sharing it costs no copy.
+    [[nodiscard]] ThreadId threadOf(const Header& header) const { return {m_lastHostKey, header.pid, header.tid}; }
+
+    // Text kept as keys or for dedup is held as canonical UTF-8 (see ncclparser.cpp): equal exactly when the
+    // QStrings made from it would be, and made without allocating for the ASCII that NCCL prints.
     LogLineScanner m_scanner;
     QStringList m_versions;
     QStringList m_hosts;
     QByteArray m_lastHost; // the host of the previous record: most records repeat it
-    QMap<QString, NcclCommunicator> m_comms; // by commId, or "nranks:N" when no commId was printed
-    QMap<QString, int> m_networkVotes;
-    QStringList m_networkOrder;
-    QStringList m_interfaces;
+    QByteArray m_lastHostKey;                    // its canonical UTF-8
+    QHash<QByteArray, NcclCommunicator> m_comms; // by commId, or "nranks:N" when no commId was printed
+    QHash<QByteArray, int> m_networkVotes;
+    QList<QByteArray> m_networkOrder;
+    QList<QByteArray> m_interfaces;
     bool m_ibNoDevice = false;
     QMap<QString, qint64> m_transports; // all but the common ones below
     enum CommonTransport { P2P, SHM, NetSocket, NetIB, GDRDMA, NVLS, kCommonTransports };
     qint64 m_common[kCommonTransports] = {};
     int m_channels = 0;
     QList<NcclWarning> m_warnings;
-    QMap<QString, qsizetype> m_openWarning; // "host:pid:tid" -> index of its last warning, for its chain
+    QHash<ThreadId, qsizetype> m_openWarning; // index of the thread's last warning, for its chain
     QMap<QString, QStringList> m_orphanChains;
+    QByteArray m_key;       // the key being looked up, reused so that a lookup does not allocate
+    QByteArray m_canonical; // canonicalUtf8's scratch
 };
 
 } // namespace rankscope

@@ -244,6 +244,22 @@ void tst_LogParsers::messyLines_data() {
                                       << "nccl.nranks" << "2";
     QTest::newRow("not utf-8 in warning")
         << QByteArray("h:1:2 [0] misc/x.cc:5 NCCL WARN bad \xff byte\n") << "nccl.warnings.0.source" << "misc/x.cc:5";
+    // Names are kept as strings: bytes that are not UTF-8 become U+FFFD, so two such ids are one communicator.
+    QTest::newRow("not utf-8 in comm ids")
+        << QByteArray("h:1:2 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1000 commId 0x\xff - Init START\n"
+                      "h:1:3 [1] NCCL INFO comm 0x2 rank 1 nranks 2 cudaDev 1 busId 2000 commId 0x\xfe - Init START\n")
+        << "nccl.communicators"
+        << QStringLiteral(R"([{"comm_id":"0x%1","nranks":2,"ranks":[)"
+                          R"({"bus_id":"1000","cuda_dev":0,"host":"h","init":"START","pid":1,"rank":0},)"
+                          R"({"bus_id":"2000","cuda_dev":1,"host":"h","init":"START","pid":1,"rank":1}]}])")
+               .arg(QChar(0xFFFD));
+    QTest::newRow("not utf-8 in networks")
+        << QByteArray("h:1:2 [0] NCCL INFO Using network \xff\nh:1:2 [0] NCCL INFO Using network IB\n"
+                      "h:1:2 [0] NCCL INFO Using network \xfe\n")
+        << "nccl.network" << QString(QChar(0xFFFD));
+    QTest::newRow("not utf-8 in interfaces")
+        << QByteArray("h:1:2 [0] NCCL INFO NET/Socket : Using [0]e\xff:10.0.0.1<0> [1]e\xfe:10.0.0.2<0>\n")
+        << "nccl.interfaces" << QStringLiteral(R"(["e%1"])").arg(QChar(0xFFFD));
     QTest::newRow("warn with prefix rank") << QByteArray("[rank4]:h:1:2 [0] net.cc:9 NCCL WARN oops\n")
                                            << "nccl.warnings.0.rank" << "4";
     QTest::newRow("warn rank from communicator")
