@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // KeywordSearch (every occurrence of a set of keywords in one search) against a naive search at every position,
-// on written cases, the recorded logs of tests/data and generated text that is full of near misses.
+// on written cases, the recorded logs of tests/data and generated text that is full of near misses; each
+// method this CPU has (portable, SSSE3, AVX2) must find exactly the same.
 #include "core/keywordsearch.h"
 
 #include <QDirIterator>
@@ -26,20 +27,45 @@ Hits naiveHits(QByteArrayView text, const QList<QByteArray>& keywords) {
     return hits;
 }
 
-Hits foundHits(QByteArrayView text, const QList<QByteArray>& keywords) {
-    Hits hits{{-7, -7}}; // findAll appends: what was there stays
-    KeywordSearch(keywords).findAll(text, hits);
-    if (hits.empty() || !(hits.front() == KeywordSearch::Hit{-7, -7}))
-        return {{-1, -1}};
-    hits.erase(hits.begin());
-    return hits;
-}
+using Method = KeywordSearch::Method;
 
 QString describe(const Hits& hits) {
     QStringList parts;
     for (const KeywordSearch::Hit& hit : hits)
         parts.append(QStringLiteral("%1@%2").arg(hit.keyword).arg(hit.start));
     return parts.join(QLatin1Char(' '));
+}
+
+QList<Method> availableMethods() {
+    QList<Method> methods;
+    for (const Method method : {Method::Portable, Method::Ssse3, Method::Avx2}) {
+        if (KeywordSearch::isAvailable(method))
+            methods.append(method);
+    }
+    return methods;
+}
+
+Hits hitsBy(Method method, QByteArrayView text, const QList<QByteArray>& keywords) {
+    const KeywordSearch search(keywords, method);
+    if (search.method() != method)
+        return {{-1, -1}};
+    Hits hits{{-7, -7}}; // findAll appends: what was there stays
+    search.findAll(text, hits);
+    if (hits.empty() || !(hits.front() == KeywordSearch::Hit{-7, -7}))
+        return {{-1, -1}};
+    hits.erase(hits.begin());
+    return hits;
+}
+
+// What the portable method finds, when every other method here finds the same; else which one differs.
+QString foundHits(QByteArrayView text, const QList<QByteArray>& keywords) {
+    const QString portable = describe(hitsBy(Method::Portable, text, keywords));
+    for (const Method method : availableMethods()) {
+        const QString other = describe(hitsBy(method, text, keywords));
+        if (other != portable)
+            return QStringLiteral("method %1 found %2, the portable one %3").arg(int(method)).arg(other, portable);
+    }
+    return portable;
 }
 
 // The keywords LogInspector's parsers look for, and the escape byte the scanner adds.
@@ -91,14 +117,23 @@ class tst_KeywordSearch final : public QObject {
     Q_OBJECT
 
 private slots:
+    void initTestCase();
     void written_data();
     void written();
     void recordedLogs();
     void generatedText_data();
     void generatedText();
+    void sixtyFourKeywords();
     void maskOf();
     void findBytesOnLongAndShortText();
 };
+
+void tst_KeywordSearch::initTestCase() {
+    QStringList names;
+    for (const Method method : availableMethods())
+        names.append(method == Method::Avx2 ? "AVX2" : method == Method::Ssse3 ? "SSSE3" : "portable");
+    qInfo("methods on this CPU: %s", qPrintable(names.join(QStringLiteral(", "))));
+}
 
 void tst_KeywordSearch::written_data() {
     QTest::addColumn<QByteArray>("text");
@@ -127,7 +162,7 @@ void tst_KeywordSearch::written() {
     QFETCH(QByteArray, text);
     QFETCH(QList<QByteArray>, keywords);
     QFETCH(QString, expected);
-    QCOMPARE(describe(foundHits(text, keywords)), expected);
+    QCOMPARE(foundHits(text, keywords), expected);
     QCOMPARE(describe(naiveHits(text, keywords)), expected);
 }
 
@@ -140,14 +175,14 @@ void tst_KeywordSearch::recordedLogs() {
         QFile file(files.next());
         QVERIFY(file.open(QIODevice::ReadOnly));
         const QByteArray bytes = file.readAll();
-        QCOMPARE(describe(foundHits(bytes, keywords)), describe(naiveHits(bytes, keywords)));
+        QCOMPARE(foundHits(bytes, keywords), describe(naiveHits(bytes, keywords)));
         all += bytes;
         ++count;
     }
     QVERIFY(count > 20);
-    const Hits hits = foundHits(all, keywords); // one long text: the long-text search
-    QVERIFY(hits.size() > 200);
-    QCOMPARE(describe(hits), describe(naiveHits(all, keywords)));
+    const Hits expected = naiveHits(all, keywords); // one long text
+    QVERIFY(expected.size() > 200);
+    QCOMPARE(foundHits(all, keywords), describe(expected));
 }
 
 void tst_KeywordSearch::generatedText_data() {
@@ -165,22 +200,39 @@ void tst_KeywordSearch::generatedText() {
     const QByteArray text = textOfKeywordPieces(keywords, seed, size);
     const Hits expected = naiveHits(text, keywords);
     QVERIFY(!expected.empty());
-    QCOMPARE(describe(foundHits(text, keywords)), describe(expected));
+    QCOMPARE(foundHits(text, keywords), describe(expected));
     // Every start and end of the text, so that a search cannot read or match past either.
     for (qsizetype cut = 0; cut < 40; ++cut) {
         const QByteArrayView head = QByteArrayView(text).first(text.size() - cut);
         const QByteArrayView tail = QByteArrayView(text).sliced(cut);
-        QCOMPARE(describe(foundHits(head, keywords)), describe(naiveHits(head, keywords)));
-        QCOMPARE(describe(foundHits(tail, keywords)), describe(naiveHits(tail, keywords)));
+        QCOMPARE(foundHits(head, keywords), describe(naiveHits(head, keywords)));
+        QCOMPARE(foundHits(tail, keywords), describe(naiveHits(tail, keywords)));
     }
 }
 
+void tst_KeywordSearch::sixtyFourKeywords() {
+    // Many fingerprints share each of the filter's 8 buckets.
+    QRandomGenerator random(64);
+    QList<QByteArray> keywords;
+    while (keywords.size() < KeywordSearch::kMaxKeywords) {
+        QByteArray keyword;
+        const int size = random.bounded(1, 7);
+        for (int i = 0; i < size; ++i)
+            keyword += "abcdeNCL:( \n"[random.bounded(12)];
+        keywords.append(keyword);
+    }
+    const QByteArray text = textOfKeywordPieces(keywords, 7, 3000);
+    QCOMPARE(foundHits(text, keywords), describe(naiveHits(text, keywords)));
+}
+
 void tst_KeywordSearch::maskOf() {
-    const KeywordSearch search({"NCCL", "NCCL version", "what():", "x"});
-    QCOMPARE(search.maskOf("nothing here"), quint64(0));
-    QCOMPARE(search.maskOf("NCCL version 2.18.1"), quint64(0b0011));
-    QCOMPARE(search.maskOf("  what(): NCCL"), quint64(0b0101));
-    QCOMPARE(search.maskOf("x"), quint64(0b1000));
+    for (const Method method : availableMethods()) {
+        const KeywordSearch search({"NCCL", "NCCL version", "what():", "x"}, method);
+        QCOMPARE(search.maskOf("nothing here"), quint64(0));
+        QCOMPARE(search.maskOf("NCCL version 2.18.1"), quint64(0b0011));
+        QCOMPARE(search.maskOf("  what(): NCCL"), quint64(0b0101));
+        QCOMPARE(search.maskOf("x"), quint64(0b1000));
+    }
 }
 
 void tst_KeywordSearch::findBytesOnLongAndShortText() {
