@@ -18,21 +18,8 @@ namespace rankscope {
 
 namespace {
 
-// Printable bytes from rare to common in the recorded training logs of tests/data; other bytes count as rarest.
-constexpr QByteArrayView kRareToCommon =
-    R"r(!$&?QYZ\^`~KJX;j%qH#'V<*W+>SMGBRAU)x(|TzD@E{}PFOLIy[]wgbfNC/uv=4h6k_7893d5m.2lpnioc,1r-0sat:e" )r";
-
 qsizetype rarestByteIn(QByteArrayView needle) {
-    qsizetype best = 0;
-    qsizetype bestRank = std::numeric_limits<qsizetype>::max();
-    for (qsizetype i = 0; i < needle.size(); ++i) {
-        const qsizetype rank = kRareToCommon.indexOf(needle[i]) + 1; // 0: not printable, rarest
-        if (rank < bestRank) {
-            best = i;
-            bestRank = rank;
-        }
-    }
-    return best;
+    return detail::rarestByteOffset(needle.data(), needle.size());
 }
 
 // On a long text: memchr for the needle's rarest byte (at `rareOffset` in it) skips log text several times faster
@@ -118,10 +105,7 @@ struct Fingerprint {
 };
 
 Fingerprint fingerprintOf(const QByteArray& keyword) {
-    const auto rarity = [](char c) {
-        const qsizetype rank = kRareToCommon.indexOf(c);
-        return rank < 0 ? kRareToCommon.size() + 1 : kRareToCommon.size() - rank;
-    };
+    const auto rarity = [](char c) { return qsizetype(sizeof detail::kRareToCommon) - detail::commonness(c); };
     const qsizetype width = std::min<qsizetype>(Teddy::kWidth, keyword.size());
     Fingerprint best{keyword.first(width), 0};
     qsizetype bestScore = -1;
@@ -372,6 +356,16 @@ KeywordSearch::Method KeywordSearch::fastestMethod() {
                                   : isAvailable(Method::Ssse3) ? Method::Ssse3
                                                                : Method::Portable;
     return fastest;
+}
+
+qsizetype findBytes(QByteArrayView haystack, const Needle& needle, qsizetype from) {
+    if (from < 0 || from > haystack.size())
+        return -1;
+    if (needle.size() == 0)
+        return from;
+    if (haystack.size() - from < needle.size())
+        return -1;
+    return findByRareByte(haystack, needle.bytes(), from, needle.rareOffset());
 }
 
 KeywordSearch::KeywordSearch(QList<QByteArray> keywords, Method method) : m_keywords(std::move(keywords)) {

@@ -15,8 +15,31 @@ namespace {
 // keywords()
 constexpr int kVersionKeyword = 1;
 
-constexpr QByteArrayView kInfo = "NCCL INFO ";
-constexpr QByteArrayView kWarn = "NCCL WARN ";
+constexpr qsizetype kMarkerSize = 10; // "NCCL INFO " and "NCCL WARN "
+
+// What is searched for in every record, each with its rarest byte found when compiling.
+constexpr Needle kRecordMarker{"NCCL "};
+constexpr Needle kVersion{"NCCL version"};
+constexpr Needle kVia{" via "};
+constexpr Needle kSpaceColon{" :"};
+constexpr Needle kCollChannels{" coll channels"};
+constexpr Needle kComm{"comm 0x"};
+constexpr Needle kNranksWord{" nranks "};
+constexpr Needle kUsingList{" : Using ["};
+constexpr Needle kGdrDma{"/GDRDMA"};
+constexpr Needle kRank{"rank"};
+constexpr Needle kNranks{"nranks"};
+constexpr Needle kCudaDev{"cudaDev"};
+constexpr Needle kBusId{"busId"};
+constexpr Needle kCommId{"commId"};
+constexpr Needle kInitComplete{"Init COMPLETE"};
+constexpr Needle kInitStart{"Init START"};
+
+// QByteArrayView::startsWith on a literal measures the literal at run time (it looks for a NUL in it) and calls out
+// of line; this compares the known number of bytes inline.
+template <qsizetype N> bool startsWith(QByteArrayView text, const char (&prefix)[N]) {
+    return text.size() >= N - 1 && std::memcmp(text.data(), prefix, N - 1) == 0;
+}
 
 bool isDigit(char c) { return c >= '0' && c <= '9'; }
 bool isSpace(char c) { return c == ' ' || c == '\t'; }
@@ -96,7 +119,7 @@ bool isChainStep(QByteArrayView message) {
 }
 
 // The value after "key " in "… key value …" (the token up to the next space).
-QByteArrayView valueAfter(QByteArrayView text, QByteArrayView key) {
+QByteArrayView valueAfter(QByteArrayView text, const Needle& key) {
     qsizetype from = 0;
     while (true) {
         const qsizetype at = findBytes(text, key, from);
@@ -168,15 +191,15 @@ void NcclLogParser::takeLine(const LogLine& line) {
     };
     QVarLengthArray<Record, 2> records;
     for (qsizetype from = 0;;) {
-        const qsizetype at = findBytes(text, "NCCL ", from);
+        const qsizetype at = findBytes(text, kRecordMarker, from);
         if (at < 0)
             break;
         from = at + 5;
         const QByteArrayView rest = text.sliced(at);
         Record record;
         record.marker = record.start = at;
-        record.warn = rest.startsWith(kWarn);
-        if ((!record.warn && !rest.startsWith(kInfo)) || (at > 0 && !isSpace(text[at - 1])))
+        record.warn = startsWith(rest, "NCCL WARN ");
+        if ((!record.warn && !startsWith(rest, "NCCL INFO ")) || (at > 0 && !isSpace(text[at - 1])))
             continue;
         // Read the header backwards: "host:pid:tid [dev] [file.cc:NN] NCCL …".
         qsizetype start = 0;
@@ -205,7 +228,7 @@ void NcclLogParser::takeLine(const LogLine& line) {
     }
     for (qsizetype i = 0; i < records.size(); ++i) {
         const Record& record = records[i];
-        const qsizetype messageStart = record.marker + kInfo.size();
+        const qsizetype messageStart = record.marker + kMarkerSize;
         const qsizetype messageEnd = i + 1 < records.size() ? records[i + 1].start : text.size();
         const QByteArrayView message =
             trimmed(text.sliced(messageStart, std::max<qsizetype>(0, messageEnd - messageStart)));
@@ -239,33 +262,33 @@ void NcclLogParser::takeRecord(const Header& header, QByteArrayView source, bool
     if (!m_openWarning.isEmpty() && header.pid >= 0)
         m_openWarning.remove(threadOf(header));
 
-    if (message.startsWith("Channel ")) {
-        const qsizetype via = findBytes(message, " via ");
+    if (startsWith(message, "Channel ")) {
+        const qsizetype via = findBytes(message, kVia);
         if (via >= 0) {
             takeConnection(message.sliced(via + 5));
             return;
         }
         // "Channel 00/02 :    0   1": the second number is how many channels the rank has.
         const qsizetype slash = message.indexOf('/');
-        const qsizetype colon = findBytes(message, " :");
+        const qsizetype colon = findBytes(message, kSpaceColon);
         if (slash > 0 && colon > slash)
             m_channels = std::max<int>(m_channels, static_cast<int>(toNumber(trimmed(message.sliced(slash + 1, colon - slash - 1)))));
         return;
     }
-    if (containsBytes(message, " coll channels")) {
+    if (containsBytes(message, kCollChannels)) {
         const qsizetype space = message.indexOf(' ');
         m_channels = std::max<int>(m_channels, static_cast<int>(toNumber(message.first(space))));
         return;
     }
-    if (message.startsWith("Connected NVLS")) {
+    if (startsWith(message, "Connected NVLS")) {
         ++m_common[NVLS];
         return;
     }
-    if (containsBytes(message, "comm 0x") && containsBytes(message, " nranks ")) {
+    if (containsBytes(message, kComm) && containsBytes(message, kNranksWord)) {
         takeCommInit(header, message);
         return;
     }
-    if (message.startsWith("Using network ")) {
+    if (startsWith(message, "Using network ")) {
         setBytes(m_key, canonicalUtf8(trimmed(message.sliced(14)), m_canonical));
         auto votes = m_networkVotes.find(m_key);
         if (votes == m_networkVotes.end()) {
@@ -275,18 +298,18 @@ void NcclLogParser::takeRecord(const Header& header, QByteArrayView source, bool
         ++*votes;
         return;
     }
-    if (message.startsWith("NET/")) {
-        if (message.startsWith("NET/IB : No device found")) {
+    if (startsWith(message, "NET/")) {
+        if (startsWith(message, "NET/IB : No device found")) {
             m_ibNoDevice = true;
             return;
         }
-        const qsizetype using_ = findBytes(message, " : Using [");
+        const qsizetype using_ = findBytes(message, kUsingList);
         if (using_ > 0) {
             QByteArrayView list = message.sliced(using_ + 9);
             const qsizetype oob = list.indexOf(';');
             if (oob >= 0)
                 list = list.first(oob);
-            const bool socket = message.startsWith("NET/Socket");
+            const bool socket = startsWith(message, "NET/Socket");
             while (true) {
                 const qsizetype open = list.indexOf('[');
                 if (open < 0)
@@ -310,17 +333,17 @@ void NcclLogParser::takeRecord(const Header& header, QByteArrayView source, bool
 
 void NcclLogParser::takeConnection(QByteArrayView via) {
     via = trimmed(via);
-    if (containsBytes(via, "/GDRDMA"))
+    if (containsBytes(via, kGdrDma))
         ++m_common[GDRDMA];
-    if (via.startsWith("P2P")) {
+    if (startsWith(via, "P2P")) {
         ++m_common[P2P];
-    } else if (via.startsWith("SHM")) {
+    } else if (startsWith(via, "SHM")) {
         ++m_common[SHM];
-    } else if (via.startsWith("NET/Socket")) {
+    } else if (startsWith(via, "NET/Socket")) {
         ++m_common[NetSocket];
-    } else if (via.startsWith("NET/IB/")) {
+    } else if (startsWith(via, "NET/IB/")) {
         ++m_common[NetIB];
-    } else if (via.startsWith("NET/")) {
+    } else if (startsWith(via, "NET/")) {
         qsizetype end = 4;
         while (end < via.size() && via[end] != '/' && !isSpace(via[end]))
             ++end;
@@ -337,18 +360,18 @@ void NcclLogParser::takeConnection(QByteArrayView via) {
 // Repeated for every rank and every run of a job: looked up without building strings, which are made only for a
 // rank not seen before or a field it did not have yet.
 void NcclLogParser::takeCommInit(const Header& header, QByteArrayView message) {
-    const int rankNumber = static_cast<int>(toNumber(valueAfter(message, "rank")));
-    const int nranks = static_cast<int>(toNumber(valueAfter(message, "nranks")));
+    const int rankNumber = static_cast<int>(toNumber(valueAfter(message, kRank)));
+    const int nranks = static_cast<int>(toNumber(valueAfter(message, kNranks)));
     if (rankNumber < 0 || nranks <= 0)
         return;
-    const qint64 cudaDev = toNumber(valueAfter(message, "cudaDev"));
-    const QByteArrayView busId = valueAfter(message, "busId");
+    const qint64 cudaDev = toNumber(valueAfter(message, kCudaDev));
+    const QByteArrayView busId = valueAfter(message, kBusId);
     QString init;
-    if (containsBytes(message, "Init COMPLETE"))
+    if (containsBytes(message, kInitComplete))
         init = QStringLiteral("COMPLETE");
-    else if (containsBytes(message, "Init START"))
+    else if (containsBytes(message, kInitStart))
         init = QStringLiteral("START");
-    const QByteArrayView commId = valueAfter(message, "commId");
+    const QByteArrayView commId = valueAfter(message, kCommId);
     if (commId == "0x")
         return; // the id was cut by a wrapped line: which communicator this is is not known
     if (commId.isEmpty()) {
@@ -388,7 +411,7 @@ void NcclLogParser::takeCommInit(const Header& header, QByteArrayView message) {
 }
 
 void NcclLogParser::takeVersion(QByteArrayView text) {
-    const qsizetype at = findBytes(text, "NCCL version");
+    const qsizetype at = findBytes(text, kVersion);
     qsizetype i = at + 12;
     while (i < text.size() && (text[i] == ':' || isSpace(text[i])))
         ++i;

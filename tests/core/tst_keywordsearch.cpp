@@ -126,6 +126,7 @@ private slots:
     void sixtyFourKeywords();
     void maskOf();
     void findBytesOnLongAndShortText();
+    void needleFindsWhatTheBytesFind();
 };
 
 void tst_KeywordSearch::initTestCase() {
@@ -244,6 +245,32 @@ void tst_KeywordSearch::findBytesOnLongAndShortText() {
     QCOMPARE(findBytes("short needle", "needles"), -1);
     QCOMPARE(findBytes("abc", "", 2), 2);
     QCOMPARE(findBytes("abc", "a", 4), -1);
+}
+
+void tst_KeywordSearch::needleFindsWhatTheBytesFind() {
+    static constexpr Needle kSpaced{" coll channels"};
+    static constexpr Needle kWord{"rank"};
+    static constexpr Needle kOne{"x"};
+    static_assert(kSpaced.rareOffset() != 0 && kSpaced.size() == 14);
+    static_assert(Needle("NVIDIA").rareOffset() == 1); // 'V' is rarer than N, I, D and A in the logs
+    QFile file(QStringLiteral(RANKSCOPE_TEST_DATA_DIR "/logs/nccl-public-samples.log"));
+    QVERIFY(file.open(QIODevice::ReadOnly));
+    const QByteArray text = file.readAll() + " coll channels rank x";
+    for (const Needle& needle : {kSpaced, kWord, kOne}) {
+        int found = 0;
+        for (qsizetype from = -1; from <= text.size() + 1; ++from) {
+            const qsizetype at = findBytes(text, needle, from);
+            QCOMPARE(at, findBytes(text, needle.bytes(), from));
+            found += at >= 0 ? 1 : 0;
+            // On a line, where the search does not skip by its rarest byte.
+            const QByteArrayView line =
+                QByteArrayView(text)
+                    .sliced(std::max<qsizetype>(0, from - 100))
+                    .first(std::min<qsizetype>(200, text.size() - std::max<qsizetype>(0, from - 100)));
+            QCOMPARE(findBytes(line, needle), findBytes(line, needle.bytes()));
+        }
+        QVERIFY(found > 0);
+    }
 }
 
 QTEST_GUILESS_MAIN(tst_KeywordSearch)
