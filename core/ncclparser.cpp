@@ -241,12 +241,23 @@ void NcclLogParser::takeRecord(const Header& header, QByteArrayView source, bool
     if (!header.host.isEmpty() && header.host != QByteArrayView(m_lastHost)) {
         m_lastHost = header.host.toByteArray();
         m_lastHostKey = canonicalUtf8(header.host, m_canonical).toByteArray();
-        const QString host = str(header.host);
-        if (!m_hosts.contains(host))
-            m_hosts.append(host);
+        m_lastHostName = str(header.host);
+        if (!m_hosts.contains(m_lastHostName))
+            m_hosts.append(m_lastHostName);
     }
     if (warn) {
-        m_warnings.append({str(header.host), header.pid, line.rank, str(source), str(message), {}, line.number});
+        // A job repeats its warnings: their host and source strings are shared, not made again for each.
+        if (source != QByteArrayView(m_lastSource)) {
+            m_lastSource = source.toByteArray();
+            m_lastSourceName = str(source);
+        }
+        m_warnings.append({header.host.isEmpty() ? QString() : m_lastHostName,
+                           header.pid,
+                           line.rank,
+                           m_lastSourceName,
+                           str(message),
+                           {},
+                           line.number});
         if (header.pid >= 0)
             m_openWarning.insert(threadOf(header), m_warnings.size() - 1);
         return;

@@ -106,6 +106,9 @@ private:
     QStringList m_hosts;
     QByteArray m_lastHost; // the host of the previous record: most records repeat it
     QByteArray m_lastHostKey;                    // its canonical UTF-8
+    QString m_lastHostName;                      // and as a string, shared by the warnings that name it
+    QByteArray m_lastSource;                     // the source location of the last warning
+    QString m_lastSourceName;
     QHash<QByteArray, NcclCommunicator> m_comms; // by commId, or "nranks:N" when no commId was printed
     QHash<QByteArray, int> m_networkVotes;
     QList<QByteArray> m_networkOrder;
