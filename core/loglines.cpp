@@ -15,13 +15,14 @@ QByteArrayView withoutCr(QByteArrayView line) {
 }
 
 constexpr char kEscape = '\x1b';
+constexpr char kCarriageReturn = '\r';
 
 } // namespace
 
 LogLineScanner::LogLineScanner(QList<LogLineSink*> sinks, qsizetype maxLineBytes)
     : m_maxLineBytes(std::max<qsizetype>(maxLineBytes, 16)) {
     for (LogLineSink* sink : sinks)
-        m_slots.append({sink, {}, false});
+        m_slots.push_back({sink, {}, false});
 }
 
 LogLineScanner::~LogLineScanner() = default;
@@ -35,22 +36,23 @@ void LogLineScanner::prepare() {
                 index = keywords.size();
                 keywords.append(keyword);
             }
-            slot.keywords.append(static_cast<int>(index));
+            slot.keywords.push_back(static_cast<int>(index));
         }
         slot.wantsEveryLine = slot.sink->wantsEveryLine();
         m_wanting += slot.wantsEveryLine ? 1 : 0;
     }
-    // A line with an escape sequence is searched again once cleaned: the sequence may split a keyword.
-    m_escape = static_cast<int>(keywords.indexOf(QByteArray(1, kEscape)));
-    if (m_escape < 0) {
-        m_escape = static_cast<int>(keywords.size());
-        keywords.append(QByteArray(1, kEscape));
-    }
+    // The scanner's own two, after the sinks' ones (even if a sink looks for them too): a line with neither is
+    // its text as it is; one with an escape sequence is searched again once cleaned, as the sequence may split a
+    // keyword.
+    m_escape = static_cast<int>(keywords.size());
+    keywords.append(QByteArray(1, kEscape));
+    keywords.append(QByteArray(1, kCarriageReturn));
+    m_terminalArtifacts = quint64(0b11) << m_escape;
     if (keywords.size() > KeywordSearch::kMaxKeywords)
         qFatal("LogLineScanner: the sinks look for %lld keywords, more than %d",
                static_cast<long long>(keywords.size()), KeywordSearch::kMaxKeywords);
     for (const QByteArray& keyword : std::as_const(keywords))
-        m_keywordSizes.append(keyword.size());
+        m_keywordSizes.push_back(keyword.size());
     m_search = std::make_unique<KeywordSearch>(keywords);
 }
 
@@ -111,7 +113,8 @@ void LogLineScanner::takeRawLine(QByteArrayView raw, const Hit* hits, const Hit*
     }
     if (inRaw == 0 && m_wanting == 0)
         return;
-    const StrippedLine stripped = stripLogPrefix(cleanTerminalArtifacts(raw, m_scratch));
+    const QByteArrayView cleaned = inRaw & m_terminalArtifacts ? cleanTerminalArtifacts(raw, m_scratch) : raw;
+    const StrippedLine stripped = stripLogPrefix(cleaned);
     const quint64 escape = quint64(1) << m_escape;
     quint64 inText = 0;
     if (inRaw & escape) {
@@ -126,14 +129,14 @@ void LogLineScanner::takeRawLine(QByteArrayView raw, const Hit* hits, const Hit*
                 inText |= quint64(1) << hit->keyword;
         }
     }
-    deliver({stripped.text, m_lineNumber, stripped.rank, 0}, inText & ~escape);
+    deliver({stripped.text, m_lineNumber, stripped.rank, 0}, inText & ~m_terminalArtifacts);
 }
 
 void LogLineScanner::deliver(LogLine line, quint64 keywords) {
     for (Slot& slot : m_slots) {
         quint64 own = 0;
         if (keywords != 0) {
-            for (qsizetype i = 0; i < slot.keywords.size(); ++i)
+            for (size_t i = 0; i < slot.keywords.size(); ++i)
                 own |= ((keywords >> slot.keywords[i]) & 1) << i;
         }
         if (own == 0 && !slot.wantsEveryLine)

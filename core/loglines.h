@@ -73,7 +73,7 @@ public:
 private:
     struct Slot {
         LogLineSink* sink;
-        QList<int> keywords; // the scanner's index of each of the sink's keywords
+        std::vector<int> keywords; // the scanner's index of each of the sink's keywords
         bool wantsEveryLine = false;
     };
     using Hit = KeywordSearch::Hit;
@@ -86,10 +86,11 @@ private:
     void appendPartial(QByteArrayView bytes);
     void endPartialLine();
 
-    QList<Slot> m_slots;
-    std::unique_ptr<KeywordSearch> m_search; // the keywords of all sinks, each once, then ESC
-    QList<qsizetype> m_keywordSizes;
-    int m_escape = -1; // the index of ESC, which makes a line's text differ from its bytes
+    std::vector<Slot> m_slots;
+    std::unique_ptr<KeywordSearch> m_search; // the keywords of all sinks, each once, then ESC and '\r'
+    std::vector<qsizetype> m_keywordSizes;
+    int m_escape = -1;               // the index of ESC; '\r' comes next: bytes that make a line's text differ
+    quint64 m_terminalArtifacts = 0; // their two bits
     int m_wanting = 0; // sinks that want every line
     qsizetype m_maxLineBytes;
     std::vector<Hit> m_hits;

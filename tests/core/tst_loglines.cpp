@@ -70,6 +70,7 @@ private slots:
     void linesAndKeywords();
     void everySplitPointGivesTheSameLines();
     void longLinesAreCut();
+    void aSinkMayLookForTheBytesTheScannerCleans();
     void countsLinesPerStream();
 };
 
@@ -137,6 +138,15 @@ void tst_LogLines::longLinesAreCut() {
         QCOMPARE(split.first, whole.first);
         QCOMPARE(split.second, whole.second);
     }
+}
+
+void tst_LogLines::aSinkMayLookForTheBytesTheScannerCleans() {
+    // The scanner looks for ESC and '\r' itself; a sink looking for them is told only of those left in the text.
+    RecordingSink sink({"\x1b", "\r"});
+    LogLineScanner scanner({&sink});
+    scanner.feed("a\x1b[0m\nx\r\r\np\rq\nplain\n");
+    scanner.finish();
+    QCOMPARE(sink.lines(), QStringLiteral("2 -1 10 x\r|end"));
 }
 
 void tst_LogLines::countsLinesPerStream() {
