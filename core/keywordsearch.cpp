@@ -244,8 +244,10 @@ inline void checkCandidate(const Teddy& teddy, const QList<QByteArray>& keywords
 // The positions from `from` on that a vector step does not cover, one at a time. A byte past the end matches
 // any table: the comparison then rejects keywords that would not fit.
 void teddyTail(const Teddy& teddy, const QList<QByteArray>& keywords, QByteArrayView text, qsizetype from,
-               std::vector<Hit>& hits, size_t first) {
+               std::vector<Hit>& hits, size_t first, std::vector<qsizetype>* lineEnds) {
     for (qsizetype at = from; at < text.size(); ++at) {
+        if (lineEnds && text[at] == '\n')
+            lineEnds->push_back(at);
         unsigned buckets = 0xff;
         for (qsizetype j = 0; j < Teddy::kWidth && at + j < text.size(); ++j) {
             const quint8 c = static_cast<quint8>(text[at + j]);
@@ -258,11 +260,14 @@ void teddyTail(const Teddy& teddy, const QList<QByteArray>& keywords, QByteArray
 
 #ifdef RANKSCOPE_TEDDY
 
+// Line ends come from the first of the three loads.
 __attribute__((target("avx2"))) void teddyAvx2(const Teddy& teddy, const QList<QByteArray>& keywords,
-                                               QByteArrayView text, std::vector<Hit>& hits) {
+                                               QByteArrayView text, std::vector<Hit>& hits,
+                                               std::vector<qsizetype>* lineEnds) {
     const size_t first = hits.size();
     const char* const data = text.data();
     const __m256i nibble = _mm256_set1_epi8(0x0f);
+    const __m256i newline = _mm256_set1_epi8('\n');
     __m256i lo[Teddy::kWidth];
     __m256i hi[Teddy::kWidth];
     for (int j = 0; j < Teddy::kWidth; ++j) {
@@ -275,6 +280,11 @@ __attribute__((target("avx2"))) void teddyAvx2(const Teddy& teddy, const QList<Q
         __m256i found = _mm256_set1_epi8(-1);
         for (int j = 0; j < Teddy::kWidth; ++j) {
             const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(data + at + j));
+            if (j == 0 && lineEnds) {
+                for (unsigned ends = static_cast<unsigned>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(bytes, newline)));
+                     ends != 0; ends &= ends - 1)
+                    lineEnds->push_back(at + qCountTrailingZeroBits(ends));
+            }
             const __m256i low = _mm256_and_si256(bytes, nibble);
             const __m256i high = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), nibble);
             found = _mm256_and_si256(
@@ -291,14 +301,16 @@ __attribute__((target("avx2"))) void teddyAvx2(const Teddy& teddy, const QList<Q
             candidates &= candidates - 1;
         } while (candidates != 0);
     }
-    teddyTail(teddy, keywords, text, at, hits, first);
+    teddyTail(teddy, keywords, text, at, hits, first, lineEnds);
 }
 
 __attribute__((target("ssse3"))) void teddySsse3(const Teddy& teddy, const QList<QByteArray>& keywords,
-                                                 QByteArrayView text, std::vector<Hit>& hits) {
+                                                 QByteArrayView text, std::vector<Hit>& hits,
+                                                 std::vector<qsizetype>* lineEnds) {
     const size_t first = hits.size();
     const char* const data = text.data();
     const __m128i nibble = _mm_set1_epi8(0x0f);
+    const __m128i newline = _mm_set1_epi8('\n');
     __m128i lo[Teddy::kWidth];
     __m128i hi[Teddy::kWidth];
     for (int j = 0; j < Teddy::kWidth; ++j) {
@@ -311,6 +323,11 @@ __attribute__((target("ssse3"))) void teddySsse3(const Teddy& teddy, const QList
         __m128i found = _mm_set1_epi8(-1);
         for (int j = 0; j < Teddy::kWidth; ++j) {
             const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(data + at + j));
+            if (j == 0 && lineEnds) {
+                for (unsigned ends = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(bytes, newline)));
+                     ends != 0; ends &= ends - 1)
+                    lineEnds->push_back(at + qCountTrailingZeroBits(ends));
+            }
             const __m128i low = _mm_and_si128(bytes, nibble);
             const __m128i high = _mm_and_si128(_mm_srli_epi16(bytes, 4), nibble);
             found = _mm_and_si128(found, _mm_and_si128(_mm_shuffle_epi8(lo[j], low), _mm_shuffle_epi8(hi[j], high)));
@@ -326,7 +343,7 @@ __attribute__((target("ssse3"))) void teddySsse3(const Teddy& teddy, const QList
             candidates &= candidates - 1;
         } while (candidates != 0);
     }
-    teddyTail(teddy, keywords, text, at, hits, first);
+    teddyTail(teddy, keywords, text, at, hits, first, lineEnds);
 }
 
 #endif
@@ -408,14 +425,27 @@ KeywordSearch::KeywordSearch(QList<QByteArray> keywords, Method method) : m_keyw
 
 KeywordSearch::~KeywordSearch() = default;
 
-void KeywordSearch::findAll(QByteArrayView text, std::vector<Hit>& hits) const {
+void KeywordSearch::findAll(QByteArrayView text, std::vector<Hit>& hits, std::vector<qsizetype>* lineEnds) const {
 #ifdef RANKSCOPE_TEDDY
     if (m_method == Method::Avx2)
-        return teddyAvx2(*m_teddy, m_keywords, text, hits);
+        return teddyAvx2(*m_teddy, m_keywords, text, hits, lineEnds);
     if (m_method == Method::Ssse3)
-        return teddySsse3(*m_teddy, m_keywords, text, hits);
+        return teddySsse3(*m_teddy, m_keywords, text, hits, lineEnds);
 #endif
     findAllPortable(text, hits);
+    if (lineEnds)
+        findLineEnds(text, *lineEnds);
+}
+
+void KeywordSearch::findLineEnds(QByteArrayView text, std::vector<qsizetype>& lineEnds) {
+    const char* const begin = text.data();
+    const char* const end = begin + text.size();
+    for (const char* at = begin; at < end; ++at) {
+        at = static_cast<const char*>(std::memchr(at, '\n', static_cast<size_t>(end - at)));
+        if (!at)
+            break;
+        lineEnds.push_back(at - begin);
+    }
 }
 
 void KeywordSearch::findAllPortable(QByteArrayView text, std::vector<Hit>& hits) const {

@@ -93,8 +93,9 @@ public:
     [[nodiscard]] const QList<QByteArray>& keywords() const { return m_keywords; }
     [[nodiscard]] Method method() const { return m_method; }
 
-    // Appends every occurrence in `text` (overlapping ones too) to `hits`, sorted by start, then by keyword.
-    void findAll(QByteArrayView text, std::vector<Hit>& hits) const;
+    // Appends every occurrence in `text` (overlapping ones too) to `hits`, sorted by start, then by keyword. With
+    // `lineEnds`, also appends the position of every '\n' in `text` to it, in order: the same pass finds them.
+    void findAll(QByteArrayView text, std::vector<Hit>& hits, std::vector<qsizetype>* lineEnds = nullptr) const;
     // Bit i set: keyword i occurs in `text`.
     [[nodiscard]] quint64 maskOf(QByteArrayView text) const;
 
@@ -107,6 +108,7 @@ private:
     };
 
     void findAllPortable(QByteArrayView text, std::vector<Hit>& hits) const;
+    static void findLineEnds(QByteArrayView text, std::vector<qsizetype>& lineEnds);
 
     QList<QByteArray> m_keywords;
     Method m_method = Method::Portable;

@@ -80,18 +80,16 @@ void LogLineScanner::feed(QByteArrayView chunk) {
         appendPartial(chunk.sliced(std::max(pos, end)));
 }
 
-// `lines` ends with a newline. One search over all of it finds every keyword; each line then takes the hits
-// that start in it.
+// `lines` ends with a newline. One search over all of it finds every keyword and every line end; each line then
+// takes the hits that start in it.
 void LogLineScanner::scanLines(QByteArrayView lines) {
     m_hits.clear();
-    m_search->findAll(lines, m_hits);
+    m_lineEnds.clear();
+    m_search->findAll(lines, m_hits, &m_lineEnds);
     const Hit* hit = m_hits.data();
     const Hit* const hitsEnd = hit + m_hits.size();
-    const char* const base = lines.data();
     qsizetype pos = 0;
-    while (pos < lines.size()) {
-        const qsizetype newline =
-            static_cast<const char*>(std::memchr(base + pos, '\n', static_cast<size_t>(lines.size() - pos))) - base;
+    for (const qsizetype newline : m_lineEnds) {
         ++m_lineNumber;
         const Hit* const lineHits = hit;
         while (hit != hitsEnd && hit->start < newline)

@@ -94,6 +94,7 @@ private:
     int m_wanting = 0; // sinks that want every line
     qsizetype m_maxLineBytes;
     std::vector<Hit> m_hits;
+    std::vector<qsizetype> m_lineEnds;
     QByteArray m_partial;
     bool m_inLine = false;
     qint64 m_lineNumber = 0;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // KeywordSearch (every occurrence of a set of keywords in one search) against a naive search at every position,
 // on written cases, the recorded logs of tests/data and generated text that is full of near misses; each
-// method this CPU has (portable, SSSE3, AVX2) must find exactly the same.
+// method this CPU has (portable, SSSE3, AVX2) must find exactly the same, and the same line ends.
 #include "core/keywordsearch.h"
 
 #include <QDirIterator>
@@ -55,6 +55,24 @@ Hits hitsBy(Method method, QByteArrayView text, const QList<QByteArray>& keyword
         return {{-1, -1}};
     hits.erase(hits.begin());
     return hits;
+}
+
+// Where each method finds the line ends, found with the keywords, and where they are.
+void compareLineEnds(QByteArrayView text, const QList<QByteArray>& keywords) {
+    std::vector<qsizetype> expected;
+    for (qsizetype at = 0; at < text.size(); ++at) {
+        if (text[at] == '\n')
+            expected.push_back(at);
+    }
+    for (const Method method : availableMethods()) {
+        Hits hits;
+        std::vector<qsizetype> lineEnds{-3}; // appended to
+        KeywordSearch(keywords, method).findAll(text, hits, &lineEnds);
+        QCOMPARE(lineEnds.front(), -3);
+        lineEnds.erase(lineEnds.begin());
+        QCOMPARE(lineEnds, expected);
+        QCOMPARE(describe(hits), describe(hitsBy(method, text, keywords)));
+    }
 }
 
 // What the portable method finds, when every other method here finds the same; else which one differs.
@@ -184,6 +202,7 @@ void tst_KeywordSearch::recordedLogs() {
     const Hits expected = naiveHits(all, keywords); // one long text
     QVERIFY(expected.size() > 200);
     QCOMPARE(foundHits(all, keywords), describe(expected));
+    compareLineEnds(all, keywords);
 }
 
 void tst_KeywordSearch::generatedText_data() {
@@ -208,6 +227,9 @@ void tst_KeywordSearch::generatedText() {
         const QByteArrayView tail = QByteArrayView(text).sliced(cut);
         QCOMPARE(foundHits(head, keywords), describe(naiveHits(head, keywords)));
         QCOMPARE(foundHits(tail, keywords), describe(naiveHits(tail, keywords)));
+        compareLineEnds(head, keywords);
+        if (QTest::currentTestFailed())
+            return;
     }
 }
 
