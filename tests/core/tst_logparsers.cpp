@@ -78,6 +78,7 @@ private slots:
     void everySplitPointGivesTheSameResult();
     void singleByteChunks();
     void severalFilesKeepTheirLineNumbers();
+    void ncclErrorChainsFollowTheirThread();
 };
 
 void tst_LogParsers::prefixes_data() {
@@ -378,6 +379,34 @@ void tst_LogParsers::severalFilesKeepTheirLineNumbers() {
     }
     QVERIFY(expected > 2);
     QCOMPARE(result.lines, expected);
+}
+
+void tst_LogParsers::ncclErrorChainsFollowTheirThread() {
+    // A chain step belongs to the last warning of its thread (host, pid and tid) until that thread prints
+    // another record; without one it is an orphan of its host:pid.
+    const QByteArray log = "a:1:2 [0] misc/x.cc:5 NCCL WARN first\n"
+                           "b:1:2 [0] misc/y.cc:6 NCCL WARN second\n"
+                           "a:1:2 [0] NCCL INFO init.cc:840 -> 5\n"
+                           "b:1:2 [0] NCCL INFO init.cc:841 -> 5\n"
+                           "a:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via SHM/direct/direct\n"
+                           "a:1:2 [0] NCCL INFO group.cc:73 -> 5 [Async thread]\n"
+                           "a:1:3 [0] NCCL INFO group.cc:75 -> 5\n"
+                           "b:1:2 [0] NCCL INFO group.cc:74 -> 5\n"
+                           "c:3:4 [0] NCCL INFO net.cc:79 -> 3\n";
+    for (const qsizetype chunk : {qsizetype(0), qsizetype(1), qsizetype(7)}) {
+        NcclLogParser parser;
+        for (qsizetype at = 0; at<log.size(); at += chunk> 0 ? chunk : log.size())
+            parser.feed(QByteArrayView(log).sliced(at, std::min(chunk > 0 ? chunk : log.size(), log.size() - at)));
+        parser.finish();
+        const NcclFacts facts = parser.facts();
+        QCOMPARE(facts.warnings.size(), 2);
+        QCOMPARE(facts.warnings[0].chain, QStringList{"init.cc:840 -> 5"});
+        QCOMPARE(facts.warnings[1].chain, (QStringList{"init.cc:841 -> 5", "group.cc:74 -> 5"}));
+        QCOMPARE(facts.orphanChains,
+                 (QStringList{"a:1: group.cc:73 -> 5 [Async thread], group.cc:75 -> 5", "c:3: net.cc:79 -> 3"}));
+        QCOMPARE(facts.warnings[1].host, QStringLiteral("b"));
+        QCOMPARE(facts.warnings[1].source, QStringLiteral("misc/y.cc:6"));
+    }
 }
 
 QTEST_GUILESS_MAIN(tst_LogParsers)
