@@ -258,20 +258,24 @@ void NcclLogParser::takeRecord(const Header& header, QByteArrayView source, bool
                            str(message),
                            {},
                            line.number});
-        if (header.pid >= 0)
-            m_openWarning.insert(threadOf(header), m_warnings.size() - 1);
+        if (header.pid < 0)
+            return;
+        if (OpenWarning* open = openWarning(header))
+            open->index = m_warnings.size() - 1;
+        else
+            m_openWarnings[{header.pid, header.tid}].append({m_lastHostKey, m_warnings.size() - 1});
         return;
     }
     if (isChainStep(message)) {
-        const auto open = header.pid >= 0 ? m_openWarning.constFind(threadOf(header)) : m_openWarning.cend();
-        if (open != m_openWarning.cend())
-            m_warnings[*open].chain.append(str(message));
+        const OpenWarning* open = header.pid >= 0 ? openWarning(header) : nullptr;
+        if (open)
+            m_warnings[open->index].chain.append(str(message));
         else if (header.pid >= 0)
             m_orphanChains[QStringLiteral("%1:%2").arg(str(header.host)).arg(header.pid)].append(str(message));
         return;
     }
-    if (!m_openWarning.isEmpty() && header.pid >= 0)
-        m_openWarning.remove(threadOf(header));
+    if (!m_openWarnings.isEmpty() && header.pid >= 0)
+        closeWarning(header);
 
     if (startsWith(message, "Channel ")) {
         const qsizetype via = findBytes(message, kVia);
@@ -437,7 +441,29 @@ void NcclLogParser::takeVersion(QByteArrayView text) {
     }
 }
 
-void NcclLogParser::endOfStream() { m_openWarning.clear(); }
+NcclLogParser::OpenWarning* NcclLogParser::openWarning(const Header& header) {
+    const auto found = m_openWarnings.find({header.pid, header.tid});
+    if (found == m_openWarnings.end())
+        return nullptr;
+    for (OpenWarning& open : *found) {
+        if (open.host == m_lastHostKey)
+            return &open;
+    }
+    return nullptr;
+}
+
+void NcclLogParser::closeWarning(const Header& header) {
+    const auto found = m_openWarnings.find({header.pid, header.tid});
+    if (found == m_openWarnings.end())
+        return;
+    found->removeIf([this](const OpenWarning& open) { return open.host == m_lastHostKey; });
+    if (found->isEmpty())
+        m_openWarnings.erase(found);
+}
+
+void NcclLogParser::endOfStream() {
+    m_openWarnings.clear();
+}
 
 NcclFacts NcclLogParser::facts() const {
     NcclFacts facts;

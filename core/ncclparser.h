@@ -86,18 +86,15 @@ private:
     void takeSocketOrIbDevices(QByteArrayView list);
     void takeVersion(QByteArrayView text);
 
-    // A thread "host:pid:tid" of a record with a header.
-    struct ThreadId {
+    // The last warning of a thread "host:pid:tid", for its chain. Found by pid and tid (two numbers to hash),
+    // then by host among the few with those numbers: a record's host is then the last host, in m_lastHostKey.
+    struct OpenWarning {
         QByteArray host; // canonical UTF-8
-        qint64 pid;
-        qint64 tid;
-        friend bool operator==(const ThreadId& a, const ThreadId& b) {
-            return a.pid == b.pid && a.tid == b.tid && a.host == b.host;
-        }
-        friend size_t qHash(const ThreadId& id, size_t seed = 0) { return qHashMulti(seed, id.host, id.pid, id.tid); }
+        qsizetype index;
     };
-    // The header's host is the last host then: sharing it costs no copy.
-    [[nodiscard]] ThreadId threadOf(const Header& header) const { return {m_lastHostKey, header.pid, header.tid}; }
+    using ThreadNumbers = std::pair<qint64, qint64>;
+    [[nodiscard]] OpenWarning* openWarning(const Header& header);
+    void closeWarning(const Header& header);
 
     // Text kept as keys or for dedup is held as canonical UTF-8 (see ncclparser.cpp): equal exactly when the
     // QStrings made from it would be, and made without allocating for the ASCII that NCCL prints.
@@ -119,7 +116,7 @@ private:
     qint64 m_common[kCommonTransports] = {};
     int m_channels = 0;
     QList<NcclWarning> m_warnings;
-    QHash<ThreadId, qsizetype> m_openWarning; // index of the thread's last warning, for its chain
+    QHash<ThreadNumbers, QList<OpenWarning>> m_openWarnings; // no empty lists
     QMap<QString, QStringList> m_orphanChains;
     QByteArray m_key;       // the key being looked up, reused so that a lookup does not allocate
     QByteArray m_canonical; // canonicalUtf8's scratch
