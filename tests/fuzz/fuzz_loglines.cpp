@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // LogLineScanner: the lines delivered (text, number, rank, keywords) must not depend on how the bytes were
 // chunked, including the lines a sink asks for while it "wants every line"; the keywords it reports are exactly
-// those in the text.
+// those in the text. The keyword search's SIMD methods must find what its portable one finds.
 #include "core/loglines.h"
 #include "tests/fuzz/fuzzcommon.h"
 
@@ -52,12 +52,41 @@ QByteArray scan(QByteArrayView data, const fuzz::Cuts* cuts) {
     return sink.out() + QByteArray::number(lines);
 }
 
+// Every keyword-search method this CPU has must find what the portable one finds, line ends included.
+QByteArray searched(QByteArrayView data, KeywordSearch::Method method) {
+    // Some keywords made of the input's first bytes, so that the fuzzer can steer them.
+    QList<QByteArray> keywords = {"NCCL", "NCCL version", "\x1b", "\n", "a"};
+    for (qsizetype at = 0; at + 3 <= std::min<qsizetype>(data.size(), 12); at += 3)
+        keywords.append(data.sliced(at, 3).toByteArray());
+    std::vector<KeywordSearch::Hit> hits;
+    std::vector<qsizetype> lineEnds;
+    KeywordSearch(keywords, method).findAll(data, hits, &lineEnds);
+    QByteArray out;
+    for (const KeywordSearch::Hit& hit : hits)
+        out += QByteArray::number(hit.keyword) + '@' + QByteArray::number(hit.start) + ' ';
+    for (const qsizetype end : lineEnds)
+        out += QByteArray::number(end) + ' ';
+    return out;
+}
+
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
     const QByteArrayView data = fuzz::inputView(bytes, size);
     const fuzz::Cuts cuts = fuzz::cutsFor(data);
     fuzz::requireSame(scan(data, nullptr), scan(data, &cuts), cuts, "LogLineScanner");
+    const QByteArray portable = searched(data, KeywordSearch::Method::Portable);
+    for (const KeywordSearch::Method method : {KeywordSearch::Method::Ssse3, KeywordSearch::Method::Avx2}) {
+        if (!KeywordSearch::isAvailable(method))
+            continue;
+        const QByteArray other = searched(data, method);
+        if (other != portable) {
+            std::fprintf(stderr,
+                         "KeywordSearch method %d differs from the portable one\n--- portable\n%s\n--- %d\n%s\n",
+                         int(method), portable.left(4000).constData(), int(method), other.left(4000).constData());
+            std::abort();
+        }
+    }
     (void)findBytes(data, data.first(std::min<qsizetype>(data.size(), cuts.hash % 8)), cuts.first);
     return 0;
 }
