@@ -40,7 +40,8 @@ struct LogLine {
 class LogLineSink {
 public:
     virtual ~LogLineSink() = default;
-    // At most 64 (all sinks of a scanner together), none empty; one that holds '\n' is never found.
+    // At most 62 for all sinks of a scanner together (it adds two of its own), none empty; one that holds '\n' is
+    // never found.
     [[nodiscard]] virtual QList<QByteArray> keywords() const = 0;
     [[nodiscard]] virtual bool wantsEveryLine() const = 0;
     virtual void takeLine(const LogLine& line) = 0;
@@ -49,8 +50,8 @@ public:
 
 // Splits a byte stream into lines and hands each line to the sinks that look for a keyword it holds, and to those
 // inside a block. Fed chunks that may end anywhere; the result depends only on the bytes. It works on views into
-// the chunk rather than LineSplitter's per-line copies, and finds the keywords of all sinks in one search per
-// chunk: most lines of a big log are never looked at beyond that search and a memchr for the newline.
+// the chunk rather than LineSplitter's per-line copies, and finds the keywords of all sinks and the line ends in
+// one search per chunk: most lines of a big log are never looked at beyond that search.
 // Lines longer than maxLineBytes are cut there; the rest of such a line is dropped.
 class LogLineScanner final {
 public:
