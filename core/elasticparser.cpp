@@ -31,9 +31,9 @@ std::optional<qint64> parenthesized(QByteArrayView text, QByteArrayView key) {
 
 } // namespace
 
-ElasticLogParser::ElasticLogParser() : m_scanner(keywords(), {this}) {}
+ElasticLogParser::ElasticLogParser() : m_scanner({this}) {}
 
-QList<QByteArray> ElasticLogParser::keywords() {
+QList<QByteArray> ElasticLogParser::keywords() const {
     return {QByteArrayLiteral("Failures:"), QByteArrayLiteral("Root Cause")};
 }
 

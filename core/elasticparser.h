@@ -33,13 +33,12 @@ class ElasticLogParser final : public LogLineSink {
 public:
     ElasticLogParser();
 
-    [[nodiscard]] static QList<QByteArray> keywords();
-
     void feed(QByteArrayView chunk) { m_scanner.feed(chunk); }
     void finish() { m_scanner.finish(); }
 
     [[nodiscard]] QList<ElasticFailure> failures() const { return m_failures; }
 
+    [[nodiscard]] QList<QByteArray> keywords() const override;
     [[nodiscard]] bool wantsEveryLine() const override { return m_inTable; }
     void takeLine(const LogLine& line) override;
     void endOfStream() override;

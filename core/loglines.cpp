@@ -4,7 +4,6 @@
 #include "core/logprefix.h"
 
 #include <cstring>
-#include <limits>
 #include <utility>
 
 namespace rankscope {
@@ -15,132 +14,142 @@ QByteArrayView withoutCr(QByteArrayView line) {
     return line.endsWith('\r') ? line.chopped(1) : line;
 }
 
-// Printable bytes from rare to common in the recorded training logs of tests/data; other bytes count as rarest.
-constexpr QByteArrayView kRareToCommon =
-    R"r(!$&?QYZ\^`~KJX;j%qH#'V<*W+>SMGBRAU)x(|TzD@E{}PFOLIy[]wgbfNC/uv=4h6k_7893d5m.2lpnioc,1r-0sat:e" )r";
-
-qsizetype rarestByteIn(QByteArrayView needle) {
-    qsizetype best = 0;
-    qsizetype bestRank = std::numeric_limits<qsizetype>::max();
-    for (qsizetype i = 0; i < needle.size(); ++i) {
-        const qsizetype rank = kRareToCommon.indexOf(needle[i]) + 1; // 0: not printable, rarest
-        if (rank < bestRank) {
-            best = i;
-            bestRank = rank;
-        }
-    }
-    return best;
-}
+constexpr char kEscape = '\x1b';
+constexpr char kCarriageReturn = '\r';
 
 } // namespace
 
-qsizetype findBytes(QByteArrayView haystack, QByteArrayView needle, qsizetype from) {
-    if (from < 0 || from > haystack.size())
-        return -1;
-    const char* const begin = haystack.data();
-    const char* at = begin + from;
-    const char* const end = begin + haystack.size();
-    if (needle.isEmpty())
-        return from;
-    if (end - at < needle.size())
-        return -1;
-    if (end - at > 512) {
-        // On a whole chunk: memchr for the needle's rarest byte skips log text several times faster than memmem,
-        // and each candidate start is compared once, leftmost first. On a line this setup costs more than it saves.
-        const qsizetype offset = rarestByteIn(needle);
-        const char rare = needle[offset];
-        const char* candidate = at + offset;
-        const char* const last = end - needle.size() + offset; // the last place the rare byte can be
-        while (candidate <= last) {
-            candidate =
-                static_cast<const char*>(std::memchr(candidate, rare, static_cast<size_t>(last - candidate + 1)));
-            if (!candidate)
-                return -1;
-            const char* const start = candidate - offset;
-            // The ends first, inline: most candidates fail there, and a memcmp call costs more than the check.
-            if (start[0] == needle.front() && start[needle.size() - 1] == needle.back() &&
-                std::memcmp(start, needle.data(), static_cast<size_t>(needle.size())) == 0)
-                return start - begin;
-            ++candidate;
+LogLineScanner::LogLineScanner(QList<LogLineSink*> sinks, qsizetype maxLineBytes)
+    : m_maxLineBytes(std::max<qsizetype>(maxLineBytes, 16)) {
+    for (LogLineSink* sink : sinks)
+        m_slots.push_back({sink, {}, false});
+}
+
+LogLineScanner::~LogLineScanner() = default;
+
+void LogLineScanner::prepare() {
+    QList<QByteArray> keywords;
+    for (Slot& slot : m_slots) {
+        for (const QByteArray& keyword : slot.sink->keywords()) {
+            qsizetype index = keywords.indexOf(keyword);
+            if (index < 0) {
+                index = keywords.size();
+                keywords.append(keyword);
+            }
+            slot.keywords.push_back(static_cast<int>(index));
         }
-        return -1;
+        slot.wantsEveryLine = slot.sink->wantsEveryLine();
+        m_wanting += slot.wantsEveryLine ? 1 : 0;
     }
-    const char first = needle.front();
-    const size_t rest = static_cast<size_t>(needle.size() - 1);
-    while (end - at >= needle.size()) {
-        at = static_cast<const char*>(std::memchr(at, first, static_cast<size_t>(end - at) - rest));
-        if (!at)
-            return -1;
-        if (at[rest] == needle.back() && std::memcmp(at + 1, needle.data() + 1, rest) == 0)
-            return at - begin;
-        ++at;
-    }
-    return -1;
-}
-
-LogLineScanner::LogLineScanner(QList<QByteArray> keywords, QList<LogLineSink*> sinks, qsizetype maxLineBytes)
-    : m_keywords(std::move(keywords)), m_nextHit(m_keywords.size(), 0), m_sinks(std::move(sinks)),
-      m_maxLineBytes(std::max<qsizetype>(maxLineBytes, 16)) {}
-
-bool LogLineScanner::anyWantsEveryLine() const {
-    for (const LogLineSink* sink : m_sinks) {
-        if (sink->wantsEveryLine())
-            return true;
-    }
-    return false;
-}
-
-bool LogLineScanner::hasKeyword(QByteArrayView text) const {
-    for (const QByteArray& keyword : m_keywords) {
-        if (findBytes(text, keyword) >= 0)
-            return true;
-    }
-    return false;
-}
-
-// The cached next occurrence of each keyword is searched again only once the scan has passed it, so each
-// keyword costs one memmem per occurrence, not one per line.
-bool LogLineScanner::chunkLineHasKeyword(QByteArrayView chunk, qsizetype start, qsizetype end) {
-    bool found = false;
-    for (qsizetype k = 0; k < m_keywords.size(); ++k) {
-        qsizetype& next = m_nextHit[k];
-        if (next < start) {
-            next = findBytes(chunk, m_keywords[k], start);
-            if (next < 0)
-                next = chunk.size();
-        }
-        if (next + m_keywords[k].size() <= end)
-            found = true;
-    }
-    return found;
+    // The scanner's own two, after the sinks' ones (even if a sink looks for them too): a line with neither is
+    // its text as it is; one with an escape sequence is searched again once cleaned, as the sequence may split a
+    // keyword.
+    m_escape = static_cast<int>(keywords.size());
+    keywords.append(QByteArray(1, kEscape));
+    keywords.append(QByteArray(1, kCarriageReturn));
+    m_terminalArtifacts = quint64(0b11) << m_escape;
+    if (keywords.size() > KeywordSearch::kMaxKeywords)
+        qFatal("LogLineScanner: the sinks look for %lld keywords, more than %d",
+               static_cast<long long>(keywords.size()), KeywordSearch::kMaxKeywords);
+    for (const QByteArray& keyword : std::as_const(keywords))
+        m_keywordSizes.push_back(keyword.size());
+    m_search = std::make_unique<KeywordSearch>(keywords);
 }
 
 void LogLineScanner::feed(QByteArrayView chunk) {
+    if (!m_search)
+        prepare();
     qsizetype pos = 0;
     if (m_inLine) {
-        const qsizetype newline = chunk.indexOf('\n');
-        if (newline < 0) {
+        const void* found = std::memchr(chunk.data(), '\n', static_cast<size_t>(chunk.size()));
+        if (!found) {
             appendPartial(chunk);
             return;
         }
+        const qsizetype newline = static_cast<const char*>(found) - chunk.data();
         appendPartial(chunk.first(newline));
         endPartialLine();
         pos = newline + 1;
     }
-    std::fill(m_nextHit.begin(), m_nextHit.end(), -1);
-    while (pos < chunk.size()) {
-        const void* found = std::memchr(chunk.data() + pos, '\n', static_cast<size_t>(chunk.size() - pos));
-        if (!found) {
-            appendPartial(chunk.sliced(pos));
-            break;
-        }
-        const qsizetype newline = static_cast<const char*>(found) - chunk.data();
-        const QByteArrayView line = withoutCr(chunk.sliced(pos, newline - pos));
-        const QByteArrayView capped = line.first(std::min(line.size(), m_maxLineBytes));
+    qsizetype end = chunk.size(); // just after the last newline
+    while (end > pos && chunk[end - 1] != '\n')
+        --end;
+    if (end > pos)
+        scanLines(chunk.sliced(pos, end - pos));
+    if (end < chunk.size())
+        appendPartial(chunk.sliced(std::max(pos, end)));
+}
+
+// `lines` ends with a newline. One search over all of it finds every keyword and every line end; each line then
+// takes the hits that start in it.
+void LogLineScanner::scanLines(QByteArrayView lines) {
+    m_hits.clear();
+    m_lineEnds.clear();
+    m_search->findAll(lines, m_hits, &m_lineEnds);
+    const Hit* hit = m_hits.data();
+    const Hit* const hitsEnd = hit + m_hits.size();
+    qsizetype pos = 0;
+    for (const qsizetype newline : m_lineEnds) {
         ++m_lineNumber;
-        if (chunkLineHasKeyword(chunk, pos, pos + capped.size()) || anyWantsEveryLine())
-            deliver(capped);
+        const Hit* const lineHits = hit;
+        while (hit != hitsEnd && hit->start < newline)
+            ++hit;
+        if (lineHits != hit || m_wanting > 0) {
+            const QByteArrayView line = withoutCr(lines.sliced(pos, newline - pos));
+            takeRawLine(line.first(std::min(line.size(), m_maxLineBytes)), lineHits, hit, pos);
+        }
         pos = newline + 1;
+    }
+}
+
+// `hits` are where keywords start in the bytes the line was cut from, `offset` bytes before the line.
+void LogLineScanner::takeRawLine(QByteArrayView raw, const Hit* hits, const Hit* hitsEnd, qsizetype offset) {
+    quint64 inRaw = 0;
+    for (const Hit* hit = hits; hit != hitsEnd; ++hit) {
+        if (hit->start - offset + m_keywordSizes[hit->keyword] <= raw.size())
+            inRaw |= quint64(1) << hit->keyword;
+    }
+    if (inRaw == 0 && m_wanting == 0)
+        return;
+    const QByteArrayView cleaned = inRaw & m_terminalArtifacts ? cleanTerminalArtifacts(raw, m_scratch) : raw;
+    const StrippedLine stripped = stripLogPrefix(cleaned);
+    const quint64 escape = quint64(1) << m_escape;
+    quint64 inText = 0;
+    if (inRaw & escape) {
+        inText = m_search->maskOf(stripped.text);
+    } else if (inRaw != 0 && !stripped.text.isEmpty()) {
+        // Without escape sequences the text is a view into the raw line: its keywords are the hits inside it.
+        const qsizetype textStart = stripped.text.data() - raw.data();
+        const qsizetype textEnd = textStart + stripped.text.size();
+        for (const Hit* hit = hits; hit != hitsEnd; ++hit) {
+            const qsizetype at = hit->start - offset;
+            if (at >= textStart && at + m_keywordSizes[hit->keyword] <= textEnd)
+                inText |= quint64(1) << hit->keyword;
+        }
+    }
+    deliver({stripped.text, m_lineNumber, stripped.rank, 0}, inText & ~m_terminalArtifacts);
+}
+
+void LogLineScanner::deliver(LogLine line, quint64 keywords) {
+    for (Slot& slot : m_slots) {
+        quint64 own = 0;
+        if (keywords != 0) {
+            for (size_t i = 0; i < slot.keywords.size(); ++i)
+                own |= ((keywords >> slot.keywords[i]) & 1) << i;
+        }
+        if (own == 0 && !slot.wantsEveryLine)
+            continue;
+        line.keywords = own;
+        slot.sink->takeLine(line);
+        updateWanting(slot);
+    }
+}
+
+void LogLineScanner::updateWanting(Slot& slot) {
+    const bool wants = slot.sink->wantsEveryLine();
+    if (wants != slot.wantsEveryLine) {
+        slot.wantsEveryLine = wants;
+        m_wanting += wants ? 1 : -1;
     }
 }
 
@@ -152,28 +161,25 @@ void LogLineScanner::appendPartial(QByteArrayView bytes) {
 }
 
 void LogLineScanner::endPartialLine() {
-    QByteArrayView line = m_partial;
-    if (line.size() > m_maxLineBytes || line.endsWith('\r'))
-        line = withoutCr(line).first(std::min(withoutCr(line).size(), m_maxLineBytes));
+    const QByteArrayView line = withoutCr(m_partial);
+    const QByteArrayView capped = line.first(std::min(line.size(), m_maxLineBytes));
     ++m_lineNumber;
-    if (hasKeyword(line) || anyWantsEveryLine())
-        deliver(line);
+    m_hits.clear();
+    m_search->findAll(capped, m_hits);
+    takeRawLine(capped, m_hits.data(), m_hits.data() + m_hits.size(), 0);
     m_partial.clear();
     m_inLine = false;
 }
 
-void LogLineScanner::deliver(QByteArrayView raw) {
-    const StrippedLine stripped = stripLogPrefix(cleanTerminalArtifacts(raw, m_scratch));
-    const LogLine line{stripped.text, m_lineNumber, stripped.rank};
-    for (LogLineSink* sink : m_sinks)
-        sink->takeLine(line);
-}
-
 qint64 LogLineScanner::finish() {
+    if (!m_search)
+        prepare();
     if (m_inLine)
         endPartialLine();
-    for (LogLineSink* sink : m_sinks)
-        sink->endOfStream();
+    for (Slot& slot : m_slots) {
+        slot.sink->endOfStream();
+        updateWanting(slot);
+    }
     return std::exchange(m_lineNumber, 0);
 }
 

@@ -1,17 +1,16 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include "core/keywordsearch.h"
+
 #include <QByteArray>
 #include <QByteArrayView>
 #include <QList>
 
-namespace rankscope {
+#include <memory>
+#include <vector>
 
-// memmem: QByteArrayView::indexOf's search is several times slower on the short needles the parsers use.
-[[nodiscard]] qsizetype findBytes(QByteArrayView haystack, QByteArrayView needle, qsizetype from = 0);
-[[nodiscard]] inline bool containsBytes(QByteArrayView haystack, QByteArrayView needle) {
-    return findBytes(haystack, needle) >= 0;
-}
+namespace rankscope {
 
 // Without leading and trailing spaces and tabs.
 [[nodiscard]] inline QByteArrayView trimmedBlanks(QByteArrayView text) {
@@ -26,32 +25,44 @@ namespace rankscope {
 
 // One line of a log as the parsers see it.
 struct LogLine {
-    QByteArrayView text; // without launcher prefixes, terminal artifacts and the line ending
-    qint64 number = 0;   // 1-based line number in its stream
-    int rank = -1;       // the rank named by a launcher prefix; -1 when none does
+    QByteArrayView text;  // without launcher prefixes, terminal artifacts and the line ending
+    qint64 number = 0;    // 1-based line number in its stream
+    int rank = -1;        // the rank named by a launcher prefix; -1 when none does
+    quint64 keywords = 0; // bit i: the receiving sink's keywords()[i] occurs in text
+
+    [[nodiscard]] bool holds(int keyword) const { return (keywords >> keyword) & 1; }
 };
 
-// A line parser. Outside a block (wantsEveryLine() false) it must ignore every line that holds none of its
-// keywords: the scanner then skips such lines without looking at them, which is what makes it fast.
+// A line parser. It names the byte strings it looks for; outside a block (wantsEveryLine() false) it is given
+// only the lines whose text holds one of them, with LogLine::keywords saying which, so that it need not search
+// again. The scanner asks wantsEveryLine() after each line the sink took and after endOfStream(): it may change
+// only there.
 class LogLineSink {
 public:
     virtual ~LogLineSink() = default;
+    // At most 62 for all sinks of a scanner together (it adds two of its own), none empty; one that holds '\n' is
+    // never found.
+    [[nodiscard]] virtual QList<QByteArray> keywords() const = 0;
     [[nodiscard]] virtual bool wantsEveryLine() const = 0;
     virtual void takeLine(const LogLine& line) = 0;
     virtual void endOfStream() = 0; // flush what is pending; results are kept
 };
 
-// Splits a byte stream into lines and hands each line that holds one of the keywords (or every line while a
-// sink is inside a block) to the sinks. Fed chunks that may end anywhere; the result depends only on the
-// bytes. It works on views into the chunk rather than LineSplitter's per-line copies: most lines of a big log
-// are never looked at beyond a memchr for the newline and a memmem per keyword occurrence.
+// Splits a byte stream into lines and hands each line to the sinks that look for a keyword it holds, and to those
+// inside a block. Fed chunks that may end anywhere; the result depends only on the bytes. It works on views into
+// the chunk rather than LineSplitter's per-line copies, and finds the keywords of all sinks and the line ends in
+// one search per chunk: most lines of a big log are never looked at beyond that search.
 // Lines longer than maxLineBytes are cut there; the rest of such a line is dropped.
 class LogLineScanner final {
 public:
     static constexpr qsizetype kDefaultMaxLineBytes = 1024 * 1024;
 
-    LogLineScanner(QList<QByteArray> keywords, QList<LogLineSink*> sinks,
-                   qsizetype maxLineBytes = kDefaultMaxLineBytes);
+    // The sinks are asked for their keywords and state on the first feed() or finish(), not here: a sink may own
+    // its scanner and not be fully built yet.
+    explicit LogLineScanner(QList<LogLineSink*> sinks, qsizetype maxLineBytes = kDefaultMaxLineBytes);
+    ~LogLineScanner();
+    LogLineScanner(const LogLineScanner&) = delete;
+    LogLineScanner& operator=(const LogLineScanner&) = delete;
 
     void feed(QByteArrayView chunk);
     // End of stream: the unterminated last line, then endOfStream() on every sink. Returns how many lines the
@@ -61,17 +72,30 @@ public:
     [[nodiscard]] qint64 lineCount() const { return m_lineNumber; }
 
 private:
-    [[nodiscard]] bool anyWantsEveryLine() const;
-    [[nodiscard]] bool chunkLineHasKeyword(QByteArrayView chunk, qsizetype start, qsizetype end);
-    [[nodiscard]] bool hasKeyword(QByteArrayView text) const;
-    void deliver(QByteArrayView raw);
+    struct Slot {
+        LogLineSink* sink;
+        std::vector<int> keywords; // the scanner's index of each of the sink's keywords
+        bool wantsEveryLine = false;
+    };
+    using Hit = KeywordSearch::Hit;
+
+    void prepare();
+    void scanLines(QByteArrayView lines);
+    void takeRawLine(QByteArrayView raw, const Hit* hits, const Hit* hitsEnd, qsizetype offset);
+    void deliver(LogLine line, quint64 keywords);
+    void updateWanting(Slot& slot);
     void appendPartial(QByteArrayView bytes);
     void endPartialLine();
 
-    QList<QByteArray> m_keywords;
-    QList<qsizetype> m_nextHit; // per keyword: its next occurrence in the current chunk (or the chunk's size)
-    QList<LogLineSink*> m_sinks;
+    std::vector<Slot> m_slots;
+    std::unique_ptr<KeywordSearch> m_search; // the keywords of all sinks, each once, then ESC and '\r'
+    std::vector<qsizetype> m_keywordSizes;
+    int m_escape = -1;               // the index of ESC; '\r' comes next: bytes that make a line's text differ
+    quint64 m_terminalArtifacts = 0; // their two bits
+    int m_wanting = 0; // sinks that want every line
     qsizetype m_maxLineBytes;
+    std::vector<Hit> m_hits;
+    std::vector<qsizetype> m_lineEnds;
     QByteArray m_partial;
     bool m_inLine = false;
     qint64 m_lineNumber = 0;

@@ -5,13 +5,41 @@
 #include <QVarLengthArray>
 
 #include <algorithm>
+#include <charconv>
+#include <cstring>
 
 namespace rankscope {
 
 namespace {
 
-constexpr QByteArrayView kInfo = "NCCL INFO ";
-constexpr QByteArrayView kWarn = "NCCL WARN ";
+// keywords()
+constexpr int kVersionKeyword = 1;
+
+constexpr qsizetype kMarkerSize = 10; // "NCCL INFO " and "NCCL WARN "
+
+// What is searched for in every record, each with its rarest byte found when compiling.
+constexpr Needle kRecordMarker{"NCCL "};
+constexpr Needle kVersion{"NCCL version"};
+constexpr Needle kVia{" via "};
+constexpr Needle kSpaceColon{" :"};
+constexpr Needle kCollChannels{" coll channels"};
+constexpr Needle kComm{"comm 0x"};
+constexpr Needle kNranksWord{" nranks "};
+constexpr Needle kUsingList{" : Using ["};
+constexpr Needle kGdrDma{"/GDRDMA"};
+constexpr Needle kRank{"rank"};
+constexpr Needle kNranks{"nranks"};
+constexpr Needle kCudaDev{"cudaDev"};
+constexpr Needle kBusId{"busId"};
+constexpr Needle kCommId{"commId"};
+constexpr Needle kInitComplete{"Init COMPLETE"};
+constexpr Needle kInitStart{"Init START"};
+
+// QByteArrayView::startsWith on a literal measures the literal at run time (it looks for a NUL in it) and calls out
+// of line; this compares the known number of bytes inline.
+template <qsizetype N> bool startsWith(QByteArrayView text, const char (&prefix)[N]) {
+    return text.size() >= N - 1 && std::memcmp(text.data(), prefix, N - 1) == 0;
+}
 
 bool isDigit(char c) { return c >= '0' && c <= '9'; }
 bool isSpace(char c) { return c == ' ' || c == '\t'; }
@@ -38,6 +66,15 @@ qint64 toNumber(QByteArrayView digits) {
     return value;
 }
 
+// The last `c` before index `before`; QByteArrayView::lastIndexOf goes through a general substring search.
+qsizetype lastIndexBefore(QByteArrayView text, char c, qsizetype before) {
+    for (qsizetype i = before - 1; i >= 0; --i) {
+        if (text[i] == c)
+            return i;
+    }
+    return -1;
+}
+
 // The whitespace-free token that ends just before `end` (after skipping spaces back from it).
 QByteArrayView tokenBefore(QByteArrayView text, qsizetype end, qsizetype* tokenStart) {
     while (end > 0 && isSpace(text[end - 1]))
@@ -56,19 +93,33 @@ bool isDeviceToken(QByteArrayView token) {
 
 // "misc/ibvwrap.cc:63": a file with an extension, a colon and a line number.
 bool isSourceLocation(QByteArrayView token) {
-    const qsizetype colon = token.lastIndexOf(':');
+    const qsizetype colon = lastIndexBefore(token, ':', token.size());
     return colon > 0 && token.first(colon).contains('.') && toNumber(token.sliced(colon + 1)) >= 0;
+}
+
+// Where " -> " starts, found from its '>', which is rare in NCCL's messages.
+qsizetype findArrow(QByteArrayView text) {
+    const char* const begin = text.data();
+    const char* const end = begin + text.size();
+    for (const char* at = begin; at < end; ++at) {
+        at = static_cast<const char*>(std::memchr(at, '>', static_cast<size_t>(end - at)));
+        if (!at)
+            return -1;
+        if (at - begin >= 2 && end - at >= 2 && at[-2] == ' ' && at[-1] == '-' && at[1] == ' ')
+            return at - 2 - begin;
+    }
+    return -1;
 }
 
 // "init.cc:840 -> 5" and "group.cc:73 -> 5 [Async thread]": one step of NCCL's error-code propagation.
 bool isChainStep(QByteArrayView message) {
-    const qsizetype arrow = findBytes(message, " -> ");
+    const qsizetype arrow = findArrow(message);
     return arrow > 0 && isSourceLocation(message.first(arrow)) && arrow + 4 < message.size() &&
            (isDigit(message[arrow + 4]) || message[arrow + 4] == '-');
 }
 
 // The value after "key " in "… key value …" (the token up to the next space).
-QByteArrayView valueAfter(QByteArrayView text, QByteArrayView key) {
+QByteArrayView valueAfter(QByteArrayView text, const Needle& key) {
     qsizetype from = 0;
     while (true) {
         const qsizetype at = findBytes(text, key, from);
@@ -88,6 +139,31 @@ QByteArrayView valueAfter(QByteArrayView text, QByteArrayView key) {
 
 QString str(QByteArrayView bytes) { return QString::fromUtf8(bytes); }
 
+// What QString::fromUtf8(bytes).toUtf8() gives: `bytes` itself when it is ASCII, else the round trip, in
+// `scratch`. Two byte strings have the same canonical form exactly when they make the same QString (invalid
+// sequences all become U+FFFD), so keys kept this way behave as QString keys would, without building a QString.
+QByteArrayView canonicalUtf8(QByteArrayView bytes, QByteArray& scratch) {
+    for (const char c : bytes) {
+        if (static_cast<unsigned char>(c) >= 0x80) {
+            scratch = QString::fromUtf8(bytes).toUtf8();
+            return scratch;
+        }
+    }
+    return bytes;
+}
+
+// Sets `target` to `bytes` in the memory it already has (QByteArray::clear would free it).
+void setBytes(QByteArray& target, QByteArrayView bytes) {
+    target.resize(0);
+    target.append(bytes);
+}
+
+void appendNumber(QByteArray& target, qint64 value) {
+    char digits[24];
+    const std::to_chars_result end = std::to_chars(digits, digits + sizeof digits, value);
+    target.append(digits, end.ptr - digits);
+}
+
 } // namespace
 
 bool NcclFacts::isEmpty() const {
@@ -96,13 +172,15 @@ bool NcclFacts::isEmpty() const {
            warnings.isEmpty() && orphanChains.isEmpty();
 }
 
-NcclLogParser::NcclLogParser() : m_scanner(keywords(), {this}) {}
+NcclLogParser::NcclLogParser() : m_scanner({this}) {}
 
-QList<QByteArray> NcclLogParser::keywords() { return {QByteArrayLiteral("NCCL")}; }
+QList<QByteArray> NcclLogParser::keywords() const {
+    return {QByteArrayLiteral("NCCL"), QByteArrayLiteral("NCCL version")};
+}
 
 void NcclLogParser::takeLine(const LogLine& line) {
     const QByteArrayView text = line.text;
-    if (containsBytes(text, "NCCL version"))
+    if (line.holds(kVersionKeyword))
         takeVersion(text);
     struct Record {
         qsizetype marker = 0;      // where "NCCL INFO " or "NCCL WARN " starts
@@ -113,15 +191,15 @@ void NcclLogParser::takeLine(const LogLine& line) {
     };
     QVarLengthArray<Record, 2> records;
     for (qsizetype from = 0;;) {
-        const qsizetype at = findBytes(text, "NCCL ", from);
+        const qsizetype at = findBytes(text, kRecordMarker, from);
         if (at < 0)
             break;
         from = at + 5;
         const QByteArrayView rest = text.sliced(at);
         Record record;
         record.marker = record.start = at;
-        record.warn = rest.startsWith(kWarn);
-        if ((!record.warn && !rest.startsWith(kInfo)) || (at > 0 && !isSpace(text[at - 1])))
+        record.warn = startsWith(rest, "NCCL WARN ");
+        if ((!record.warn && !startsWith(rest, "NCCL INFO ")) || (at > 0 && !isSpace(text[at - 1])))
             continue;
         // Read the header backwards: "host:pid:tid [dev] [file.cc:NN] NCCL …".
         qsizetype start = 0;
@@ -133,8 +211,8 @@ void NcclLogParser::takeLine(const LogLine& line) {
         if (isDeviceToken(token)) {
             qsizetype idStart = 0;
             const QByteArrayView id = tokenBefore(text, start, &idStart);
-            const qsizetype second = id.lastIndexOf(':');
-            const qsizetype first = second > 0 ? id.lastIndexOf(':', second - 1) : -1;
+            const qsizetype second = lastIndexBefore(id, ':', id.size());
+            const qsizetype first = second > 0 ? lastIndexBefore(id, ':', second) : -1;
             if (first > 0) {
                 const qint64 pid = toNumber(id.sliced(first + 1, second - first - 1));
                 const qint64 tid = toNumber(id.sliced(second + 1));
@@ -150,7 +228,7 @@ void NcclLogParser::takeLine(const LogLine& line) {
     }
     for (qsizetype i = 0; i < records.size(); ++i) {
         const Record& record = records[i];
-        const qsizetype messageStart = record.marker + kInfo.size();
+        const qsizetype messageStart = record.marker + kMarkerSize;
         const qsizetype messageEnd = i + 1 < records.size() ? records[i + 1].start : text.size();
         const QByteArrayView message =
             trimmed(text.sliced(messageStart, std::max<qsizetype>(0, messageEnd - messageStart)));
@@ -162,84 +240,91 @@ void NcclLogParser::takeRecord(const Header& header, QByteArrayView source, bool
                                const LogLine& line) {
     if (!header.host.isEmpty() && header.host != QByteArrayView(m_lastHost)) {
         m_lastHost = header.host.toByteArray();
-        const QString host = str(header.host);
-        if (!m_hosts.contains(host))
-            m_hosts.append(host);
+        m_lastHostKey = canonicalUtf8(header.host, m_canonical).toByteArray();
+        m_lastHostName = str(header.host);
+        if (!m_hosts.contains(m_lastHostName))
+            m_hosts.append(m_lastHostName);
     }
-    // "host:pid:tid", built by appending: QString::arg costs more than the rest of an INFO record's parsing.
-    const auto threadKey = [&header] {
-        if (header.pid < 0)
-            return QString();
-        QString key = str(header.host);
-        key.reserve(key.size() + 42);
-        key += QLatin1Char(':');
-        key += QString::number(header.pid);
-        key += QLatin1Char(':');
-        key += QString::number(header.tid);
-        return key;
-    };
     if (warn) {
-        m_warnings.append({str(header.host), header.pid, line.rank, str(source), str(message), {}, line.number});
-        if (header.pid >= 0)
-            m_openWarning.insert(threadKey(), m_warnings.size() - 1);
+        // A job repeats its warnings: their host and source strings are shared, not made again for each.
+        if (source != QByteArrayView(m_lastSource)) {
+            m_lastSource = source.toByteArray();
+            m_lastSourceName = str(source);
+        }
+        m_warnings.append({header.host.isEmpty() ? QString() : m_lastHostName,
+                           header.pid,
+                           line.rank,
+                           m_lastSourceName,
+                           str(message),
+                           {},
+                           line.number});
+        if (header.pid < 0)
+            return;
+        if (OpenWarning* open = openWarning(header))
+            open->index = m_warnings.size() - 1;
+        else
+            m_openWarnings[{header.pid, header.tid}].append({m_lastHostKey, m_warnings.size() - 1});
         return;
     }
     if (isChainStep(message)) {
-        const auto open = m_openWarning.constFind(threadKey());
-        if (open != m_openWarning.cend())
-            m_warnings[*open].chain.append(str(message));
+        const OpenWarning* open = header.pid >= 0 ? openWarning(header) : nullptr;
+        if (open)
+            m_warnings[open->index].chain.append(str(message));
         else if (header.pid >= 0)
             m_orphanChains[QStringLiteral("%1:%2").arg(str(header.host)).arg(header.pid)].append(str(message));
         return;
     }
-    if (!m_openWarning.isEmpty() && header.pid >= 0)
-        m_openWarning.remove(threadKey());
+    if (!m_openWarnings.isEmpty() && header.pid >= 0)
+        closeWarning(header);
 
-    if (message.startsWith("Channel ")) {
-        const qsizetype via = findBytes(message, " via ");
+    if (startsWith(message, "Channel ")) {
+        const qsizetype via = findBytes(message, kVia);
         if (via >= 0) {
             takeConnection(message.sliced(via + 5));
             return;
         }
         // "Channel 00/02 :    0   1": the second number is how many channels the rank has.
         const qsizetype slash = message.indexOf('/');
-        const qsizetype colon = findBytes(message, " :");
+        const qsizetype colon = findBytes(message, kSpaceColon);
         if (slash > 0 && colon > slash)
             m_channels = std::max<int>(m_channels, static_cast<int>(toNumber(trimmed(message.sliced(slash + 1, colon - slash - 1)))));
         return;
     }
-    if (containsBytes(message, " coll channels")) {
+    if (containsBytes(message, kCollChannels)) {
         const qsizetype space = message.indexOf(' ');
         m_channels = std::max<int>(m_channels, static_cast<int>(toNumber(message.first(space))));
         return;
     }
-    if (message.startsWith("Connected NVLS")) {
+    if (startsWith(message, "Connected NVLS")) {
         ++m_common[NVLS];
         return;
     }
-    if (containsBytes(message, "comm 0x") && containsBytes(message, " nranks ")) {
+    if (containsBytes(message, kComm) && containsBytes(message, kNranksWord)) {
         takeCommInit(header, message);
         return;
     }
-    if (message.startsWith("Using network ")) {
-        const QString network = str(trimmed(message.sliced(14)));
-        if (!m_networkVotes.contains(network))
-            m_networkOrder.append(network);
-        ++m_networkVotes[network];
+    if (startsWith(message, "Using network ")) {
+        setBytes(m_key, canonicalUtf8(trimmed(message.sliced(14)), m_canonical));
+        auto votes = m_networkVotes.find(m_key);
+        if (votes == m_networkVotes.end()) {
+            m_networkOrder.append(m_key);
+            votes = m_networkVotes.insert(m_key, 0);
+        }
+        ++*votes;
         return;
     }
-    if (message.startsWith("NET/")) {
-        if (message.startsWith("NET/IB : No device found")) {
+    if (startsWith(message, "NET/")) {
+        if (startsWith(message, "NET/IB : No device found")) {
             m_ibNoDevice = true;
             return;
         }
-        const qsizetype using_ = findBytes(message, " : Using [");
+        const qsizetype using_ = findBytes(message, kUsingList);
         if (using_ > 0) {
             QByteArrayView list = message.sliced(using_ + 9);
             const qsizetype oob = list.indexOf(';');
             if (oob >= 0)
                 list = list.first(oob);
-            const bool socket = message.startsWith("NET/Socket");
+            const bool socket = startsWith(message, "NET/Socket");
             while (true) {
                 const qsizetype open = list.indexOf('[');
                 if (open < 0)
@@ -250,9 +335,11 @@ void NcclLogParser::takeRecord(const Header& header, QByteArrayView source, bool
                 qsizetype end = close + 1;
                 while (end < list.size() && !isSpace(list[end]) && !(socket && list[end] == ':'))
                     ++end;
-                const QString device = str(list.sliced(close + 1, end - close - 1));
-                if (!device.isEmpty() && !m_interfaces.contains(device))
-                    m_interfaces.append(device);
+                const QByteArrayView device = canonicalUtf8(list.sliced(close + 1, end - close - 1), m_canonical);
+                const bool known = std::any_of(m_interfaces.cbegin(), m_interfaces.cend(),
+                                               [&](const QByteArray& seen) { return QByteArrayView(seen) == device; });
+                if (!device.isEmpty() && !known)
+                    m_interfaces.append(device.toByteArray());
                 list = list.sliced(end);
             }
         }
@@ -261,17 +348,17 @@ void NcclLogParser::takeRecord(const Header& header, QByteArrayView source, bool
 
 void NcclLogParser::takeConnection(QByteArrayView via) {
     via = trimmed(via);
-    if (containsBytes(via, "/GDRDMA"))
+    if (containsBytes(via, kGdrDma))
         ++m_common[GDRDMA];
-    if (via.startsWith("P2P")) {
+    if (startsWith(via, "P2P")) {
         ++m_common[P2P];
-    } else if (via.startsWith("SHM")) {
+    } else if (startsWith(via, "SHM")) {
         ++m_common[SHM];
-    } else if (via.startsWith("NET/Socket")) {
+    } else if (startsWith(via, "NET/Socket")) {
         ++m_common[NetSocket];
-    } else if (via.startsWith("NET/IB/")) {
+    } else if (startsWith(via, "NET/IB/")) {
         ++m_common[NetIB];
-    } else if (via.startsWith("NET/")) {
+    } else if (startsWith(via, "NET/")) {
         qsizetype end = 4;
         while (end < via.size() && via[end] != '/' && !isSpace(via[end]))
             ++end;
@@ -285,46 +372,61 @@ void NcclLogParser::takeConnection(QByteArrayView via) {
     }
 }
 
+// Repeated for every rank and every run of a job: looked up without building strings, which are made only for a
+// rank not seen before or a field it did not have yet.
 void NcclLogParser::takeCommInit(const Header& header, QByteArrayView message) {
-    NcclCommRank rank;
-    rank.rank = static_cast<int>(toNumber(valueAfter(message, "rank")));
-    const int nranks = static_cast<int>(toNumber(valueAfter(message, "nranks")));
-    if (rank.rank < 0 || nranks <= 0)
+    const int rankNumber = static_cast<int>(toNumber(valueAfter(message, kRank)));
+    const int nranks = static_cast<int>(toNumber(valueAfter(message, kNranks)));
+    if (rankNumber < 0 || nranks <= 0)
         return;
-    rank.host = str(header.host);
-    rank.pid = header.pid;
-    const qint64 cudaDev = toNumber(valueAfter(message, "cudaDev"));
-    rank.cudaDev = cudaDev >= 0 ? static_cast<int>(cudaDev) : -1;
-    rank.busId = str(valueAfter(message, "busId"));
-    if (containsBytes(message, "Init COMPLETE"))
-        rank.init = QStringLiteral("COMPLETE");
-    else if (containsBytes(message, "Init START"))
-        rank.init = QStringLiteral("START");
-    const QString commId = str(valueAfter(message, "commId"));
-    if (commId == QLatin1String("0x"))
+    const qint64 cudaDev = toNumber(valueAfter(message, kCudaDev));
+    const QByteArrayView busId = valueAfter(message, kBusId);
+    QString init;
+    if (containsBytes(message, kInitComplete))
+        init = QStringLiteral("COMPLETE");
+    else if (containsBytes(message, kInitStart))
+        init = QStringLiteral("START");
+    const QByteArrayView commId = valueAfter(message, kCommId);
+    if (commId == "0x")
         return; // the id was cut by a wrapped line: which communicator this is is not known
-    const QString key = commId.isEmpty() ? QStringLiteral("nranks:%1").arg(nranks) : commId;
-    NcclCommunicator& comm = m_comms[key];
-    comm.commId = commId;
+    if (commId.isEmpty()) {
+        setBytes(m_key, "nranks:");
+        appendNumber(m_key, nranks);
+    } else {
+        setBytes(m_key, canonicalUtf8(commId, m_canonical));
+    }
+    auto found = m_comms.find(m_key);
+    if (found == m_comms.end()) {
+        found = m_comms.insert(m_key, {});
+        found->commId = str(commId);
+    }
+    NcclCommunicator& comm = *found;
     comm.nranks = nranks;
     for (NcclCommRank& known : comm.ranks) {
-        if (known.rank != rank.rank)
+        if (known.rank != rankNumber)
             continue;
-        if (known.init != QLatin1String("COMPLETE") && !rank.init.isEmpty())
-            known.init = rank.init;
+        if (known.init != QLatin1String("COMPLETE") && !init.isEmpty())
+            known.init = init;
         if (known.busId.isEmpty())
-            known.busId = rank.busId;
+            known.busId = str(busId);
         if (known.cudaDev < 0)
-            known.cudaDev = rank.cudaDev;
+            known.cudaDev = cudaDev >= 0 ? static_cast<int>(cudaDev) : -1;
         return;
     }
+    NcclCommRank rank;
+    rank.rank = rankNumber;
+    rank.host = str(header.host);
+    rank.pid = header.pid;
+    rank.cudaDev = cudaDev >= 0 ? static_cast<int>(cudaDev) : -1;
+    rank.busId = str(busId);
+    rank.init = init;
     const auto at = std::lower_bound(comm.ranks.begin(), comm.ranks.end(), rank.rank,
                                      [](const NcclCommRank& r, int value) { return r.rank < value; });
     comm.ranks.insert(at, rank);
 }
 
 void NcclLogParser::takeVersion(QByteArrayView text) {
-    const qsizetype at = findBytes(text, "NCCL version");
+    const qsizetype at = findBytes(text, kVersion);
     qsizetype i = at + 12;
     while (i < text.size() && (text[i] == ':' || isSpace(text[i])))
         ++i;
@@ -339,7 +441,29 @@ void NcclLogParser::takeVersion(QByteArrayView text) {
     }
 }
 
-void NcclLogParser::endOfStream() { m_openWarning.clear(); }
+NcclLogParser::OpenWarning* NcclLogParser::openWarning(const Header& header) {
+    const auto found = m_openWarnings.find({header.pid, header.tid});
+    if (found == m_openWarnings.end())
+        return nullptr;
+    for (OpenWarning& open : *found) {
+        if (open.host == m_lastHostKey)
+            return &open;
+    }
+    return nullptr;
+}
+
+void NcclLogParser::closeWarning(const Header& header) {
+    const auto found = m_openWarnings.find({header.pid, header.tid});
+    if (found == m_openWarnings.end())
+        return;
+    found->removeIf([this](const OpenWarning& open) { return open.host == m_lastHostKey; });
+    if (found->isEmpty())
+        m_openWarnings.erase(found);
+}
+
+void NcclLogParser::endOfStream() {
+    m_openWarnings.clear();
+}
 
 NcclFacts NcclLogParser::facts() const {
     NcclFacts facts;
@@ -349,7 +473,13 @@ NcclFacts NcclLogParser::facts() const {
     facts.hosts.sort();
     QSet<int> ranks;
     const NcclCommunicator* largest = nullptr;
-    for (const NcclCommunicator& comm : m_comms) {
+    // In the order of their keys as strings (they were a QMap<QString, …>).
+    QList<QPair<QString, const NcclCommunicator*>> comms;
+    for (auto it = m_comms.cbegin(); it != m_comms.cend(); ++it)
+        comms.append({str(it.key()), &it.value()});
+    std::sort(comms.begin(), comms.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (const auto& [key, commPointer] : std::as_const(comms)) {
+        const NcclCommunicator& comm = *commPointer;
         facts.communicators.append(comm);
         facts.nranks = std::max(facts.nranks, comm.nranks);
         if (!largest || comm.nranks > largest->nranks)
@@ -360,13 +490,14 @@ NcclFacts NcclLogParser::facts() const {
     facts.ranks = ranks.values();
     std::sort(facts.ranks.begin(), facts.ranks.end());
     int bestVotes = 0;
-    for (const QString& network : m_networkOrder) {
+    for (const QByteArray& network : m_networkOrder) {
         if (m_networkVotes.value(network) > bestVotes) {
             bestVotes = m_networkVotes.value(network);
-            facts.network = network;
+            facts.network = str(network);
         }
     }
-    facts.interfaces = m_interfaces;
+    for (const QByteArray& device : m_interfaces)
+        facts.interfaces.append(str(device));
     facts.interfaces.sort();
     facts.ibNoDevice = m_ibNoDevice;
     facts.transports = m_transports;

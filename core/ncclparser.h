@@ -3,6 +3,7 @@
 
 #include "core/loglines.h"
 
+#include <QHash>
 #include <QList>
 #include <QMap>
 #include <QString>
@@ -62,13 +63,12 @@ class NcclLogParser final : public LogLineSink {
 public:
     NcclLogParser();
 
-    [[nodiscard]] static QList<QByteArray> keywords();
-
     void feed(QByteArrayView chunk) { m_scanner.feed(chunk); }
     void finish() { m_scanner.finish(); }
 
     [[nodiscard]] NcclFacts facts() const;
 
+    [[nodiscard]] QList<QByteArray> keywords() const override;
     [[nodiscard]] bool wantsEveryLine() const override { return false; }
     void takeLine(const LogLine& line) override;
     void endOfStream() override;
@@ -86,22 +86,40 @@ private:
     void takeSocketOrIbDevices(QByteArrayView list);
     void takeVersion(QByteArrayView text);
 
+    // The last warning of a thread "host:pid:tid", for its chain. Found by pid and tid (two numbers to hash),
+    // then by host among the few with those numbers: a record's host is then the last host, in m_lastHostKey.
+    struct OpenWarning {
+        QByteArray host; // canonical UTF-8
+        qsizetype index;
+    };
+    using ThreadNumbers = std::pair<qint64, qint64>;
+    [[nodiscard]] OpenWarning* openWarning(const Header& header);
+    void closeWarning(const Header& header);
+
+    // Text kept as keys or for dedup is held as canonical UTF-8 (see ncclparser.cpp): equal exactly when the
+    // QStrings made from it would be, and made without allocating for the ASCII that NCCL prints.
     LogLineScanner m_scanner;
     QStringList m_versions;
     QStringList m_hosts;
     QByteArray m_lastHost; // the host of the previous record: most records repeat it
-    QMap<QString, NcclCommunicator> m_comms; // by commId, or "nranks:N" when no commId was printed
-    QMap<QString, int> m_networkVotes;
-    QStringList m_networkOrder;
-    QStringList m_interfaces;
+    QByteArray m_lastHostKey;                    // its canonical UTF-8
+    QString m_lastHostName;                      // and as a string, shared by the warnings that name it
+    QByteArray m_lastSource;                     // the source location of the last warning
+    QString m_lastSourceName;
+    QHash<QByteArray, NcclCommunicator> m_comms; // by commId, or "nranks:N" when no commId was printed
+    QHash<QByteArray, int> m_networkVotes;
+    QList<QByteArray> m_networkOrder;
+    QList<QByteArray> m_interfaces;
     bool m_ibNoDevice = false;
     QMap<QString, qint64> m_transports; // all but the common ones below
     enum CommonTransport { P2P, SHM, NetSocket, NetIB, GDRDMA, NVLS, kCommonTransports };
     qint64 m_common[kCommonTransports] = {};
     int m_channels = 0;
     QList<NcclWarning> m_warnings;
-    QMap<QString, qsizetype> m_openWarning; // "host:pid:tid" -> index of its last warning, for its chain
+    QHash<ThreadNumbers, QList<OpenWarning>> m_openWarnings; // no empty lists
     QMap<QString, QStringList> m_orphanChains;
+    QByteArray m_key;       // the key being looked up, reused so that a lookup does not allocate
+    QByteArray m_canonical; // canonicalUtf8's scratch
 };
 
 } // namespace rankscope

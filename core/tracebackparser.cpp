@@ -8,31 +8,35 @@ namespace {
 constexpr int kMaxTracebackLines = 5000;
 constexpr qsizetype kMaxErrorText = 1000;
 
+constexpr QByteArrayView kTerminate = "terminate called after throwing an instance of '";
+// keywords()
+enum Keyword { kTraceback, kTerminateKeyword, kWhat };
+
 } // namespace
 
-TracebackLogParser::TracebackLogParser() : m_scanner(keywords(), {this}) {}
+TracebackLogParser::TracebackLogParser() : m_scanner({this}) {}
 
-QList<QByteArray> TracebackLogParser::keywords() {
-    return {QByteArrayLiteral("Traceback (most recent call last)"), QByteArrayLiteral("terminate called after"),
+QList<QByteArray> TracebackLogParser::keywords() const {
+    return {QByteArrayLiteral("Traceback (most recent call last)"), kTerminate.toByteArray(),
             QByteArrayLiteral("what():")};
 }
 
 void TracebackLogParser::takeLine(const LogLine& line) {
     const QByteArrayView text = line.text;
     const int key = line.rank;
-    if (containsBytes(text, "Traceback (most recent call last)")) {
+    if (line.holds(kTraceback)) {
         m_open.insert(key, 0);
         return;
     }
-    if (const qsizetype at = findBytes(text, "terminate called after throwing an instance of '"); at >= 0) {
-        const qsizetype start = at + 48;
+    if (line.holds(kTerminateKeyword)) {
+        const qsizetype start = findBytes(text, kTerminate) + kTerminate.size();
         const qsizetype end = text.indexOf('\'', start);
         if (end > start)
             m_pendingThrow.insert(key, QString::fromUtf8(text.sliced(start, end - start)));
         return;
     }
     const QByteArrayView stripped = trimmedBlanks(text);
-    if (stripped.startsWith("what():")) {
+    if (line.holds(kWhat) && stripped.startsWith("what():")) {
         const QString message = QString::fromUtf8(trimmedBlanks(stripped.sliced(7)));
         const QString type = m_pendingThrow.take(key);
         addError(line, type.isEmpty() ? message : type + QStringLiteral(": ") + message);

@@ -17,14 +17,13 @@ class TracebackLogParser final : public LogLineSink {
 public:
     TracebackLogParser();
 
-    [[nodiscard]] static QList<QByteArray> keywords();
-
     void setSource(const QString& file) { m_source = file; }
     void feed(QByteArrayView chunk) { m_scanner.feed(chunk); }
     void finish() { m_scanner.finish(); }
 
     [[nodiscard]] QList<LogError> errors() const { return m_errors; }
 
+    [[nodiscard]] QList<QByteArray> keywords() const override;
     [[nodiscard]] bool wantsEveryLine() const override { return !m_open.isEmpty(); }
     void takeLine(const LogLine& line) override;
     void endOfStream() override;

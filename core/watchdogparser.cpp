@@ -37,18 +37,26 @@ int rankBefore(QByteArrayView text, qsizetype before, int fallback) {
     return rank >= 0 ? static_cast<int>(rank) : fallback;
 }
 
-bool isErrorLine(QByteArrayView text) {
-    return containsBytes(text, "NCCL error in:") || containsBytes(text, "async exception: NCCL error") ||
-           text.startsWith("torch.distributed.DistBackendError:") || text.startsWith("DistBackendError:");
+// keywords()
+enum Keyword { kWatchdog, kLastEnqueued, kDesyncReport, kNcclErrorIn, kAsyncNcclError, kDistBackendError };
+
+bool isErrorLine(const LogLine& line) {
+    return line.holds(kNcclErrorIn) || line.holds(kAsyncNcclError) ||
+           (line.holds(kDistBackendError) &&
+            (line.text.startsWith("torch.distributed.DistBackendError:") || line.text.startsWith("DistBackendError:")));
 }
 
 } // namespace
 
-WatchdogLogParser::WatchdogLogParser() : m_scanner(keywords(), {this}) {}
+WatchdogLogParser::WatchdogLogParser() : m_scanner({this}) {}
 
-QList<QByteArray> WatchdogLogParser::keywords() {
-    return {QByteArrayLiteral("atchdog caught"), QByteArrayLiteral("last enqueued"), QByteArrayLiteral("NCCL error"),
-            QByteArrayLiteral("DistBackendError"), QByteArrayLiteral("caused the desync")};
+QList<QByteArray> WatchdogLogParser::keywords() const {
+    return {QByteArrayLiteral("atchdog caught"),
+            QByteArrayLiteral("last enqueued"),
+            QByteArrayLiteral("caused the desync are:"),
+            QByteArrayLiteral("NCCL error in:"),
+            QByteArrayLiteral("async exception: NCCL error"),
+            QByteArrayLiteral("DistBackendError:")};
 }
 
 void WatchdogLogParser::takeLine(const LogLine& line) {
@@ -67,7 +75,7 @@ void WatchdogLogParser::takeLine(const LogLine& line) {
         if (m_inDesyncReport)
             return;
     }
-    const qsizetype watchdog = findBytes(text, "atchdog caught");
+    const qsizetype watchdog = line.holds(kWatchdog) ? findBytes(text, "atchdog caught") : -1;
     if (watchdog >= 0) {
         if (findBytes(text, "timing out", watchdog) >= 0 || findBytes(text, "milliseconds", watchdog) >= 0) {
             takeTimeout(text, line.rank);
@@ -77,11 +85,11 @@ void WatchdogLogParser::takeLine(const LogLine& line) {
             m_joinRank = line.rank;
         }
     }
-    if (containsBytes(text, "last enqueued"))
+    if (line.holds(kLastEnqueued))
         takeProgress(text, line.rank);
-    if (containsBytes(text, "caused the desync are:"))
+    if (line.holds(kDesyncReport))
         m_inDesyncReport = true;
-    if (isErrorLine(text))
+    if (isErrorLine(line))
         addError(line, text);
 }
 

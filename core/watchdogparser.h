@@ -39,8 +39,6 @@ class WatchdogLogParser final : public LogLineSink {
 public:
     WatchdogLogParser();
 
-    [[nodiscard]] static QList<QByteArray> keywords();
-
     void setSource(const QString& file) { m_source = file; }
     void feed(QByteArrayView chunk) { m_scanner.feed(chunk); }
     void finish() { m_scanner.finish(); }
@@ -48,6 +46,7 @@ public:
     [[nodiscard]] QList<CollectiveTimeout> timeouts() const; // sorted by rank, then sequence number
     [[nodiscard]] QList<LogError> errors() const { return m_errors; }
 
+    [[nodiscard]] QList<QByteArray> keywords() const override;
     [[nodiscard]] bool wantsEveryLine() const override { return m_joinLines > 0 || m_inDesyncReport; }
     void takeLine(const LogLine& line) override;
     void endOfStream() override;

@@ -78,6 +78,7 @@ private slots:
     void everySplitPointGivesTheSameResult();
     void singleByteChunks();
     void severalFilesKeepTheirLineNumbers();
+    void ncclErrorChainsFollowTheirThread();
 };
 
 void tst_LogParsers::prefixes_data() {
@@ -244,6 +245,22 @@ void tst_LogParsers::messyLines_data() {
                                       << "nccl.nranks" << "2";
     QTest::newRow("not utf-8 in warning")
         << QByteArray("h:1:2 [0] misc/x.cc:5 NCCL WARN bad \xff byte\n") << "nccl.warnings.0.source" << "misc/x.cc:5";
+    // Names are kept as strings: bytes that are not UTF-8 become U+FFFD, so two such ids are one communicator.
+    QTest::newRow("not utf-8 in comm ids")
+        << QByteArray("h:1:2 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1000 commId 0x\xff - Init START\n"
+                      "h:1:3 [1] NCCL INFO comm 0x2 rank 1 nranks 2 cudaDev 1 busId 2000 commId 0x\xfe - Init START\n")
+        << "nccl.communicators"
+        << QStringLiteral(R"([{"comm_id":"0x%1","nranks":2,"ranks":[)"
+                          R"({"bus_id":"1000","cuda_dev":0,"host":"h","init":"START","pid":1,"rank":0},)"
+                          R"({"bus_id":"2000","cuda_dev":1,"host":"h","init":"START","pid":1,"rank":1}]}])")
+               .arg(QChar(0xFFFD));
+    QTest::newRow("not utf-8 in networks")
+        << QByteArray("h:1:2 [0] NCCL INFO Using network \xff\nh:1:2 [0] NCCL INFO Using network IB\n"
+                      "h:1:2 [0] NCCL INFO Using network \xfe\n")
+        << "nccl.network" << QString(QChar(0xFFFD));
+    QTest::newRow("not utf-8 in interfaces")
+        << QByteArray("h:1:2 [0] NCCL INFO NET/Socket : Using [0]e\xff:10.0.0.1<0> [1]e\xfe:10.0.0.2<0>\n")
+        << "nccl.interfaces" << QStringLiteral(R"(["e%1"])").arg(QChar(0xFFFD));
     QTest::newRow("warn with prefix rank") << QByteArray("[rank4]:h:1:2 [0] net.cc:9 NCCL WARN oops\n")
                                            << "nccl.warnings.0.rank" << "4";
     QTest::newRow("warn rank from communicator")
@@ -362,6 +379,34 @@ void tst_LogParsers::severalFilesKeepTheirLineNumbers() {
     }
     QVERIFY(expected > 2);
     QCOMPARE(result.lines, expected);
+}
+
+void tst_LogParsers::ncclErrorChainsFollowTheirThread() {
+    // A chain step belongs to the last warning of its thread (host, pid and tid) until that thread prints
+    // another record; without one it is an orphan of its host:pid.
+    const QByteArray log = "a:1:2 [0] misc/x.cc:5 NCCL WARN first\n"
+                           "b:1:2 [0] misc/y.cc:6 NCCL WARN second\n"
+                           "a:1:2 [0] NCCL INFO init.cc:840 -> 5\n"
+                           "b:1:2 [0] NCCL INFO init.cc:841 -> 5\n"
+                           "a:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via SHM/direct/direct\n"
+                           "a:1:2 [0] NCCL INFO group.cc:73 -> 5 [Async thread]\n"
+                           "a:1:3 [0] NCCL INFO group.cc:75 -> 5\n"
+                           "b:1:2 [0] NCCL INFO group.cc:74 -> 5\n"
+                           "c:3:4 [0] NCCL INFO net.cc:79 -> 3\n";
+    for (const qsizetype chunk : {qsizetype(0), qsizetype(1), qsizetype(7)}) {
+        NcclLogParser parser;
+        for (qsizetype at = 0; at<log.size(); at += chunk> 0 ? chunk : log.size())
+            parser.feed(QByteArrayView(log).sliced(at, std::min(chunk > 0 ? chunk : log.size(), log.size() - at)));
+        parser.finish();
+        const NcclFacts facts = parser.facts();
+        QCOMPARE(facts.warnings.size(), 2);
+        QCOMPARE(facts.warnings[0].chain, QStringList{"init.cc:840 -> 5"});
+        QCOMPARE(facts.warnings[1].chain, (QStringList{"init.cc:841 -> 5", "group.cc:74 -> 5"}));
+        QCOMPARE(facts.orphanChains,
+                 (QStringList{"a:1: group.cc:73 -> 5 [Async thread], group.cc:75 -> 5", "c:3: net.cc:79 -> 3"}));
+        QCOMPARE(facts.warnings[1].host, QStringLiteral("b"));
+        QCOMPARE(facts.warnings[1].source, QStringLiteral("misc/y.cc:6"));
+    }
 }
 
 QTEST_GUILESS_MAIN(tst_LogParsers)

@@ -1,0 +1,490 @@
+// SPDX-License-Identifier: MIT
+#include "core/keywordsearch.h"
+
+#include <QtAlgorithms>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <limits>
+#include <utility>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define RANKSCOPE_TEDDY 1
+#include <immintrin.h>
+#endif
+
+namespace rankscope {
+
+namespace {
+
+qsizetype rarestByteIn(QByteArrayView needle) {
+    return detail::rarestByteOffset(needle.data(), needle.size());
+}
+
+// On a long text: memchr for the needle's rarest byte (at `rareOffset` in it) skips log text several times faster
+// than memmem, and each candidate start is compared once, leftmost first.
+qsizetype findByRareByte(QByteArrayView haystack, QByteArrayView needle, qsizetype from, qsizetype rareOffset) {
+    const char* const begin = haystack.data();
+    const char* const end = begin + haystack.size();
+    const char rare = needle[rareOffset];
+    const char* candidate = begin + from + rareOffset;
+    const char* const last = end - needle.size() + rareOffset; // the last place the rare byte can be
+    while (candidate <= last) {
+        candidate = static_cast<const char*>(std::memchr(candidate, rare, static_cast<size_t>(last - candidate + 1)));
+        if (!candidate)
+            return -1;
+        const char* const start = candidate - rareOffset;
+        // The ends first, inline: most candidates fail there, and a memcmp call costs more than the check.
+        if (start[0] == needle.front() && start[needle.size() - 1] == needle.back() &&
+            std::memcmp(start, needle.data(), static_cast<size_t>(needle.size())) == 0)
+            return start - begin;
+        ++candidate;
+    }
+    return -1;
+}
+
+// On a line the rare-byte setup costs more than it saves.
+qsizetype findByFirstByte(QByteArrayView haystack, QByteArrayView needle, qsizetype from) {
+    const char* const begin = haystack.data();
+    const char* at = begin + from;
+    const char* const end = begin + haystack.size();
+    const char first = needle.front();
+    const size_t rest = static_cast<size_t>(needle.size() - 1);
+    while (end - at >= needle.size()) {
+        at = static_cast<const char*>(std::memchr(at, first, static_cast<size_t>(end - at) - rest));
+        if (!at)
+            return -1;
+        if (at[rest] == needle.back() && std::memcmp(at + 1, needle.data() + 1, rest) == 0)
+            return at - begin;
+        ++at;
+    }
+    return -1;
+}
+
+constexpr qsizetype kLongText = 512;
+
+} // namespace
+
+qsizetype findBytes(QByteArrayView haystack, QByteArrayView needle, qsizetype from) {
+    if (from < 0 || from > haystack.size())
+        return -1;
+    if (needle.isEmpty())
+        return from;
+    if (haystack.size() - from < needle.size())
+        return -1;
+    if (haystack.size() - from > kLongText)
+        return findByRareByte(haystack, needle, from, rarestByteIn(needle));
+    return findByFirstByte(haystack, needle, from);
+}
+
+// Teddy: 8 buckets of fingerprints. Bit b of lo[j][n] is set when a fingerprint of bucket b has a byte with low
+// nibble n at position j (hi[j]: high nibble); a position where every table agrees on some bucket is a candidate
+// start of a fingerprint of that bucket. A fingerprint shorter than 3 bytes takes any byte after its end.
+struct KeywordSearch::Teddy {
+    static constexpr int kBuckets = 8;
+    static constexpr int kWidth = 3;
+    struct Check {
+        int keyword;
+        qsizetype offset; // where the fingerprint starts in the keyword
+    };
+    alignas(32) std::array<std::array<quint8, 32>, kWidth> lo{}; // each 16-byte table twice, for AVX2's two lanes
+    alignas(32) std::array<std::array<quint8, 32>, kWidth> hi{};
+    std::array<std::vector<Check>, kBuckets> checks;
+};
+
+namespace {
+
+using Teddy = KeywordSearch::Teddy;
+using Hit = KeywordSearch::Hit;
+
+// The 1 to 3 bytes of a keyword made of its rarest bytes.
+struct Fingerprint {
+    QByteArray bytes;
+    qsizetype offset = 0;
+};
+
+Fingerprint fingerprintOf(const QByteArray& keyword) {
+    const auto rarity = [](char c) { return qsizetype(sizeof detail::kRareToCommon) - detail::commonness(c); };
+    const qsizetype width = std::min<qsizetype>(Teddy::kWidth, keyword.size());
+    Fingerprint best{keyword.first(width), 0};
+    qsizetype bestScore = -1;
+    for (qsizetype offset = 0; offset + width <= keyword.size(); ++offset) {
+        qsizetype score = 0;
+        for (qsizetype j = 0; j < width; ++j)
+            score += rarity(keyword[offset + j]);
+        if (score > bestScore) {
+            best = {keyword.sliced(offset, width), offset};
+            bestScore = score;
+        }
+    }
+    return best;
+}
+
+// The nibbles a bucket accepts at each position, as 16-bit sets.
+struct BucketShape {
+    std::array<quint16, Teddy::kWidth> lo{};
+    std::array<quint16, Teddy::kWidth> hi{};
+    QList<qsizetype> groups;
+
+    void add(const QByteArray& fingerprint) {
+        for (qsizetype j = 0; j < Teddy::kWidth; ++j) {
+            if (j < fingerprint.size()) {
+                lo[j] |= quint16(1) << (quint8(fingerprint[j]) & 15);
+                hi[j] |= quint16(1) << (quint8(fingerprint[j]) >> 4);
+            } else {
+                lo[j] = hi[j] = 0xffff;
+            }
+        }
+    }
+    // How many byte triples it lets through: each is a candidate that must be compared.
+    [[nodiscard]] double triples() const {
+        double count = 1;
+        for (int j = 0; j < Teddy::kWidth; ++j)
+            count *= qPopulationCount(lo[j]) * qPopulationCount(hi[j]);
+        return count;
+    }
+    [[nodiscard]] BucketShape merged(const BucketShape& other) const {
+        BucketShape out = *this;
+        for (int j = 0; j < Teddy::kWidth; ++j) {
+            out.lo[j] |= other.lo[j];
+            out.hi[j] |= other.hi[j];
+        }
+        out.groups += other.groups;
+        return out;
+    }
+};
+
+std::unique_ptr<const Teddy> buildTeddy(const QList<QByteArray>& keywords) {
+    // Keywords with the same fingerprint share a group; groups are merged into 8 buckets, each time the two that
+    // together let through the fewest byte triples more than apart.
+    QList<QByteArray> fingerprints;
+    QList<QList<Teddy::Check>> groups;
+    for (qsizetype k = 0; k < std::min<qsizetype>(keywords.size(), KeywordSearch::kMaxKeywords); ++k) {
+        if (keywords[k].isEmpty())
+            continue;
+        const Fingerprint print = fingerprintOf(keywords[k]);
+        qsizetype group = fingerprints.indexOf(print.bytes);
+        if (group < 0) {
+            group = fingerprints.size();
+            fingerprints.append(print.bytes);
+            groups.append(QList<Teddy::Check>());
+        }
+        groups[group].append({static_cast<int>(k), print.offset});
+    }
+    QList<BucketShape> buckets;
+    for (qsizetype g = 0; g < groups.size(); ++g) {
+        BucketShape shape;
+        shape.add(fingerprints[g]);
+        shape.groups = {g};
+        buckets.append(shape);
+    }
+    while (buckets.size() > Teddy::kBuckets) {
+        qsizetype bestA = 0;
+        qsizetype bestB = 1;
+        double bestCost = std::numeric_limits<double>::max();
+        for (qsizetype a = 0; a < buckets.size(); ++a) {
+            for (qsizetype b = a + 1; b < buckets.size(); ++b) {
+                const double cost =
+                    buckets[a].merged(buckets[b]).triples() - buckets[a].triples() - buckets[b].triples();
+                if (cost < bestCost) {
+                    bestA = a;
+                    bestB = b;
+                    bestCost = cost;
+                }
+            }
+        }
+        buckets[bestA] = buckets[bestA].merged(buckets[bestB]);
+        buckets.removeAt(bestB);
+    }
+    auto teddy = std::make_unique<Teddy>();
+    for (qsizetype b = 0; b < buckets.size(); ++b) {
+        const quint8 bit = quint8(1) << b;
+        for (int j = 0; j < Teddy::kWidth; ++j) {
+            for (int nibble = 0; nibble < 16; ++nibble) {
+                if (buckets[b].lo[j] & (1 << nibble))
+                    teddy->lo[j][nibble] = teddy->lo[j][nibble + 16] |= bit;
+                if (buckets[b].hi[j] & (1 << nibble))
+                    teddy->hi[j][nibble] = teddy->hi[j][nibble + 16] |= bit;
+            }
+        }
+        for (const qsizetype g : std::as_const(buckets[b].groups))
+            teddy->checks[b].insert(teddy->checks[b].end(), groups[g].cbegin(), groups[g].cend());
+    }
+    return teddy;
+}
+
+// Compares the keywords of `buckets` whose fingerprint would start at `at`. Hits come in the order of their
+// fingerprints; one that starts before the hits already found moves back among the few it passed.
+inline void checkCandidate(const Teddy& teddy, const QList<QByteArray>& keywords, QByteArrayView text, qsizetype at,
+                           unsigned buckets, std::vector<Hit>& hits, size_t first) {
+    while (buckets != 0) {
+        const int bucket = qCountTrailingZeroBits(buckets);
+        buckets &= buckets - 1;
+        for (const Teddy::Check& check : teddy.checks[bucket]) {
+            const QByteArray& keyword = keywords[check.keyword];
+            const qsizetype start = at - check.offset;
+            // The last byte first, inline: a memcmp call costs more than most candidates that fail.
+            if (start < 0 || start + keyword.size() > text.size() ||
+                text[start + keyword.size() - 1] != keyword.back() ||
+                std::memcmp(text.data() + start, keyword.constData(), static_cast<size_t>(keyword.size())) != 0)
+                continue;
+            const Hit hit{start, check.keyword};
+            size_t i = hits.size();
+            hits.push_back(hit);
+            for (; i > first && (hits[i - 1].start > hit.start ||
+                                 (hits[i - 1].start == hit.start && hits[i - 1].keyword > hit.keyword));
+                 --i)
+                hits[i] = hits[i - 1];
+            hits[i] = hit;
+        }
+    }
+}
+
+// The positions from `from` on that a vector step does not cover, one at a time. A byte past the end matches
+// any table: the comparison then rejects keywords that would not fit.
+void teddyTail(const Teddy& teddy, const QList<QByteArray>& keywords, QByteArrayView text, qsizetype from,
+               std::vector<Hit>& hits, size_t first, std::vector<qsizetype>* lineEnds) {
+    for (qsizetype at = from; at < text.size(); ++at) {
+        if (lineEnds && text[at] == '\n')
+            lineEnds->push_back(at);
+        unsigned buckets = 0xff;
+        for (qsizetype j = 0; j < Teddy::kWidth && at + j < text.size(); ++j) {
+            const quint8 c = static_cast<quint8>(text[at + j]);
+            buckets &= teddy.lo[j][c & 15] & teddy.hi[j][c >> 4];
+        }
+        if (buckets != 0)
+            checkCandidate(teddy, keywords, text, at, buckets, hits, first);
+    }
+}
+
+#ifdef RANKSCOPE_TEDDY
+
+// Line ends come from the first of the three loads.
+__attribute__((target("avx2"))) void teddyAvx2(const Teddy& teddy, const QList<QByteArray>& keywords,
+                                               QByteArrayView text, std::vector<Hit>& hits,
+                                               std::vector<qsizetype>* lineEnds) {
+    const size_t first = hits.size();
+    const char* const data = text.data();
+    const __m256i nibble = _mm256_set1_epi8(0x0f);
+    const __m256i newline = _mm256_set1_epi8('\n');
+    __m256i lo[Teddy::kWidth];
+    __m256i hi[Teddy::kWidth];
+    for (int j = 0; j < Teddy::kWidth; ++j) {
+        lo[j] = _mm256_load_si256(reinterpret_cast<const __m256i*>(teddy.lo[j].data()));
+        hi[j] = _mm256_load_si256(reinterpret_cast<const __m256i*>(teddy.hi[j].data()));
+    }
+    alignas(32) quint8 buckets[32];
+    qsizetype at = 0;
+    for (; at + 32 + Teddy::kWidth - 1 <= text.size(); at += 32) {
+        __m256i found = _mm256_set1_epi8(-1);
+        for (int j = 0; j < Teddy::kWidth; ++j) {
+            const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(data + at + j));
+            if (j == 0 && lineEnds) {
+                for (unsigned ends = static_cast<unsigned>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(bytes, newline)));
+                     ends != 0; ends &= ends - 1)
+                    lineEnds->push_back(at + qCountTrailingZeroBits(ends));
+            }
+            const __m256i low = _mm256_and_si256(bytes, nibble);
+            const __m256i high = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), nibble);
+            found = _mm256_and_si256(
+                found, _mm256_and_si256(_mm256_shuffle_epi8(lo[j], low), _mm256_shuffle_epi8(hi[j], high)));
+        }
+        unsigned candidates =
+            ~static_cast<unsigned>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(found, _mm256_setzero_si256())));
+        if (candidates == 0)
+            continue;
+        _mm256_store_si256(reinterpret_cast<__m256i*>(buckets), found);
+        do {
+            const int i = qCountTrailingZeroBits(candidates);
+            checkCandidate(teddy, keywords, text, at + i, buckets[i], hits, first);
+            candidates &= candidates - 1;
+        } while (candidates != 0);
+    }
+    teddyTail(teddy, keywords, text, at, hits, first, lineEnds);
+}
+
+__attribute__((target("ssse3"))) void teddySsse3(const Teddy& teddy, const QList<QByteArray>& keywords,
+                                                 QByteArrayView text, std::vector<Hit>& hits,
+                                                 std::vector<qsizetype>* lineEnds) {
+    const size_t first = hits.size();
+    const char* const data = text.data();
+    const __m128i nibble = _mm_set1_epi8(0x0f);
+    const __m128i newline = _mm_set1_epi8('\n');
+    __m128i lo[Teddy::kWidth];
+    __m128i hi[Teddy::kWidth];
+    for (int j = 0; j < Teddy::kWidth; ++j) {
+        lo[j] = _mm_load_si128(reinterpret_cast<const __m128i*>(teddy.lo[j].data()));
+        hi[j] = _mm_load_si128(reinterpret_cast<const __m128i*>(teddy.hi[j].data()));
+    }
+    alignas(16) quint8 buckets[16];
+    qsizetype at = 0;
+    for (; at + 16 + Teddy::kWidth - 1 <= text.size(); at += 16) {
+        __m128i found = _mm_set1_epi8(-1);
+        for (int j = 0; j < Teddy::kWidth; ++j) {
+            const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(data + at + j));
+            if (j == 0 && lineEnds) {
+                for (unsigned ends = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(bytes, newline)));
+                     ends != 0; ends &= ends - 1)
+                    lineEnds->push_back(at + qCountTrailingZeroBits(ends));
+            }
+            const __m128i low = _mm_and_si128(bytes, nibble);
+            const __m128i high = _mm_and_si128(_mm_srli_epi16(bytes, 4), nibble);
+            found = _mm_and_si128(found, _mm_and_si128(_mm_shuffle_epi8(lo[j], low), _mm_shuffle_epi8(hi[j], high)));
+        }
+        unsigned candidates =
+            ~static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(found, _mm_setzero_si128()))) & 0xffff;
+        if (candidates == 0)
+            continue;
+        _mm_store_si128(reinterpret_cast<__m128i*>(buckets), found);
+        do {
+            const int i = qCountTrailingZeroBits(candidates);
+            checkCandidate(teddy, keywords, text, at + i, buckets[i], hits, first);
+            candidates &= candidates - 1;
+        } while (candidates != 0);
+    }
+    teddyTail(teddy, keywords, text, at, hits, first, lineEnds);
+}
+
+#endif
+
+} // namespace
+
+bool KeywordSearch::isAvailable(Method method) {
+    switch (method) {
+    case Method::Portable:
+        return true;
+#ifdef RANKSCOPE_TEDDY
+    case Method::Ssse3:
+        return __builtin_cpu_supports("ssse3");
+    case Method::Avx2:
+        return __builtin_cpu_supports("avx2");
+#else
+    case Method::Ssse3:
+    case Method::Avx2:
+        return false;
+#endif
+    }
+    return false;
+}
+
+KeywordSearch::Method KeywordSearch::fastestMethod() {
+    static const Method fastest = isAvailable(Method::Avx2)    ? Method::Avx2
+                                  : isAvailable(Method::Ssse3) ? Method::Ssse3
+                                                               : Method::Portable;
+    return fastest;
+}
+
+qsizetype findBytes(QByteArrayView haystack, const Needle& needle, qsizetype from) {
+    if (from < 0 || from > haystack.size())
+        return -1;
+    if (needle.size() == 0)
+        return from;
+    if (haystack.size() - from < needle.size())
+        return -1;
+    return findByRareByte(haystack, needle.bytes(), from, needle.rareOffset());
+}
+
+KeywordSearch::KeywordSearch(QList<QByteArray> keywords, Method method) : m_keywords(std::move(keywords)) {
+    Q_ASSERT(m_keywords.size() <= kMaxKeywords);
+    if (method != Method::Portable && isAvailable(method)) {
+        m_teddy = buildTeddy(m_keywords);
+        m_method = method;
+    }
+    const qsizetype count = std::min<qsizetype>(m_keywords.size(), kMaxKeywords);
+    // The keyword `inner` is held by `outer` when outer contains it; of equal ones the first is the inner one.
+    const auto inside = [this](qsizetype inner, qsizetype outer) {
+        const QByteArray& a = m_keywords[inner];
+        const QByteArray& b = m_keywords[outer];
+        return inner != outer && !a.isEmpty() && b.contains(a) && (a.size() < b.size() || inner < outer);
+    };
+    for (qsizetype k = 0; k < count; ++k) {
+        bool holdsAnother = false;
+        for (qsizetype other = 0; other < count && !holdsAnother; ++other)
+            holdsAnother = inside(other, k);
+        if (!holdsAnother && !m_keywords[k].isEmpty()) {
+            m_searched.append(static_cast<int>(k));
+            m_rareOffsets.append(rarestByteIn(m_keywords[k]));
+        }
+    }
+    m_coveredBy.resize(m_searched.size());
+    for (qsizetype k = 0; k < count; ++k) {
+        if (m_keywords[k].isEmpty() || m_searched.contains(k))
+            continue;
+        // The smallest keyword it holds holds no other one, so it is searched.
+        qsizetype best = -1;
+        for (qsizetype s = 0; s < m_searched.size(); ++s) {
+            if (inside(m_searched[s], k) &&
+                (best < 0 || m_keywords[m_searched[s]].size() < m_keywords[m_searched[best]].size()))
+                best = s;
+        }
+        Q_ASSERT(best >= 0);
+        m_coveredBy[best].append({static_cast<int>(k), m_keywords[k].indexOf(m_keywords[m_searched[best]])});
+    }
+}
+
+KeywordSearch::~KeywordSearch() = default;
+
+void KeywordSearch::findAll(QByteArrayView text, std::vector<Hit>& hits, std::vector<qsizetype>* lineEnds) const {
+#ifdef RANKSCOPE_TEDDY
+    if (m_method == Method::Avx2)
+        return teddyAvx2(*m_teddy, m_keywords, text, hits, lineEnds);
+    if (m_method == Method::Ssse3)
+        return teddySsse3(*m_teddy, m_keywords, text, hits, lineEnds);
+#endif
+    findAllPortable(text, hits);
+    if (lineEnds)
+        findLineEnds(text, *lineEnds);
+}
+
+void KeywordSearch::findLineEnds(QByteArrayView text, std::vector<qsizetype>& lineEnds) {
+    const char* const begin = text.data();
+    const char* const end = begin + text.size();
+    for (const char* at = begin; at < end; ++at) {
+        at = static_cast<const char*>(std::memchr(at, '\n', static_cast<size_t>(end - at)));
+        if (!at)
+            break;
+        lineEnds.push_back(at - begin);
+    }
+}
+
+void KeywordSearch::findAllPortable(QByteArrayView text, std::vector<Hit>& hits) const {
+    const size_t first = hits.size();
+    const bool longText = text.size() > kLongText;
+    for (qsizetype s = 0; s < m_searched.size(); ++s) {
+        const int keyword = m_searched[s];
+        const QByteArrayView needle = m_keywords[keyword];
+        const auto next = [&](qsizetype from) {
+            if (text.size() - from < needle.size())
+                return qsizetype(-1);
+            return longText && text.size() - from > kLongText ? findByRareByte(text, needle, from, m_rareOffsets[s])
+                                                              : findByFirstByte(text, needle, from);
+        };
+        for (qsizetype at = next(0); at >= 0; at = next(at + 1)) {
+            hits.push_back({at, keyword});
+            for (const Covered& covered : m_coveredBy[s]) {
+                const QByteArrayView longer = m_keywords[covered.keyword];
+                const qsizetype start = at - covered.offset;
+                if (start >= 0 && start + longer.size() <= text.size() && text.sliced(start, longer.size()) == longer)
+                    hits.push_back({start, covered.keyword});
+            }
+        }
+    }
+    const auto before = [](const Hit& a, const Hit& b) {
+        return a.start != b.start ? a.start < b.start : a.keyword < b.keyword;
+    };
+    const auto begin = hits.begin() + static_cast<std::ptrdiff_t>(first);
+    if (!std::is_sorted(begin, hits.end(), before))
+        std::sort(begin, hits.end(), before);
+}
+
+quint64 KeywordSearch::maskOf(QByteArrayView text) const {
+    std::vector<Hit> hits;
+    findAll(text, hits);
+    quint64 mask = 0;
+    for (const Hit& hit : hits)
+        mask |= quint64(1) << hit.keyword;
+    return mask;
+}
+
+} // namespace rankscope

@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <QByteArray>
+#include <QByteArrayView>
+#include <QList>
+
+#include <memory>
+#include <vector>
+
+namespace rankscope {
+
+namespace detail {
+
+// Printable bytes from rare to common in the recorded training logs of tests/data; other bytes count as rarest.
+inline constexpr char kRareToCommon[] =
+    R"r(!$&?QYZ\^`~KJX;j%qH#'V<*W+>SMGBRAU)x(|TzD@E{}PFOLIy[]wgbfNC/uv=4h6k_7893d5m.2lpnioc,1r-0sat:e" )r";
+
+// 0 for the rarest bytes, then higher the more common a byte is.
+constexpr qsizetype commonness(char c) {
+    for (qsizetype i = 0; i + 1 < qsizetype(sizeof kRareToCommon); ++i) {
+        if (kRareToCommon[i] == c)
+            return i + 1;
+    }
+    return 0;
+}
+
+constexpr qsizetype rarestByteOffset(const char* bytes, qsizetype size) {
+    qsizetype best = 0;
+    for (qsizetype i = 1; i < size; ++i) {
+        if (commonness(bytes[i]) < commonness(bytes[best]))
+            best = i;
+    }
+    return best;
+}
+
+} // namespace detail
+
+// A needle known when compiling, with its rarest byte found then: a search for it stops only where that byte is,
+// where a search led by its first byte stops at every space or common letter. Declare one as
+// `constexpr Needle kName{"text"}`.
+class Needle final {
+public:
+    template <qsizetype N>
+    constexpr explicit Needle(const char (&text)[N])
+        : m_bytes(text, N - 1), m_rare(detail::rarestByteOffset(text, N - 1)) {}
+
+    [[nodiscard]] constexpr QByteArrayView bytes() const { return m_bytes; }
+    [[nodiscard]] constexpr qsizetype size() const { return m_bytes.size(); }
+    [[nodiscard]] constexpr qsizetype rareOffset() const { return m_rare; }
+
+private:
+    QByteArrayView m_bytes;
+    qsizetype m_rare;
+};
+
+// memmem: QByteArrayView::indexOf's search is several times slower on the short needles the parsers use.
+[[nodiscard]] qsizetype findBytes(QByteArrayView haystack, QByteArrayView needle, qsizetype from = 0);
+[[nodiscard]] qsizetype findBytes(QByteArrayView haystack, const Needle& needle, qsizetype from = 0);
+[[nodiscard]] inline bool containsBytes(QByteArrayView haystack, QByteArrayView needle) {
+    return findBytes(haystack, needle) >= 0;
+}
+[[nodiscard]] inline bool containsBytes(QByteArrayView haystack, const Needle& needle) {
+    return findBytes(haystack, needle) >= 0;
+}
+
+// Every occurrence of a fixed set of keywords (at most 64, none empty) in a buffer.
+// On x86-64 with SSSE3 or AVX2 one pass finds them all: a "Teddy" filter (from Hyperscan, as in Rust's
+// aho-corasick) looks up each byte's two nibbles in small tables, 16 or 32 positions per step, to find where a
+// 3-byte fingerprint of some keyword starts; only there are keywords compared. Elsewhere (the portable method)
+// each keyword that holds no other one is searched with memchr on its rarest byte, and the others only where
+// the one they hold was found.
+class KeywordSearch final {
+public:
+    static constexpr int kMaxKeywords = 64;
+
+    struct Hit {
+        qsizetype start; // where the keyword starts in the searched text
+        int keyword;     // its index in the list given to the constructor
+        friend bool operator==(const Hit& a, const Hit& b) { return a.start == b.start && a.keyword == b.keyword; }
+    };
+
+    enum class Method { Portable, Ssse3, Avx2 };
+    [[nodiscard]] static bool isAvailable(Method method); // on this CPU
+    [[nodiscard]] static Method fastestMethod();
+
+    // An unavailable method falls back to the portable one.
+    explicit KeywordSearch(QList<QByteArray> keywords, Method method = fastestMethod());
+    ~KeywordSearch();
+    KeywordSearch(const KeywordSearch&) = delete;
+    KeywordSearch& operator=(const KeywordSearch&) = delete;
+
+    [[nodiscard]] const QList<QByteArray>& keywords() const { return m_keywords; }
+    [[nodiscard]] Method method() const { return m_method; }
+
+    // Appends every occurrence in `text` (overlapping ones too) to `hits`, sorted by start, then by keyword. With
+    // `lineEnds`, also appends the position of every '\n' in `text` to it, in order: the same pass finds them.
+    void findAll(QByteArrayView text, std::vector<Hit>& hits, std::vector<qsizetype>* lineEnds = nullptr) const;
+    // Bit i set: keyword i occurs in `text`.
+    [[nodiscard]] quint64 maskOf(QByteArrayView text) const;
+
+    struct Teddy; // the tables of the one-pass method, in keywordsearch.cpp
+
+private:
+    struct Covered {
+        int keyword;
+        qsizetype offset; // where the covering keyword starts in it
+    };
+
+    void findAllPortable(QByteArrayView text, std::vector<Hit>& hits) const;
+    static void findLineEnds(QByteArrayView text, std::vector<qsizetype>& lineEnds);
+
+    QList<QByteArray> m_keywords;
+    Method m_method = Method::Portable;
+    std::unique_ptr<const Teddy> m_teddy;
+    QList<int> m_searched;             // the keywords that hold no other one
+    QList<qsizetype> m_rareOffsets;    // per keyword searched: where its rarest byte is
+    QList<QList<Covered>> m_coveredBy; // per keyword searched: the keywords that hold it
+};
+
+} // namespace rankscope

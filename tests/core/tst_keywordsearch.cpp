@@ -1,0 +1,299 @@
+// SPDX-License-Identifier: MIT
+// KeywordSearch (every occurrence of a set of keywords in one search) against a naive search at every position,
+// on written cases, the recorded logs of tests/data and generated text that is full of near misses; each
+// method this CPU has (portable, SSSE3, AVX2) must find exactly the same, and the same line ends.
+#include "core/keywordsearch.h"
+
+#include <QDirIterator>
+#include <QFile>
+#include <QRandomGenerator>
+#include <QTest>
+
+using namespace rankscope;
+
+namespace {
+
+using Hits = std::vector<KeywordSearch::Hit>;
+
+// Every position, every keyword: sorted by start, then keyword, as findAll promises.
+Hits naiveHits(QByteArrayView text, const QList<QByteArray>& keywords) {
+    Hits hits;
+    for (qsizetype at = 0; at < text.size(); ++at) {
+        for (qsizetype k = 0; k < keywords.size(); ++k) {
+            if (!keywords[k].isEmpty() && text.sliced(at).startsWith(keywords[k]))
+                hits.push_back({at, static_cast<int>(k)});
+        }
+    }
+    return hits;
+}
+
+using Method = KeywordSearch::Method;
+
+QString describe(const Hits& hits) {
+    QStringList parts;
+    for (const KeywordSearch::Hit& hit : hits)
+        parts.append(QStringLiteral("%1@%2").arg(hit.keyword).arg(hit.start));
+    return parts.join(QLatin1Char(' '));
+}
+
+QList<Method> availableMethods() {
+    QList<Method> methods;
+    for (const Method method : {Method::Portable, Method::Ssse3, Method::Avx2}) {
+        if (KeywordSearch::isAvailable(method))
+            methods.append(method);
+    }
+    return methods;
+}
+
+Hits hitsBy(Method method, QByteArrayView text, const QList<QByteArray>& keywords) {
+    const KeywordSearch search(keywords, method);
+    if (search.method() != method)
+        return {{-1, -1}};
+    Hits hits{{-7, -7}}; // findAll appends: what was there stays
+    search.findAll(text, hits);
+    if (hits.empty() || !(hits.front() == KeywordSearch::Hit{-7, -7}))
+        return {{-1, -1}};
+    hits.erase(hits.begin());
+    return hits;
+}
+
+// Where each method finds the line ends, found with the keywords, and where they are.
+void compareLineEnds(QByteArrayView text, const QList<QByteArray>& keywords) {
+    std::vector<qsizetype> expected;
+    for (qsizetype at = 0; at < text.size(); ++at) {
+        if (text[at] == '\n')
+            expected.push_back(at);
+    }
+    for (const Method method : availableMethods()) {
+        Hits hits;
+        std::vector<qsizetype> lineEnds{-3}; // appended to
+        KeywordSearch(keywords, method).findAll(text, hits, &lineEnds);
+        QCOMPARE(lineEnds.front(), -3);
+        lineEnds.erase(lineEnds.begin());
+        QCOMPARE(lineEnds, expected);
+        QCOMPARE(describe(hits), describe(hitsBy(method, text, keywords)));
+    }
+}
+
+// What the portable method finds, when every other method here finds the same; else which one differs.
+QString foundHits(QByteArrayView text, const QList<QByteArray>& keywords) {
+    const QString portable = describe(hitsBy(Method::Portable, text, keywords));
+    for (const Method method : availableMethods()) {
+        const QString other = describe(hitsBy(method, text, keywords));
+        if (other != portable)
+            return QStringLiteral("method %1 found %2, the portable one %3").arg(int(method)).arg(other, portable);
+    }
+    return portable;
+}
+
+// The keywords LogInspector's parsers look for, and the escape byte the scanner adds.
+QList<QByteArray> parserKeywords() {
+    return {"NCCL",
+            "NCCL version",
+            "atchdog caught",
+            "last enqueued",
+            "caused the desync are:",
+            "NCCL error in:",
+            "async exception: NCCL error",
+            "DistBackendError:",
+            "Failures:",
+            "Root Cause",
+            "Traceback (most recent call last)",
+            "terminate called after throwing an instance of '",
+            "what():",
+            "NVIDIA-SMI",
+            "utilization.gpu",
+            "\x1b"};
+}
+
+// Text made of the keywords' own bytes, pieces of them and whole ones, so that most candidates almost match.
+QByteArray textOfKeywordPieces(const QList<QByteArray>& keywords, quint32 seed, qsizetype size) {
+    QRandomGenerator random(seed);
+    QByteArray text;
+    while (text.size() < size) {
+        const QByteArray& keyword = keywords[random.bounded(static_cast<int>(keywords.size()))];
+        switch (random.bounded(4)) {
+        case 0:
+            text += keyword;
+            break;
+        case 1:
+            text += keyword.first(random.bounded(static_cast<int>(keyword.size())) + 1);
+            break;
+        case 2:
+            text += keyword.at(random.bounded(static_cast<int>(keyword.size())));
+            break;
+        default:
+            text += random.bounded(3) == 0 ? '\n' : ' ';
+        }
+    }
+    return text;
+}
+
+} // namespace
+
+class tst_KeywordSearch final : public QObject {
+    Q_OBJECT
+
+private slots:
+    void initTestCase();
+    void written_data();
+    void written();
+    void recordedLogs();
+    void generatedText_data();
+    void generatedText();
+    void sixtyFourKeywords();
+    void maskOf();
+    void findBytesOnLongAndShortText();
+    void needleFindsWhatTheBytesFind();
+};
+
+void tst_KeywordSearch::initTestCase() {
+    QStringList names;
+    for (const Method method : availableMethods())
+        names.append(method == Method::Avx2 ? "AVX2" : method == Method::Ssse3 ? "SSSE3" : "portable");
+    qInfo("methods on this CPU: %s", qPrintable(names.join(QStringLiteral(", "))));
+}
+
+void tst_KeywordSearch::written_data() {
+    QTest::addColumn<QByteArray>("text");
+    QTest::addColumn<QList<QByteArray>>("keywords");
+    QTest::addColumn<QString>("expected");
+    QTest::newRow("none") << QByteArray("hello world") << QList<QByteArray>{"NCCL"} << "";
+    QTest::newRow("empty text") << QByteArray() << QList<QByteArray>{"NCCL"} << "";
+    QTest::newRow("at both ends") << QByteArray("NCCL x NCCL") << QList<QByteArray>{"NCCL"} << "0@0 0@7";
+    QTest::newRow("overlapping") << QByteArray("aaaa") << QList<QByteArray>{"aa"} << "0@0 0@1 0@2";
+    QTest::newRow("one holds another") << QByteArray("a NCCL version 2.18 NCCL INFO")
+                                       << QList<QByteArray>{"NCCL version", "NCCL"} << "0@2 1@2 1@20";
+    QTest::newRow("held in the middle") << QByteArray("x async exception: NCCL error y")
+                                        << QList<QByteArray>{"async exception: NCCL error", "NCCL"} << "0@2 1@19";
+    QTest::newRow("the holder cut by the end")
+        << QByteArray("NCCL versio") << QList<QByteArray>{"NCCL", "NCCL version"} << "0@0";
+    QTest::newRow("the holder cut at the start")
+        << QByteArray("CCL error in:") << QList<QByteArray>{"NCCL error in:", "CCL"} << "1@0";
+    QTest::newRow("equal keywords") << QByteArray("ab ab") << QList<QByteArray>{"ab", "ab"} << "0@0 1@0 0@3 1@3";
+    QTest::newRow("one byte") << QByteArray("a\x1b[0mb\x1b") << QList<QByteArray>{"\x1b", "b"} << "0@1 1@5 0@6";
+    QTest::newRow("empty keyword is never found") << QByteArray("abc") << QList<QByteArray>{"", "b"} << "1@1";
+    QTest::newRow("same start, keyword order")
+        << QByteArray("what():") << QList<QByteArray>{"what():", "what"} << "0@0 1@0";
+}
+
+void tst_KeywordSearch::written() {
+    QFETCH(QByteArray, text);
+    QFETCH(QList<QByteArray>, keywords);
+    QFETCH(QString, expected);
+    QCOMPARE(foundHits(text, keywords), expected);
+    QCOMPARE(describe(naiveHits(text, keywords)), expected);
+}
+
+void tst_KeywordSearch::recordedLogs() {
+    const QList<QByteArray> keywords = parserKeywords();
+    QByteArray all;
+    QDirIterator files(QStringLiteral(RANKSCOPE_TEST_DATA_DIR), QDir::Files, QDirIterator::Subdirectories);
+    int count = 0;
+    while (files.hasNext()) {
+        QFile file(files.next());
+        QVERIFY(file.open(QIODevice::ReadOnly));
+        const QByteArray bytes = file.readAll();
+        QCOMPARE(foundHits(bytes, keywords), describe(naiveHits(bytes, keywords)));
+        all += bytes;
+        ++count;
+    }
+    QVERIFY(count > 20);
+    const Hits expected = naiveHits(all, keywords); // one long text
+    QVERIFY(expected.size() > 200);
+    QCOMPARE(foundHits(all, keywords), describe(expected));
+    compareLineEnds(all, keywords);
+}
+
+void tst_KeywordSearch::generatedText_data() {
+    QTest::addColumn<quint32>("seed");
+    QTest::addColumn<int>("size");
+    for (quint32 seed = 1; seed <= 20; ++seed)
+        QTest::addRow("seed %u", seed) << seed << (seed % 2 ? 100 : 5000);
+}
+
+void tst_KeywordSearch::generatedText() {
+    QFETCH(quint32, seed);
+    QFETCH(int, size);
+    QList<QByteArray> keywords = parserKeywords();
+    keywords += QList<QByteArray>{"a", "NC", "CCL", "e"}; // short ones, and ones held by many others
+    const QByteArray text = textOfKeywordPieces(keywords, seed, size);
+    const Hits expected = naiveHits(text, keywords);
+    QVERIFY(!expected.empty());
+    QCOMPARE(foundHits(text, keywords), describe(expected));
+    // Every start and end of the text, so that a search cannot read or match past either.
+    for (qsizetype cut = 0; cut < 40; ++cut) {
+        const QByteArrayView head = QByteArrayView(text).first(text.size() - cut);
+        const QByteArrayView tail = QByteArrayView(text).sliced(cut);
+        QCOMPARE(foundHits(head, keywords), describe(naiveHits(head, keywords)));
+        QCOMPARE(foundHits(tail, keywords), describe(naiveHits(tail, keywords)));
+        compareLineEnds(head, keywords);
+        if (QTest::currentTestFailed())
+            return;
+    }
+}
+
+void tst_KeywordSearch::sixtyFourKeywords() {
+    // Many fingerprints share each of the filter's 8 buckets.
+    QRandomGenerator random(64);
+    QList<QByteArray> keywords;
+    while (keywords.size() < KeywordSearch::kMaxKeywords) {
+        QByteArray keyword;
+        const int size = random.bounded(1, 7);
+        for (int i = 0; i < size; ++i)
+            keyword += "abcdeNCL:( \n"[random.bounded(12)];
+        keywords.append(keyword);
+    }
+    const QByteArray text = textOfKeywordPieces(keywords, 7, 3000);
+    QCOMPARE(foundHits(text, keywords), describe(naiveHits(text, keywords)));
+}
+
+void tst_KeywordSearch::maskOf() {
+    for (const Method method : availableMethods()) {
+        const KeywordSearch search({"NCCL", "NCCL version", "what():", "x"}, method);
+        QCOMPARE(search.maskOf("nothing here"), quint64(0));
+        QCOMPARE(search.maskOf("NCCL version 2.18.1"), quint64(0b0011));
+        QCOMPARE(search.maskOf("  what(): NCCL"), quint64(0b0101));
+        QCOMPARE(search.maskOf("x"), quint64(0b1000));
+    }
+}
+
+void tst_KeywordSearch::findBytesOnLongAndShortText() {
+    const QByteArray longText = QByteArray(2000, 'a') + "needle" + QByteArray(10, 'b') + "needle";
+    QCOMPARE(findBytes(longText, "needle"), 2000);
+    QCOMPARE(findBytes(longText, "needle", 2001), 2016);
+    QCOMPARE(findBytes(longText, "needle", 2017), -1);
+    QCOMPARE(findBytes("short needle", "needle"), 6);
+    QCOMPARE(findBytes("short needle", "needles"), -1);
+    QCOMPARE(findBytes("abc", "", 2), 2);
+    QCOMPARE(findBytes("abc", "a", 4), -1);
+}
+
+void tst_KeywordSearch::needleFindsWhatTheBytesFind() {
+    static constexpr Needle kSpaced{" coll channels"};
+    static constexpr Needle kWord{"rank"};
+    static constexpr Needle kOne{"x"};
+    static_assert(kSpaced.rareOffset() != 0 && kSpaced.size() == 14);
+    static_assert(Needle("NVIDIA").rareOffset() == 1); // 'V' is rarer than N, I, D and A in the logs
+    QFile file(QStringLiteral(RANKSCOPE_TEST_DATA_DIR "/logs/nccl-public-samples.log"));
+    QVERIFY(file.open(QIODevice::ReadOnly));
+    const QByteArray text = file.readAll() + " coll channels rank x";
+    for (const Needle& needle : {kSpaced, kWord, kOne}) {
+        int found = 0;
+        for (qsizetype from = -1; from <= text.size() + 1; ++from) {
+            const qsizetype at = findBytes(text, needle, from);
+            QCOMPARE(at, findBytes(text, needle.bytes(), from));
+            found += at >= 0 ? 1 : 0;
+            // On a line, where the search does not skip by its rarest byte.
+            const QByteArrayView line =
+                QByteArrayView(text)
+                    .sliced(std::max<qsizetype>(0, from - 100))
+                    .first(std::min<qsizetype>(200, text.size() - std::max<qsizetype>(0, from - 100)));
+            QCOMPARE(findBytes(line, needle), findBytes(line, needle.bytes()));
+        }
+        QVERIFY(found > 0);
+    }
+}
+
+QTEST_GUILESS_MAIN(tst_KeywordSearch)
+#include "tst_keywordsearch.moc"
