@@ -20,7 +20,7 @@ namespace rankscope::gui {
 
 namespace {
 
-constexpr int kDefaultTickMs = 50; // as the run view's tick
+constexpr int kDefaultTickMs = 25; // the run view's half tick
 constexpr int kLegendMaxRanks = 12;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
@@ -93,11 +93,9 @@ RunCharts::RunCharts(RunMetrics* metrics, QWidget* parent)
     for (int column = 0; column < 3; ++column)
         layout->setColumnStretch(column, 1);
 
-    connect(m_metrics, &RunMetrics::changed, this, [this] { m_dirty = true; });
-    connect(m_tick, &QTimer::timeout, this, [this] {
-        if (m_dirty || m_ranks.isEmpty() || m_ranks.first().loss.width != bucketCount(m_panels[LossChart]))
-            refresh();
-    });
+    connect(m_metrics, &RunMetrics::changed, this, [this] { m_dirty = kAllGroups; });
+    connect(m_tick, &QTimer::timeout, this, &RunCharts::tick);
+    m_tick->setTimerType(Qt::PreciseTimer);
     m_tick->start(kDefaultTickMs);
 }
 
@@ -115,7 +113,16 @@ RunCharts::Panel RunCharts::makePanel(const QString& title, const QString& xTitl
 }
 
 void RunCharts::setTickInterval(int milliseconds) {
-    m_tick->start(std::clamp(milliseconds, 10, 100)); // at least 10 updates a second
+    m_tick->setInterval(std::clamp(milliseconds, 5, 50)); // every chart at least 10 times a second
+    if (m_tick->isActive())
+        m_tick->start();
+}
+
+void RunCharts::setTickDriven(bool byOwner) {
+    if (byOwner)
+        m_tick->stop();
+    else
+        m_tick->start();
 }
 
 int RunCharts::tickInterval() const {
@@ -190,7 +197,7 @@ void RunCharts::focusRank(int rank) {
         return;
     m_focusedRank = rank;
     applyHighlight();
-    m_dirty = true;
+    m_dirty |= 1u << OtherGroup; // the step-time breakdown follows the focus
 }
 
 void RunCharts::restyleRanks() {
@@ -217,7 +224,7 @@ void RunCharts::applyHighlight() {
     }
 }
 
-void RunCharts::refresh() {
+void RunCharts::addNewRanks() {
     bool added = false;
     for (int rank : m_metrics->ranks()) {
         const RunMetrics::RankSeries* series = m_metrics->rank(rank);
@@ -228,11 +235,54 @@ void RunCharts::refresh() {
     }
     if (added)
         restyleRanks();
-    refreshRankCharts();
+}
+
+int RunCharts::drawnPoints() const {
+    int points = 0;
+    for (const RankLines& lines : m_ranks)
+        points += int(lines.loss.series->count() + lines.throughput.series->count());
+    for (const DrawnSeries& drawn : m_stepTime)
+        points += int(drawn.series->count());
+    return points;
+}
+
+void RunCharts::tick() {
+    // A resize changes the buckets of every series: everything is drawn again at the new width.
+    if (!m_ranks.isEmpty() && m_ranks.first().loss.width != bucketCount(m_panels[LossChart]))
+        m_dirty = kAllGroups;
+    if (!m_dirty) {
+        m_nextGroup = m_nextGroup == LossGroup ? OtherGroup : LossGroup;
+        return;
+    }
+    addNewRanks();
+    m_split = drawnPoints() > m_pointBudget;
+    if (!m_split) {
+        refresh();
+        return;
+    }
+    // Taking turns, strictly alternating so that a driver knows which tick draws the loss chart.
+    const Group group = m_nextGroup;
+    m_nextGroup = group == LossGroup ? OtherGroup : LossGroup;
+    if (m_dirty & (1u << group))
+        refreshGroup(group);
+}
+
+void RunCharts::refresh() {
+    addNewRanks();
+    refreshGroup(LossGroup);
+    refreshGroup(OtherGroup);
+}
+
+void RunCharts::refreshGroup(Group group) {
+    m_dirty &= quint8(~(1u << group));
+    if (group == LossGroup) {
+        refreshRankChart(LossChart);
+        return;
+    }
+    refreshRankChart(ThroughputChart);
     refreshStepTime();
     refreshAccuracy();
     m_gpuPanel->refresh();
-    m_dirty = false;
 }
 
 void RunCharts::clear() {
@@ -253,36 +303,31 @@ void RunCharts::clear() {
     m_accuracyDrawn = -1;
     m_hoveredRank = -1;
     m_focusedRank = -1;
-    m_dirty = true;
+    m_dirty = kAllGroups;
+    m_nextGroup = LossGroup;
+    m_split = false;
 }
 
-void RunCharts::refreshRankCharts() {
-    Range loss;
-    Range throughput;
-    for (auto it = m_ranks.cbegin(); it != m_ranks.cend(); ++it) {
-        if (const RunMetrics::RankSeries* series = m_metrics->rank(it.key())) {
-            loss.add(series->loss);
-            throughput.add(series->imagesPerSec);
-        }
-    }
-    if (!loss.valid())
+void RunCharts::refreshRankChart(Chart which) {
+    const bool loss = which == LossChart;
+    Range range;
+    for (auto it = m_ranks.cbegin(); it != m_ranks.cend(); ++it)
+        if (const RunMetrics::RankSeries* series = m_metrics->rank(it.key()))
+            range.add(loss ? series->loss : series->imagesPerSec);
+    if (!range.valid())
         return;
-    const std::array<std::pair<Chart, Range*>, 2> charts = {{{LossChart, &loss}, {ThroughputChart, &throughput}}};
-    for (const auto& [which, range] : charts) {
-        Panel& panel = m_panels[size_t(which)];
-        // Steps start at 1; a lone point still gets a visible span.
-        fitAxis(panel.x, std::min(range->xLo, 0.0), std::max(range->xHi, range->xLo + 1.0));
-        setPaddedRange(panel.y, range->yLo, range->yHi, which == ThroughputChart);
-        const int width = bucketCount(panel);
-        for (auto it = m_ranks.begin(); it != m_ranks.end(); ++it) {
-            const RunMetrics::RankSeries* series = m_metrics->rank(it.key());
-            if (!series)
-                continue;
-            DrawnSeries& drawn = which == LossChart ? it->loss : it->throughput;
-            const SeriesBuffer& buffer = which == LossChart ? series->loss : series->imagesPerSec;
-            if (syncSeries(drawn, buffer, panel.x->min(), panel.x->max(), width))
-                ++m_replaceCount;
-        }
+    Panel& panel = m_panels[size_t(which)];
+    // Steps start at 1; a lone point still gets a visible span.
+    fitAxis(panel.x, std::min(range.xLo, 0.0), std::max(range.xHi, range.xLo + 1.0));
+    setPaddedRange(panel.y, range.yLo, range.yHi, which == ThroughputChart);
+    const int width = bucketCount(panel);
+    for (auto it = m_ranks.begin(); it != m_ranks.end(); ++it) {
+        const RunMetrics::RankSeries* series = m_metrics->rank(it.key());
+        if (!series)
+            continue;
+        DrawnSeries& drawn = loss ? it->loss : it->throughput;
+        if (syncSeries(drawn, loss ? series->loss : series->imagesPerSec, panel.x->min(), panel.x->max(), width))
+            ++m_replaceCount;
     }
 }
 

@@ -21,13 +21,23 @@ class GpuPanel;
 
 // The run's charts, drawn from a RunMetrics: loss per rank and images/s per rank (all ranks overlaid),
 // the step-time breakdown of the focused rank (or the mean of all ranks), validation accuracy per epoch, and
-// the GPU panel. Nothing is drawn when data arrives: a timer tick (50 ms by default) replaces only the series
-// whose buffers changed, with points downsampled to the plot's width, and rescales the axes once.
+// the GPU panel. Nothing is drawn when data arrives: a tick replaces only the series whose buffers changed, with
+// points downsampled to the plot's width, and rescales the axes once.
+//
+// Qt Charts strokes a replaced series' whole path again (for its hover shape), so a tick costs the points it
+// replaces. While the charts hold few points a tick draws everything that changed; past kTickPointBudget the
+// ticks take turns: the loss chart on one, the other charts on the next, so no frame carries every series and
+// only one chart view repaints per tick. Each chart is then drawn every second tick: with the 25 ms tick, 20 times
+// a second, as before the split. The charts tick on their own timer, or on their owner's (setTickDriven).
 class RunCharts final : public QWidget {
     Q_OBJECT
 
 public:
     enum Chart { LossChart, ThroughputChart, StepTimeChart, AccuracyChart, GpuChart, ChartCount };
+
+    // Points a tick may replace before the charts take turns (about 4 ms of Qt Charts' geometry on this
+    // machine; the GUI pipeline benchmark: 16 ranks hold about 15,000).
+    static constexpr int kTickPointBudget = 4000;
 
     explicit RunCharts(RunMetrics* metrics, QWidget* parent = nullptr);
 
@@ -40,7 +50,17 @@ public:
     void addGpuSamples(const QVector<GpuSample>& samples);
     void setTickInterval(int milliseconds);
     [[nodiscard]] int tickInterval() const;
-    // The tick's work, now: tests and the PNG export call it to draw what is buffered.
+    // One tick's work (see above); the timer calls it, or the owner that drives the ticks.
+    void tick();
+    // Whether the next tick draws the loss chart: a driver applies new events just before it.
+    [[nodiscard]] bool nextTickDrawsLoss() const { return !m_split || m_nextGroup == LossGroup; }
+    // true: the owner calls tick() and the charts' own timer stops; false: the timer ticks (the default).
+    void setTickDriven(bool byOwner);
+    // The budget above (the GUI pipeline benchmark compares budgets; a huge one never takes turns).
+    void setTickPointBudget(int points) { m_pointBudget = points; }
+    // Whether the last tick drew one group only (the charts held more than kTickPointBudget points).
+    [[nodiscard]] bool ticksTakeTurns() const { return m_split; }
+    // Everything that changed, now: tests, the PNG export and a final flush call it to draw what is buffered.
     void refresh();
     // Forgets every series (a new run); the metrics are cleared by their owner.
     void clear();
@@ -60,6 +80,9 @@ signals:
     void rankHovered(int rank); // -1 when the pointer leaves a line
 
 private:
+    enum Group : quint8 { LossGroup = 0, OtherGroup = 1 };
+    static constexpr quint8 kAllGroups = 0b11;
+
     struct RankLines {
         DrawnSeries loss;
         DrawnSeries throughput;
@@ -76,10 +99,13 @@ private:
     void restyleRanks();
     void applyHighlight();
     void onHovered(int rank, bool entered);
-    void refreshRankCharts();
+    void addNewRanks();
+    void refreshGroup(Group group);
+    void refreshRankChart(Chart which);
     void refreshStepTime();
     void refreshAccuracy();
     [[nodiscard]] int bucketCount(const Panel& panel) const;
+    [[nodiscard]] int drawnPoints() const; // the points the rank and step-time series hold now
 
     RunMetrics* m_metrics;
     QTimer* m_tick;
@@ -92,7 +118,10 @@ private:
     int m_accuracyDrawn = -1;
     int m_focusedRank = -1;
     int m_hoveredRank = -1;
-    bool m_dirty = true;
+    quint8 m_dirty = kAllGroups; // the groups whose data changed since they were drawn
+    Group m_nextGroup = LossGroup;
+    bool m_split = false;
+    int m_pointBudget = kTickPointBudget;
     qint64 m_replaceCount = 0;
 };
 

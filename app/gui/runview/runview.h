@@ -22,8 +22,8 @@ class RankGridModel;
 class RunCharts;
 
 // The live run view: a progress line, the rank grid and the charts. The main window forwards the engine's
-// signals here. Batches are queued and applied on a fixed tick (50 ms): one RunMetrics update, one row
-// insertion and one chart refresh per tick, however many batches arrived.
+// signals here. Batches are queued and applied on a fixed tick (50 ms): one RunMetrics update and one row
+// insertion per tick, however many batches arrived. The charts draw on the tick's two halves (RunCharts).
 class RunView final : public QWidget {
     Q_OBJECT
 
@@ -42,6 +42,9 @@ public:
     void clear();
     // Applies what is queued now, and redraws (the tick does this on its own).
     void flush();
+    // The whole tick (50 ms by default); the charts draw on its halves.
+    void setTickInterval(int milliseconds);
+    [[nodiscard]] int tickInterval() const;
 
     // The clock heartbeat ages are measured against; wall-clock Unix seconds by default. An offline
     // view of a stored run passes the run's last event time.
@@ -59,6 +62,7 @@ signals:
 
 private:
     void tick();
+    void applyPending();
     void updateLabels();
 
     RunMetrics* m_metrics;
@@ -79,6 +83,7 @@ private:
     QVector<PendingExit> m_pendingExits;
     QVector<rankscope::Diagnosis> m_pendingDiagnoses;
     int m_focusedRank = -1;
+    bool m_halfTick = true; // the last tick was a half one (while the charts do not take turns)
 };
 
 } // namespace rankscope::gui

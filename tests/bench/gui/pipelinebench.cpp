@@ -102,12 +102,10 @@ QVector<double> latencies(const QVector<double>& eventMs, const QVector<double>&
     return out;
 }
 
-// The run view's, the charts' and the session's tick; the view keeps its timer private (a direct child).
+// The session's tick and the run view's (which drives the charts on its halves).
 void setTicks(gui::MainWindow& window, int ms) {
     window.session()->setTickMs(ms);
-    window.runView()->charts()->setTickInterval(ms);
-    for (QTimer* timer : window.runView()->findChildren<QTimer*>(QString(), Qt::FindDirectChildrenOnly))
-        timer->setInterval(ms);
+    window.runView()->setTickInterval(ms);
 }
 
 struct Observed {
@@ -149,6 +147,7 @@ PipelineConfig PipelineConfig::fromArgs(const BenchArgs& args) {
     config.tickMs = args.integer(QStringLiteral("tick-ms"), 0); // 0: the app's own ticks
     config.tab = args.text(QStringLiteral("tab"), QStringLiteral("run"));
     config.tailPollMs = args.integer(QStringLiteral("tail-poll-ms"), 10);
+    config.chartPointBudget = args.integer(QStringLiteral("chart-point-budget"), 0);
     config.emitter = args.text(QStringLiteral("emitter"), QStringLiteral(RANKSCOPE_BENCH_EMITTER));
     if (config.overSsh)
         config.ranks = std::max(config.nodes, config.ranks - config.ranks % config.nodes);
@@ -174,6 +173,8 @@ QJsonObject runPipelineBench(const PipelineConfig& config, QString* error) {
     window.show();
     if (config.tickMs > 0)
         setTicks(window, config.tickMs);
+    if (config.chartPointBudget > 0)
+        window.runView()->charts()->setTickPointBudget(config.chartPointBudget);
     const QJsonObject job = nodes ? remoteJob(config, *nodes) : localJob(config);
     window.jobEditor()->setJsonText(QString::fromUtf8(QJsonDocument(job).toJson()));
     if (!waitUntil([&] { return window.jobEditor()->isValid(); }, 5000)) {
@@ -261,6 +262,7 @@ QJsonObject runPipelineBench(const PipelineConfig& config, QString* error) {
         {"lines_total", double(config.linesPerRank() * config.ranks)},
         {"event_every", config.eventEvery},
         {"tick_ms", config.tickMs},
+        {"chart_point_budget", config.chartPointBudget > 0 ? config.chartPointBudget : gui::RunCharts::kTickPointBudget},
         {"tab", config.tab},
         {"wall_s", rounded(wallS)},
         {"lines_per_s", std::round(double(config.linesPerRank() * config.ranks) / wallS)},

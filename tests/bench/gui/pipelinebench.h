@@ -21,6 +21,7 @@ struct PipelineConfig {
     int nodes = 2;
     int tailPollMs = 10; // the local baseline's poll interval
     QString emitter;
+    int chartPointBudget = 0; // the charts' tick point budget (RunCharts); 0: the app's own
 
     [[nodiscard]] qint64 linesPerRank() const;
     [[nodiscard]] qint64 stepsPerRank() const { return linesPerRank() / eventEvery; }

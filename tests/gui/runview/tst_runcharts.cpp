@@ -70,6 +70,76 @@ private Q_SLOTS:
         }
     }
 
+    // Past the point budget a tick draws the loss chart or the other charts, in turn; under it, everything.
+    void manyRanksTakeTurnsFewDoNot() {
+        RunMetrics metrics;
+        metrics.setWindow(20000);
+        RunCharts charts(&metrics);
+        charts.setTickDriven(true); // the test calls tick() itself
+        charts.resize(1200, 700);
+        charts.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&charts));
+        const auto addSteps = [&metrics](int ranks, qint64 from, qint64 to) {
+            QVector<TrainerEvent> events;
+            for (int rank = 0; rank < ranks; ++rank)
+                for (qint64 step = from; step <= to; ++step)
+                    events.append(rankscope::test::syntheticStep(rank, double(step), step, 2.0 / double(step), 50.0 + rank));
+            metrics.addEvents(events);
+        };
+        const auto lastX = [](const QLineSeries* series) { return series->at(series->count() - 1).x(); };
+
+        // Two ranks: far under the budget, one tick draws every chart.
+        addSteps(2, 1, 50);
+        charts.tick();
+        QVERIFY(!charts.ticksTakeTurns());
+        QCOMPARE(lastX(charts.lossSeries(1)), 50.0);
+        QCOMPARE(lastX(charts.throughputSeries(1)), 50.0);
+        QCOMPARE(lastX(charts.stepTimeSeries(StepPart::Forward)), 50.0);
+        addSteps(2, 51, 60);
+        charts.tick();
+        QCOMPARE(lastX(charts.lossSeries(0)), 60.0);
+        QCOMPARE(lastX(charts.throughputSeries(0)), 60.0);
+
+        // Sixteen ranks with long series: each holds about one point per plot pixel, far over the budget.
+        charts.clear();
+        metrics.clear();
+        addSteps(16, 1, 3000);
+        charts.refresh();
+        charts.refresh(); // laid out at the final width
+        int points = 0;
+        for (int rank = 0; rank < 16; ++rank)
+            points += int(charts.lossSeries(rank)->count() + charts.throughputSeries(rank)->count());
+        QVERIFY2(points > RunCharts::kTickPointBudget, qPrintable(QString::number(points)));
+        addSteps(16, 3001, 3100);
+        QVERIFY(charts.nextTickDrawsLoss() || !charts.ticksTakeTurns());
+        charts.tick(); // loss only
+        QVERIFY(charts.ticksTakeTurns());
+        QVERIFY(!charts.nextTickDrawsLoss());
+        for (int rank = 0; rank < 16; ++rank) {
+            QCOMPARE(lastX(charts.lossSeries(rank)), 3100.0);
+            QVERIFY(lastX(charts.throughputSeries(rank)) < 3001.0);
+        }
+        QVERIFY(lastX(charts.stepTimeSeries(StepPart::Backward)) < 3001.0);
+        charts.tick(); // the others
+        QVERIFY(charts.nextTickDrawsLoss());
+        for (int rank = 0; rank < 16; ++rank)
+            QCOMPARE(lastX(charts.throughputSeries(rank)), 3100.0);
+        QCOMPARE(lastX(charts.stepTimeSeries(StepPart::Backward)), 3100.0);
+        // Nothing new: the turns go on and replace nothing.
+        const qint64 replaced = charts.replaceCount();
+        charts.tick();
+        charts.tick();
+        QCOMPARE(charts.replaceCount(), replaced);
+        QVERIFY(charts.nextTickDrawsLoss());
+        // A budget no run reaches: back to drawing everything on each tick.
+        charts.setTickPointBudget(1 << 30);
+        addSteps(16, 3101, 3110);
+        charts.tick();
+        QVERIFY(!charts.ticksTakeTurns());
+        QCOMPARE(lastX(charts.lossSeries(15)), 3110.0);
+        QCOMPARE(lastX(charts.throughputSeries(15)), 3110.0);
+    }
+
     void hoverAndFocusHighlight() {
         RunMetrics metrics;
         RunCharts charts(&metrics);

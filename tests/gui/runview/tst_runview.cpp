@@ -135,6 +135,40 @@ private Q_SLOTS:
         QCOMPARE(view.focusedRank(), -1);
     }
 
+    // Sixteen long ranks: the charts take turns on the half ticks, and the ticks alone still draw every batch.
+    void manyRanksOnTheHalfTicks() {
+        RunView view;
+        view.metrics()->setWindow(20000);
+        view.resize(1400, 900);
+        view.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&view));
+        QCOMPARE(view.tickInterval(), 50);
+        const auto queue = [&view](qint64 from, qint64 to) {
+            QVector<TrainerEvent> events;
+            for (int rank = 0; rank < 16; ++rank)
+                for (qint64 step = from; step <= to; ++step)
+                    events.append(rankscope::test::syntheticStep(rank, double(step), step, 2.0 / double(step)));
+            view.addEvents(events);
+        };
+        const auto drawnTo = [&view](qint64 step) {
+            RunCharts* charts = view.charts();
+            for (int rank = 0; rank < 16; ++rank) {
+                const QLineSeries* loss = charts->lossSeries(rank);
+                const QLineSeries* images = charts->throughputSeries(rank);
+                if (!loss || !images || loss->count() == 0 || images->count() == 0 ||
+                    loss->at(loss->count() - 1).x() != double(step) || images->at(images->count() - 1).x() != double(step))
+                    return false;
+            }
+            return true;
+        };
+        queue(1, 3000);
+        QTRY_VERIFY_WITH_TIMEOUT(drawnTo(3000), 3000);
+        queue(3001, 3050);
+        QTRY_VERIFY_WITH_TIMEOUT(drawnTo(3050), 3000);
+        QVERIFY(view.charts()->ticksTakeTurns());
+        QCOMPARE(view.gridModel()->rowCount(), 16);
+    }
+
     void exitsReachTheGrid() {
         RunView view;
         view.addEvents(recordedEvents(QStringLiteral("recorded-hang")));
