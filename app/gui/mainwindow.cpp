@@ -161,7 +161,7 @@ void MainWindow::buildTabs() {
     m_diagnostics->setHeaderLabels({QStringLiteral("Finding"), QStringLiteral("Ranks"), QStringLiteral("What")});
     m_diagnostics->setRootIsDecorated(false);
     m_diagnostics->setWordWrap(true);
-    m_diagnostics->setColumnWidth(0, 110);
+    m_diagnostics->setColumnWidth(0, 170); // "network warning (resolved)" unelided
     m_diagnostics->setColumnWidth(1, 70);
     connect(m_diagnostics, &QTreeWidget::itemClicked, this, [this](QTreeWidgetItem* item) {
         const int rank = item->data(1, Qt::UserRole).toInt();
@@ -177,6 +177,8 @@ void MainWindow::buildTabs() {
     buildStacksDock(dock);
     buildNcclDock(dock);
     dock->raise();
+    // The findings dock starts low, under the charts; a restored layout overrides it.
+    resizeDocks({dock}, {170}, Qt::Vertical);
     m_runLabel = new QLabel(QStringLiteral("no run"));
     statusBar()->addPermanentWidget(m_runLabel);
     m_bridgeLabel = new QLabel;
