@@ -26,6 +26,11 @@ bool syncSeries(DrawnSeries& drawn, const SeriesBuffer& buffer, double xMin, dou
     return true;
 }
 
+void forgetSeries(DrawnSeries& drawn) {
+    drawn.series->clear();
+    drawn.revision = ~quint64(0);
+}
+
 void styleChart(QChart* chart, const QString& title) {
     chart->setAnimationOptions(QChart::NoAnimation);
     chart->setBackgroundRoundness(0);
@@ -52,17 +57,26 @@ QValueAxis* addAxis(QChart* chart, Qt::Alignment alignment, const QString& title
     return axis;
 }
 
-void fitAxis(QValueAxis* axis, double lo, double hi) {
+bool axisHolds(const QValueAxis* axis, double lo, double hi) {
     // Keep the axis while the data fits in it and fills a fair part of it: a range change makes Qt Charts
     // rebuild the geometry of every series on the chart, so it must not happen on every tick.
     const double span = axis->max() - axis->min();
-    if (lo >= axis->min() && hi <= axis->max() && hi - lo >= 0.4 * span)
+    return lo >= axis->min() && hi <= axis->max() && hi - lo >= 0.4 * span;
+}
+
+void fitAxis(QValueAxis* axis, double lo, double hi) {
+    if (axisHolds(axis, lo, hi))
         return;
     axis->setRange(lo, hi);
     axis->applyNiceNumbers();
 }
 
 void setPaddedRange(QValueAxis* axis, double lo, double hi, bool fromZero) {
+    const auto [low, high] = paddedRange(lo, hi, fromZero);
+    fitAxis(axis, low, high);
+}
+
+std::pair<double, double> paddedRange(double lo, double hi, bool fromZero) {
     if (!std::isfinite(lo) || !std::isfinite(hi) || lo > hi) {
         lo = 0.0;
         hi = 1.0;
@@ -76,7 +90,7 @@ void setPaddedRange(QValueAxis* axis, double lo, double hi, bool fromZero) {
     double low = fromZero && lo >= 0.0 ? lo : lo - pad;
     if (lo >= 0.0 && low < 0.0)
         low = 0.0;
-    fitAxis(axis, low, hi + pad);
+    return {low, hi + pad};
 }
 
 } // namespace rankscope::gui

@@ -4,6 +4,8 @@
 #include <QString>
 #include <QtGlobal>
 
+#include <utility>
+
 class QChart;
 class QLineSeries;
 class QValueAxis;
@@ -30,10 +32,17 @@ bool syncSeries(DrawnSeries& drawn, const SeriesBuffer& buffer, double xMin, dou
 void styleChart(QChart* chart, const QString& title);
 [[nodiscard]] QValueAxis* addAxis(QChart* chart, Qt::Alignment alignment, const QString& title,
                                   const QString& labelFormat);
+// Empties a drawn series and forgets what it was given: the next syncSeries() draws it whole.
+void forgetSeries(DrawnSeries& drawn);
+
 // Sets [lo, hi] padded by 5% (at least a small span), with round tick values.
 void setPaddedRange(QValueAxis* axis, double lo, double hi, bool fromZero = false);
+// The range setPaddedRange() fits the axis to.
+[[nodiscard]] std::pair<double, double> paddedRange(double lo, double hi, bool fromZero);
 // Sets [lo, hi] rounded to nice numbers, unless the current range already holds it and is not more than
 // about twice as wide: axes change rarely, not on every tick.
 void fitAxis(QValueAxis* axis, double lo, double hi);
+// Whether fitAxis(axis, lo, hi) leaves the axis as it is.
+[[nodiscard]] bool axisHolds(const QValueAxis* axis, double lo, double hi);
 
 } // namespace rankscope::gui

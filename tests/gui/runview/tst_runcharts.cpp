@@ -99,6 +99,18 @@ private Q_SLOTS:
         charts.tick();
         QCOMPARE(lastX(charts.lossSeries(0)), 60.0);
         QCOMPARE(lastX(charts.throughputSeries(0)), 60.0);
+        // Rank 0 alone runs far past the axis: the axes move, and rank 1's unchanged lines are drawn again whole
+        // (a moving axis empties every series first, so that Qt Charts builds each one's geometry once).
+        const double axisMax = charts.chart(RunCharts::LossChart)->axes(Qt::Horizontal).first()->property("max").toDouble();
+        QVector<TrainerEvent> ahead;
+        for (qint64 step = 61; step <= 500; ++step)
+            ahead.append(rankscope::test::syntheticStep(0, double(step), step, 2.0 / double(step), 50.0));
+        metrics.addEvents(ahead);
+        charts.tick();
+        QVERIFY(charts.chart(RunCharts::LossChart)->axes(Qt::Horizontal).first()->property("max").toDouble() > axisMax);
+        QCOMPARE(charts.lossSeries(1)->points(), metrics.rank(1)->loss.points());
+        QCOMPARE(charts.throughputSeries(1)->points(), metrics.rank(1)->imagesPerSec.points());
+        QCOMPARE(lastX(charts.lossSeries(0)), 500.0);
 
         // Sixteen ranks with long series: each holds about one point per plot pixel, far over the budget.
         charts.clear();
