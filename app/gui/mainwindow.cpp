@@ -325,6 +325,14 @@ void MainWindow::connectSession() {
     connect(m_session, &RunSession::runStarting, this, &MainWindow::onRunStarting);
     connect(m_session, &RunSession::events, m_runView, &RunView::addEvents);
     connect(m_session, &RunSession::logBatch, m_logs->model(), &LogModel::appendLines);
+    // Log lines reach the inspector every 100 ms, on every second of the run view's light ticks: never on the
+    // tick that applies events and draws the loss chart, so that the two do not make one long frame.
+    m_session->setTickDriven(true);
+    connect(m_runView, &RunView::lightTick, m_session, [this] {
+        m_logTickDue = !m_logTickDue;
+        if (!m_logTickDue)
+            m_session->flush();
+    });
     connect(m_session, &RunSession::rankExited, m_runView, &RunView::rankExited);
     connect(m_session, &RunSession::gpuSamples, m_runView, &RunView::addGpuSamples);
     connect(m_session, &RunSession::gpuTelemetryError, m_runView, &RunView::addGpuError);

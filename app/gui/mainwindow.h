@@ -143,6 +143,7 @@ private:
     class BridgeHost* m_bridge = nullptr;
     QAction* m_bridgeAction = nullptr;
     int m_focusedRank = -1;
+    bool m_logTickDue = false; // the run view's light ticks alternate: flush the session's log lines, or not
 };
 
 } // namespace rankscope::gui

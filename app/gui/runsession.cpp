@@ -62,6 +62,13 @@ void RunSession::setTickMs(int ms) {
     m_tick->setInterval(ms);
 }
 
+void RunSession::setTickDriven(bool byOwner) {
+    if (byOwner)
+        m_tick->stop();
+    else
+        m_tick->start();
+}
+
 void RunSession::flush() {
     if (m_pendingLines.isEmpty())
         return;

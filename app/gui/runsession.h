@@ -42,6 +42,8 @@ public:
     [[nodiscard]] RunStore* store() const { return m_store; }
     [[nodiscard]] int tickMs() const;
     void setTickMs(int ms);
+    // true: the owner calls flush() on its own schedule and the session's 100 ms timer stops.
+    void setTickDriven(bool byOwner);
     // Hands over the log lines gathered so far now (the tick does this on its own).
     void flush();
     // Every rank's native stacks now, merged (stacksCaptured); only while a run is followed.

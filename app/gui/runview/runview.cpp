@@ -120,12 +120,15 @@ void RunView::clear() {
 void RunView::tick() {
     m_halfTick = !m_halfTick;
     // A whole tick applies what is queued, right before the charts draw the loss chart when they take turns.
-    if (m_charts->ticksTakeTurns() ? m_charts->nextTickDrawsLoss() : !m_halfTick) {
+    const bool whole = m_charts->ticksTakeTurns() ? m_charts->nextTickDrawsLoss() : !m_halfTick;
+    if (whole) {
         applyPending();
         m_gridModel->setNow(m_clock()); // heartbeat ages move with the clock alone
         updateLabels();
     }
     m_charts->tick();
+    if (!whole)
+        emit lightTick();
 }
 
 void RunView::setTickInterval(int milliseconds) {

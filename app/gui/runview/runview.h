@@ -59,6 +59,9 @@ public:
 
 signals:
     void rankSelected(int rank);
+    // A tick that applied no events and drew no loss chart (every 50 ms): a slot for other periodic GUI work,
+    // so that it does not add to the heaviest ticks.
+    void lightTick();
 
 private:
     void tick();

@@ -102,9 +102,9 @@ QVector<double> latencies(const QVector<double>& eventMs, const QVector<double>&
     return out;
 }
 
-// The session's tick and the run view's (which drives the charts on its halves).
+// The run view's tick, which drives the charts on its halves and the session's log flush on every second light
+// tick (the session's own timer is stopped in the app).
 void setTicks(gui::MainWindow& window, int ms) {
-    window.session()->setTickMs(ms);
     window.runView()->setTickInterval(ms);
 }
 

@@ -15,7 +15,7 @@ struct PipelineConfig {
     double seconds = 60;
     qint64 totalLines = 0;               // all ranks together; 0: ranks * rate * seconds
     int eventEvery = 10;                 // one line in N is a step event
-    int tickMs = 100;                    // the session's, the run view's and the charts' ticks
+    int tickMs = 100;                    // the run view's tick (charts and log flush ride on it)
     QString tab = QStringLiteral("run"); // the tab shown during the run: run (as Debug leaves it) or logs
     bool overSsh = false;                // submit to 2 namespace nodes instead of a local debug run
     int nodes = 2;
