@@ -148,6 +148,7 @@ PipelineConfig PipelineConfig::fromArgs(const BenchArgs& args) {
     config.tab = args.text(QStringLiteral("tab"), QStringLiteral("run"));
     config.tailPollMs = args.integer(QStringLiteral("tail-poll-ms"), 10);
     config.chartPointBudget = args.integer(QStringLiteral("chart-point-budget"), 0);
+    config.chartsDir = args.text(QStringLiteral("save-charts"));
     config.emitter = args.text(QStringLiteral("emitter"), QStringLiteral(RANKSCOPE_BENCH_EMITTER));
     if (config.overSsh)
         config.ranks = std::max(config.nodes, config.ranks - config.ranks % config.nodes);
@@ -234,6 +235,9 @@ QJsonObject runPipelineBench(const PipelineConfig& config, QString* error) {
         tail->stop();
     const double endRss = statusMiB("VmRSS:");
     const Observed seen = observe(window);
+    if (!config.chartsDir.isEmpty()) // what the user sees at the end: every chart as a PNG
+        for (int which = 0; which < gui::RunCharts::ChartCount; ++which)
+            window.runView()->charts()->saveChartPng(which, QStringLiteral("%1/chart%2.png").arg(config.chartsDir).arg(which));
 
     const qint64 stepsExpected = config.stepsPerRank() * config.ranks;
     const qint64 logExpected = (config.linesPerRank() - config.stepsPerRank()) * config.ranks;

@@ -21,6 +21,7 @@ struct PipelineConfig {
     int nodes = 2;
     int tailPollMs = 10; // the local baseline's poll interval
     QString emitter;
+    QString chartsDir;        // where to save every chart as a PNG after the run; empty: nowhere
     int chartPointBudget = 0; // the charts' tick point budget (RunCharts); 0: the app's own
 
     [[nodiscard]] qint64 linesPerRank() const;

@@ -5,6 +5,7 @@
 //   rankscope_gui_bench [--ranks 16] [--rate 5000] [--seconds 60 | --total-lines N] [--event-every 10]
 //                       [--tick-ms 100] [--tab run|logs] [--tail-poll-ms 10] [--emitter PATH] [--quick]
 //                       [--chart-point-budget N]  the charts take turns past N points (huge: never)
+//                       [--save-charts DIR]  every chart as a PNG after the run (chart0.png: loss)
 //                       [--event-costs 1]   also the GUI thread's time per kind of event (key "event_costs")
 //   rankscope_gui_bench --latency [same flags]     the same over SSH to 2 namespace nodes (needs root)
 //
