@@ -46,6 +46,7 @@
 #include <QTableView>
 #include <QToolBar>
 #include <QToolButton>
+#include <QPainter>
 #include <QTreeWidget>
 #include <QVBoxLayout>
 
@@ -58,6 +59,23 @@ const QString kLocalNode = QString(kLocalNodeName);
 bool isLive(const RunRecord& run) {
     return run.state == QLatin1String("running") || run.state == QLatin1String("launching");
 }
+
+// The findings list; while empty it says what would appear in it, so that "nothing found" does not read as
+// "not working".
+class FindingsView final : public QTreeWidget {
+protected:
+    void paintEvent(QPaintEvent* event) override {
+        QTreeWidget::paintEvent(event);
+        if (topLevelItemCount() > 0)
+            return;
+        QPainter painter(viewport());
+        painter.setPen(palette().color(QPalette::PlaceholderText));
+        painter.drawText(viewport()->rect().adjusted(8, 6, -8, -6), Qt::AlignLeft | Qt::AlignTop | Qt::TextWordWrap,
+                         QStringLiteral("No findings. The first failure's root cause, hung ranks, stragglers, "
+                                        "diverging replicas and NCCL network problems appear here as they are "
+                                        "found; a click opens the rank's log."));
+    }
+};
 
 } // namespace
 
@@ -156,7 +174,7 @@ void MainWindow::buildTabs() {
 
     setCentralWidget(m_tabs);
 
-    m_diagnostics = new QTreeWidget;
+    m_diagnostics = new FindingsView;
     m_diagnostics->setObjectName(QStringLiteral("diagnosticsView"));
     m_diagnostics->setHeaderLabels({QStringLiteral("Finding"), QStringLiteral("Ranks"), QStringLiteral("What")});
     m_diagnostics->setRootIsDecorated(false);
