@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // LogLineScanner: the lines delivered (text, number, rank, keywords) must not depend on how the bytes were
-// chunked, including the lines a sink asks for while it "wants every line"; the keywords it reports are exactly
-// those in the text. The keyword search's SIMD methods must find what its portable one finds.
+// chunked, including the lines a sink asks for while it "wants every line"; the keywords it reports, and their
+// positions, are exactly those in the text. The keyword search's SIMD methods must find what its portable one finds.
 #include "core/loglines.h"
 #include "tests/fuzz/fuzzcommon.h"
 
@@ -21,6 +21,19 @@ public:
                 expected |= quint64(1) << i;
         }
         if (line.keywords != expected || (!m_open && expected == 0))
+            std::abort();
+        // Its positions: every occurrence, overlapping ones too, by position, then keyword.
+        qsizetype next = 0;
+        for (qsizetype at = 0; at < line.text.size(); ++at) {
+            for (int k = 0; k < keywords().size(); ++k) {
+                if (!line.text.sliced(at).startsWith(keywords()[k]))
+                    continue;
+                if (next >= line.foundCount || line.found[next].at != at || line.found[next].keyword != k)
+                    std::abort();
+                ++next;
+            }
+        }
+        if (next != line.foundCount)
             std::abort();
         m_out += QByteArray::number(line.number) + ' ' + QByteArray::number(line.rank) + ' ' +
                  QByteArray::number(line.keywords) + ' ' + line.text.toByteArray() + '\n';
