@@ -13,13 +13,12 @@ namespace rankscope {
 namespace {
 
 // keywords()
+constexpr int kNcclKeyword = 0;
 constexpr int kVersionKeyword = 1;
 
 constexpr qsizetype kMarkerSize = 10; // "NCCL INFO " and "NCCL WARN "
 
 // What is searched for in every record, each with its rarest byte found when compiling.
-constexpr Needle kRecordMarker{"NCCL "};
-constexpr Needle kVersion{"NCCL version"};
 constexpr Needle kVia{" via "};
 constexpr Needle kSpaceColon{" :"};
 constexpr Needle kCollChannels{" coll channels"};
@@ -114,8 +113,9 @@ qsizetype findArrow(QByteArrayView text) {
 // "init.cc:840 -> 5" and "group.cc:73 -> 5 [Async thread]": one step of NCCL's error-code propagation.
 bool isChainStep(QByteArrayView message) {
     const qsizetype arrow = findArrow(message);
-    return arrow > 0 && isSourceLocation(message.first(arrow)) && arrow + 4 < message.size() &&
-           (isDigit(message[arrow + 4]) || message[arrow + 4] == '-');
+    // The digit before the arrow first: it ends every source location, and most arrows ("0[0] -> 7[7]") lack it.
+    return arrow > 0 && isDigit(message[arrow - 1]) && isSourceLocation(message.first(arrow)) &&
+           arrow + 4 < message.size() && (isDigit(message[arrow + 4]) || message[arrow + 4] == '-');
 }
 
 // The value after "key " in "… key value …" (the token up to the next space).
@@ -181,7 +181,7 @@ QList<QByteArray> NcclLogParser::keywords() const {
 void NcclLogParser::takeLine(const LogLine& line) {
     const QByteArrayView text = line.text;
     if (line.holds(kVersionKeyword))
-        takeVersion(text);
+        takeVersion(text, line.indexOf(kVersionKeyword));
     struct Record {
         qsizetype marker = 0;      // where "NCCL INFO " or "NCCL WARN " starts
         qsizetype start = 0;       // where the record starts: its header, or the marker when it has none
@@ -190,10 +190,12 @@ void NcclLogParser::takeLine(const LogLine& line) {
         QByteArrayView source;
     };
     QVarLengthArray<Record, 2> records;
-    for (qsizetype from = 0;;) {
-        const qsizetype at = findBytes(text, kRecordMarker, from);
-        if (at < 0)
-            break;
+    // Each "NCCL " from the start, as a search for it would find them: the scanner found every "NCCL".
+    qsizetype from = 0;
+    for (const KeywordAt* hit = line.found; hit != line.found + line.foundCount; ++hit) {
+        const qsizetype at = hit->at;
+        if (hit->keyword != kNcclKeyword || at < from || at + 4 >= text.size() || text[at + 4] != ' ')
+            continue;
         from = at + 5;
         const QByteArrayView rest = text.sliced(at);
         Record record;
@@ -239,11 +241,17 @@ void NcclLogParser::takeLine(const LogLine& line) {
 void NcclLogParser::takeRecord(const Header& header, QByteArrayView source, bool warn, QByteArrayView message,
                                const LogLine& line) {
     if (!header.host.isEmpty() && header.host != QByteArrayView(m_lastHost)) {
-        m_lastHost = header.host.toByteArray();
-        m_lastHostKey = canonicalUtf8(header.host, m_canonical).toByteArray();
-        m_lastHostName = str(header.host);
-        if (!m_hosts.contains(m_lastHostName))
-            m_hosts.append(m_lastHostName);
+        // Records of several hosts interleave: their names are made once per host, then shared.
+        auto found = m_hostNames.constFind(QByteArray::fromRawData(header.host.data(), header.host.size()));
+        if (found == m_hostNames.cend()) {
+            const HostNames names{canonicalUtf8(header.host, m_canonical).toByteArray(), str(header.host)};
+            if (!m_hosts.contains(names.name))
+                m_hosts.append(names.name);
+            found = m_hostNames.insert(header.host.toByteArray(), names);
+        }
+        m_lastHost = found.key();
+        m_lastHostKey = found->key;
+        m_lastHostName = found->name;
     }
     if (warn) {
         // A job repeats its warnings: their host and source strings are shared, not made again for each.
@@ -260,10 +268,12 @@ void NcclLogParser::takeRecord(const Header& header, QByteArrayView source, bool
                            line.number});
         if (header.pid < 0)
             return;
-        if (OpenWarning* open = openWarning(header))
+        if (OpenWarning* open = openWarning(header)) {
             open->index = m_warnings.size() - 1;
-        else
+        } else {
             m_openWarnings[{header.pid, header.tid}].append({m_lastHostKey, m_warnings.size() - 1});
+            ++m_openPerSlot[threadSlot(header)];
+        }
         return;
     }
     if (isChainStep(message)) {
@@ -425,8 +435,7 @@ void NcclLogParser::takeCommInit(const Header& header, QByteArrayView message) {
     comm.ranks.insert(at, rank);
 }
 
-void NcclLogParser::takeVersion(QByteArrayView text) {
-    const qsizetype at = findBytes(text, kVersion);
+void NcclLogParser::takeVersion(QByteArrayView text, qsizetype at) {
     qsizetype i = at + 12;
     while (i < text.size() && (text[i] == ':' || isSpace(text[i])))
         ++i;
@@ -442,6 +451,8 @@ void NcclLogParser::takeVersion(QByteArrayView text) {
 }
 
 NcclLogParser::OpenWarning* NcclLogParser::openWarning(const Header& header) {
+    if (m_openPerSlot[threadSlot(header)] == 0)
+        return nullptr;
     const auto found = m_openWarnings.find({header.pid, header.tid});
     if (found == m_openWarnings.end())
         return nullptr;
@@ -453,16 +464,25 @@ NcclLogParser::OpenWarning* NcclLogParser::openWarning(const Header& header) {
 }
 
 void NcclLogParser::closeWarning(const Header& header) {
+    const int slot = threadSlot(header);
+    if (m_openPerSlot[slot] == 0)
+        return;
     const auto found = m_openWarnings.find({header.pid, header.tid});
     if (found == m_openWarnings.end())
         return;
-    found->removeIf([this](const OpenWarning& open) { return open.host == m_lastHostKey; });
+    m_openPerSlot[slot] -=
+        static_cast<int>(found->removeIf([this](const OpenWarning& open) { return open.host == m_lastHostKey; }));
     if (found->isEmpty())
         m_openWarnings.erase(found);
 }
 
 void NcclLogParser::endOfStream() {
     m_openWarnings.clear();
+    m_openPerSlot.fill(0);
+}
+
+int NcclLogParser::threadSlot(const Header& header) {
+    return static_cast<int>((quint64(header.pid) * 0x9e3779b97f4a7c15ULL ^ quint64(header.tid)) % kThreadSlots);
 }
 
 NcclFacts NcclLogParser::facts() const {

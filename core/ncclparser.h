@@ -9,6 +9,8 @@
 #include <QString>
 #include <QStringList>
 
+#include <array>
+
 namespace rankscope {
 
 // One rank's line "comm 0x… rank R nranks N cudaDev D busId B commId C - Init START|COMPLETE".
@@ -84,7 +86,7 @@ private:
     void takeCommInit(const Header& header, QByteArrayView message);
     void takeConnection(QByteArrayView message);
     void takeSocketOrIbDevices(QByteArrayView list);
-    void takeVersion(QByteArrayView text);
+    void takeVersion(QByteArrayView text, qsizetype at); // at: where "NCCL version" starts
 
     // The last warning of a thread "host:pid:tid", for its chain. Found by pid and tid (two numbers to hash),
     // then by host among the few with those numbers: a record's host is then the last host, in m_lastHostKey.
@@ -95,6 +97,15 @@ private:
     using ThreadNumbers = std::pair<qint64, qint64>;
     [[nodiscard]] OpenWarning* openWarning(const Header& header);
     void closeWarning(const Header& header);
+    // Most records come from threads with no open warning: a count per slot of thread numbers says so without
+    // a lookup.
+    static constexpr int kThreadSlots = 64;
+    [[nodiscard]] static int threadSlot(const Header& header);
+
+    struct HostNames {
+        QByteArray key; // canonical UTF-8
+        QString name;
+    };
 
     // Text kept as keys or for dedup is held as canonical UTF-8 (see ncclparser.cpp): equal exactly when the
     // QStrings made from it would be, and made without allocating for the ASCII that NCCL prints.
@@ -117,6 +128,8 @@ private:
     int m_channels = 0;
     QList<NcclWarning> m_warnings;
     QHash<ThreadNumbers, QList<OpenWarning>> m_openWarnings; // no empty lists
+    std::array<int, kThreadSlots> m_openPerSlot{};           // open warnings per threadSlot()
+    QHash<QByteArray, HostNames> m_hostNames;                // by the bytes printed
     QMap<QString, QStringList> m_orphanChains;
     QByteArray m_key;       // the key being looked up, reused so that a lookup does not allocate
     QByteArray m_canonical; // canonicalUtf8's scratch
