@@ -88,8 +88,9 @@ struct KeywordSearch::Teddy {
         int keyword;
         qsizetype offset; // where the fingerprint starts in the keyword
     };
-    alignas(32) std::array<std::array<quint8, 32>, kWidth> lo{}; // each 16-byte table twice, for AVX2's two lanes
-    alignas(32) std::array<std::array<quint8, 32>, kWidth> hi{};
+    // Each 16-byte table four times, for the 128-bit lanes of AVX2 (the first two) and AVX-512.
+    alignas(64) std::array<std::array<quint8, 64>, kWidth> lo{};
+    alignas(64) std::array<std::array<quint8, 64>, kWidth> hi{};
     std::array<std::vector<Check>, kBuckets> checks;
 };
 
@@ -201,11 +202,11 @@ std::unique_ptr<const Teddy> buildTeddy(const QList<QByteArray>& keywords) {
     for (qsizetype b = 0; b < buckets.size(); ++b) {
         const quint8 bit = quint8(1) << b;
         for (int j = 0; j < Teddy::kWidth; ++j) {
-            for (int nibble = 0; nibble < 16; ++nibble) {
-                if (buckets[b].lo[j] & (1 << nibble))
-                    teddy->lo[j][nibble] = teddy->lo[j][nibble + 16] |= bit;
-                if (buckets[b].hi[j] & (1 << nibble))
-                    teddy->hi[j][nibble] = teddy->hi[j][nibble + 16] |= bit;
+            for (int nibble = 0; nibble < 64; ++nibble) {
+                if (buckets[b].lo[j] & (1 << (nibble % 16)))
+                    teddy->lo[j][nibble] |= bit;
+                if (buckets[b].hi[j] & (1 << (nibble % 16)))
+                    teddy->hi[j][nibble] |= bit;
             }
         }
         for (const qsizetype g : std::as_const(buckets[b].groups))
@@ -304,6 +305,48 @@ __attribute__((target("avx2"))) void teddyAvx2(const Teddy& teddy, const QList<Q
     teddyTail(teddy, keywords, text, at, hits, first, lineEnds);
 }
 
+// As teddyAvx2, 64 positions per step.
+__attribute__((target("avx512f,avx512bw"))) void teddyAvx512(const Teddy& teddy, const QList<QByteArray>& keywords,
+                                                             QByteArrayView text, std::vector<Hit>& hits,
+                                                             std::vector<qsizetype>* lineEnds) {
+    const size_t first = hits.size();
+    const char* const data = text.data();
+    const __m512i nibble = _mm512_set1_epi8(0x0f);
+    const __m512i newline = _mm512_set1_epi8('\n');
+    __m512i lo[Teddy::kWidth];
+    __m512i hi[Teddy::kWidth];
+    for (int j = 0; j < Teddy::kWidth; ++j) {
+        lo[j] = _mm512_load_si512(teddy.lo[j].data());
+        hi[j] = _mm512_load_si512(teddy.hi[j].data());
+    }
+    alignas(64) quint8 buckets[64];
+    qsizetype at = 0;
+    for (; at + 64 + Teddy::kWidth - 1 <= text.size(); at += 64) {
+        __m512i found = _mm512_set1_epi8(-1);
+        for (int j = 0; j < Teddy::kWidth; ++j) {
+            const __m512i bytes = _mm512_loadu_si512(data + at + j);
+            if (j == 0 && lineEnds) {
+                for (quint64 ends = _mm512_cmpeq_epi8_mask(bytes, newline); ends != 0; ends &= ends - 1)
+                    lineEnds->push_back(at + qCountTrailingZeroBits(ends));
+            }
+            const __m512i low = _mm512_and_si512(bytes, nibble);
+            const __m512i high = _mm512_and_si512(_mm512_srli_epi16(bytes, 4), nibble);
+            found = _mm512_and_si512(
+                found, _mm512_and_si512(_mm512_shuffle_epi8(lo[j], low), _mm512_shuffle_epi8(hi[j], high)));
+        }
+        quint64 candidates = _mm512_test_epi8_mask(found, found);
+        if (candidates == 0)
+            continue;
+        _mm512_store_si512(buckets, found);
+        do {
+            const int i = qCountTrailingZeroBits(candidates);
+            checkCandidate(teddy, keywords, text, at + i, buckets[i], hits, first);
+            candidates &= candidates - 1;
+        } while (candidates != 0);
+    }
+    teddyTail(teddy, keywords, text, at, hits, first, lineEnds);
+}
+
 __attribute__((target("ssse3"))) void teddySsse3(const Teddy& teddy, const QList<QByteArray>& keywords,
                                                  QByteArrayView text, std::vector<Hit>& hits,
                                                  std::vector<qsizetype>* lineEnds) {
@@ -359,9 +402,12 @@ bool KeywordSearch::isAvailable(Method method) {
         return __builtin_cpu_supports("ssse3");
     case Method::Avx2:
         return __builtin_cpu_supports("avx2");
+    case Method::Avx512:
+        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
 #else
     case Method::Ssse3:
     case Method::Avx2:
+    case Method::Avx512:
         return false;
 #endif
     }
@@ -369,7 +415,8 @@ bool KeywordSearch::isAvailable(Method method) {
 }
 
 KeywordSearch::Method KeywordSearch::fastestMethod() {
-    static const Method fastest = isAvailable(Method::Avx2)    ? Method::Avx2
+    static const Method fastest = isAvailable(Method::Avx512)  ? Method::Avx512
+                                  : isAvailable(Method::Avx2)  ? Method::Avx2
                                   : isAvailable(Method::Ssse3) ? Method::Ssse3
                                                                : Method::Portable;
     return fastest;
@@ -427,6 +474,8 @@ KeywordSearch::~KeywordSearch() = default;
 
 void KeywordSearch::findAll(QByteArrayView text, std::vector<Hit>& hits, std::vector<qsizetype>* lineEnds) const {
 #ifdef RANKSCOPE_TEDDY
+    if (m_method == Method::Avx512)
+        return teddyAvx512(*m_teddy, m_keywords, text, hits, lineEnds);
     if (m_method == Method::Avx2)
         return teddyAvx2(*m_teddy, m_keywords, text, hits, lineEnds);
     if (m_method == Method::Ssse3)

@@ -89,7 +89,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
     const fuzz::Cuts cuts = fuzz::cutsFor(data);
     fuzz::requireSame(scan(data, nullptr), scan(data, &cuts), cuts, "LogLineScanner");
     const QByteArray portable = searched(data, KeywordSearch::Method::Portable);
-    for (const KeywordSearch::Method method : {KeywordSearch::Method::Ssse3, KeywordSearch::Method::Avx2}) {
+    for (const KeywordSearch::Method method :
+         {KeywordSearch::Method::Ssse3, KeywordSearch::Method::Avx2, KeywordSearch::Method::Avx512}) {
         if (!KeywordSearch::isAvailable(method))
             continue;
         const QByteArray other = searched(data, method);
