@@ -230,14 +230,15 @@ inline void checkCandidate(const Teddy& teddy, const QList<QByteArray>& keywords
                 text[start + keyword.size() - 1] != keyword.back() ||
                 std::memcmp(text.data() + start, keyword.constData(), static_cast<size_t>(keyword.size())) != 0)
                 continue;
-            const Hit hit{start, check.keyword};
+            // Field by field: a hit built on the stack and copied is read back before its stores land.
             size_t i = hits.size();
-            hits.push_back(hit);
-            for (; i > first && (hits[i - 1].start > hit.start ||
-                                 (hits[i - 1].start == hit.start && hits[i - 1].keyword > hit.keyword));
+            hits.emplace_back();
+            for (; i > first &&
+                   (hits[i - 1].start > start || (hits[i - 1].start == start && hits[i - 1].keyword > check.keyword));
                  --i)
                 hits[i] = hits[i - 1];
-            hits[i] = hit;
+            hits[i].start = start;
+            hits[i].keyword = check.keyword;
         }
     }
 }

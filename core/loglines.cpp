@@ -111,7 +111,10 @@ void LogLineScanner::takeRawLine(QByteArrayView raw, const Hit* hits, const Hit*
         const qsizetype at = hit->start - offset;
         if (at + m_keywordSizes[hit->keyword] <= raw.size()) {
             inRaw |= quint64(1) << hit->keyword;
-            m_textHits.push_back({at, hit->keyword});
+            // Field by field: a hit built on the stack and copied is read back before its stores land.
+            Hit& kept = m_textHits.emplace_back();
+            kept.start = at;
+            kept.keyword = hit->keyword;
         }
     }
     if (inRaw == 0 && m_wanting == 0)
@@ -133,16 +136,22 @@ void LogLineScanner::takeRawLine(QByteArrayView raw, const Hit* hits, const Hit*
         auto kept = m_textHits.begin();
         for (const Hit& hit : m_textHits) {
             if (hit.start >= textStart && hit.start + m_keywordSizes[hit.keyword] <= textEnd) {
-                *kept++ = {hit.start - textStart, hit.keyword};
+                kept->start = hit.start - textStart;
+                kept->keyword = hit.keyword;
+                ++kept;
                 inText |= quint64(1) << hit.keyword;
             }
         }
         m_textHits.erase(kept, m_textHits.end());
     }
-    deliver({stripped.text, m_lineNumber, stripped.rank, 0}, inText & ~m_terminalArtifacts);
+    m_line.text = stripped.text;
+    m_line.number = m_lineNumber;
+    m_line.rank = stripped.rank;
+    deliver(inText & ~m_terminalArtifacts);
 }
 
-void LogLineScanner::deliver(LogLine line, quint64 keywords) {
+void LogLineScanner::deliver(quint64 keywords) {
+    LogLine& line = m_line;
     for (Slot& slot : m_slots) {
         if ((keywords & slot.mask) == 0 && !slot.wantsEveryLine)
             continue;
@@ -156,12 +165,12 @@ void LogLineScanner::deliver(LogLine line, quint64 keywords) {
                     if (slot.keywords[i] != hit.keyword)
                         continue;
                     // By position, then by the sink's index: two keywords can start at the same place.
-                    const KeywordAt at{hit.start, static_cast<int>(i)};
                     size_t j = slot.found.size();
-                    slot.found.push_back(at);
-                    for (; j > 0 && slot.found[j - 1].at == at.at && slot.found[j - 1].keyword > at.keyword; --j)
+                    slot.found.emplace_back();
+                    for (; j > 0 && slot.found[j - 1].at == hit.start && slot.found[j - 1].keyword > int(i); --j)
                         slot.found[j] = slot.found[j - 1];
-                    slot.found[j] = at;
+                    slot.found[j].at = hit.start;
+                    slot.found[j].keyword = static_cast<int>(i);
                     own |= quint64(1) << i;
                 }
             }

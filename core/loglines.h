@@ -104,7 +104,7 @@ private:
     void prepare();
     void scanLines(QByteArrayView lines);
     void takeRawLine(QByteArrayView raw, const Hit* hits, const Hit* hitsEnd, qsizetype offset);
-    void deliver(LogLine line, quint64 keywords); // keywords: the scanner's bits of those in m_textHits
+    void deliver(quint64 keywords); // m_line to the sinks; keywords: the scanner's bits of those in m_textHits
     void updateWanting(Slot& slot);
     void appendPartial(QByteArrayView bytes);
     void endPartialLine();
@@ -118,6 +118,7 @@ private:
     qsizetype m_maxLineBytes;
     std::vector<Hit> m_hits;
     std::vector<Hit> m_textHits; // the hits of the line being delivered, as positions in its text
+    LogLine m_line;              // the line being delivered
     std::vector<qsizetype> m_lineEnds;
     QByteArray m_partial;
     bool m_inLine = false;

@@ -198,11 +198,13 @@ void NcclLogParser::takeLine(const LogLine& line) {
             continue;
         from = at + 5;
         const QByteArrayView rest = text.sliced(at);
-        Record record;
-        record.marker = record.start = at;
-        record.warn = startsWith(rest, "NCCL WARN ");
-        if ((!record.warn && !startsWith(rest, "NCCL INFO ")) || (at > 0 && !isSpace(text[at - 1])))
+        const bool warn = startsWith(rest, "NCCL WARN ");
+        if ((!warn && !startsWith(rest, "NCCL INFO ")) || (at > 0 && !isSpace(text[at - 1])))
             continue;
+        // Filled in place: a record built on the stack and copied in is read back before its stores land.
+        Record& record = records.emplace_back();
+        record.marker = record.start = at;
+        record.warn = warn;
         // Read the header backwards: "host:pid:tid [dev] [file.cc:NN] NCCL …".
         qsizetype start = 0;
         QByteArrayView token = tokenBefore(text, at, &start);
@@ -219,14 +221,15 @@ void NcclLogParser::takeLine(const LogLine& line) {
                 const qint64 pid = toNumber(id.sliced(first + 1, second - first - 1));
                 const qint64 tid = toNumber(id.sliced(second + 1));
                 if (pid >= 0 && tid >= 0) {
-                    record.header = {id.first(first), pid, tid};
+                    record.header.host = id.first(first);
+                    record.header.pid = pid;
+                    record.header.tid = tid;
                     record.start = idStart;
                 }
             }
         }
         if (record.header.pid < 0)
             record.source = {};
-        records.append(record);
     }
     for (qsizetype i = 0; i < records.size(); ++i) {
         const Record& record = records[i];
