@@ -172,7 +172,7 @@ bool NcclFacts::isEmpty() const {
            warnings.isEmpty() && orphanChains.isEmpty();
 }
 
-NcclLogParser::NcclLogParser() : m_scanner({this}) {}
+NcclLogParser::NcclLogParser() : m_scanner({this}), m_lastHost(&m_hostBytes.emplace_back()) {}
 
 QList<QByteArray> NcclLogParser::keywords() const {
     return {QByteArrayLiteral("NCCL"), QByteArrayLiteral("NCCL version")};
@@ -243,18 +243,20 @@ void NcclLogParser::takeLine(const LogLine& line) {
 
 void NcclLogParser::takeRecord(const Header& header, QByteArrayView source, bool warn, QByteArrayView message,
                                const LogLine& line) {
-    if (!header.host.isEmpty() && header.host != QByteArrayView(m_lastHost)) {
-        // Records of several hosts interleave: their names are made once per host, then shared.
-        auto found = m_hostNames.constFind(QByteArray::fromRawData(header.host.data(), header.host.size()));
-        if (found == m_hostNames.cend()) {
-            const HostNames names{canonicalUtf8(header.host, m_canonical).toByteArray(), str(header.host)};
-            if (!m_hosts.contains(names.name))
-                m_hosts.append(names.name);
-            found = m_hostNames.insert(header.host.toByteArray(), names);
+    if (!header.host.isEmpty() && header.host != QByteArrayView(m_lastHost->bytes)) {
+        const auto found = m_hostsByBytes.constFind(QByteArray::fromRawData(header.host.data(), header.host.size()));
+        if (found != m_hostsByBytes.cend()) {
+            m_lastHost = *found;
+        } else {
+            Host& added = m_hostBytes.emplace_back();
+            added.bytes = header.host.toByteArray();
+            added.key = canonicalUtf8(header.host, m_canonical).toByteArray();
+            added.name = str(header.host);
+            if (!m_hosts.contains(added.name))
+                m_hosts.append(added.name);
+            m_hostsByBytes.insert(added.bytes, &added);
+            m_lastHost = &added;
         }
-        m_lastHost = found.key();
-        m_lastHostKey = found->key;
-        m_lastHostName = found->name;
     }
     if (warn) {
         // A job repeats its warnings: their host and source strings are shared, not made again for each.
@@ -262,7 +264,7 @@ void NcclLogParser::takeRecord(const Header& header, QByteArrayView source, bool
             m_lastSource = source.toByteArray();
             m_lastSourceName = str(source);
         }
-        m_warnings.append({header.host.isEmpty() ? QString() : m_lastHostName,
+        m_warnings.append({header.host.isEmpty() ? QString() : m_lastHost->name,
                            header.pid,
                            line.rank,
                            m_lastSourceName,
@@ -274,7 +276,7 @@ void NcclLogParser::takeRecord(const Header& header, QByteArrayView source, bool
         if (OpenWarning* open = openWarning(header)) {
             open->index = m_warnings.size() - 1;
         } else {
-            m_openWarnings[{header.pid, header.tid}].append({m_lastHostKey, m_warnings.size() - 1});
+            m_openWarnings[{header.pid, header.tid}].append({m_lastHost->key, m_warnings.size() - 1});
             ++m_openPerSlot[threadSlot(header)];
         }
         return;
@@ -460,7 +462,7 @@ NcclLogParser::OpenWarning* NcclLogParser::openWarning(const Header& header) {
     if (found == m_openWarnings.end())
         return nullptr;
     for (OpenWarning& open : *found) {
-        if (open.host == m_lastHostKey)
+        if (open.host == m_lastHost->key)
             return &open;
     }
     return nullptr;
@@ -474,7 +476,7 @@ void NcclLogParser::closeWarning(const Header& header) {
     if (found == m_openWarnings.end())
         return;
     m_openPerSlot[slot] -=
-        static_cast<int>(found->removeIf([this](const OpenWarning& open) { return open.host == m_lastHostKey; }));
+        static_cast<int>(found->removeIf([this](const OpenWarning& open) { return open.host == m_lastHost->key; }));
     if (found->isEmpty())
         m_openWarnings.erase(found);
 }

@@ -10,6 +10,7 @@
 #include <QStringList>
 
 #include <array>
+#include <deque>
 
 namespace rankscope {
 
@@ -89,7 +90,7 @@ private:
     void takeVersion(QByteArrayView text, qsizetype at); // at: where "NCCL version" starts
 
     // The last warning of a thread "host:pid:tid", for its chain. Found by pid and tid (two numbers to hash),
-    // then by host among the few with those numbers: a record's host is then the last host, in m_lastHostKey.
+    // then by host among the few with those numbers: a record's host is then the last host, m_lastHost->key.
     struct OpenWarning {
         QByteArray host; // canonical UTF-8
         qsizetype index;
@@ -102,8 +103,10 @@ private:
     static constexpr int kThreadSlots = 64;
     [[nodiscard]] static int threadSlot(const Header& header);
 
-    struct HostNames {
-        QByteArray key; // canonical UTF-8
+    // A host as printed, made once: records of several hosts interleave.
+    struct Host {
+        QByteArray bytes; // as printed
+        QByteArray key;   // canonical UTF-8
         QString name;
     };
 
@@ -112,9 +115,9 @@ private:
     LogLineScanner m_scanner;
     QStringList m_versions;
     QStringList m_hosts;
-    QByteArray m_lastHost; // the host of the previous record: most records repeat it
-    QByteArray m_lastHostKey;                    // its canonical UTF-8
-    QString m_lastHostName;                      // and as a string, shared by the warnings that name it
+    std::deque<Host> m_hostBytes;                  // every host printed (first an empty one); never moved
+    QHash<QByteArray, const Host*> m_hostsByBytes; // into m_hostBytes
+    const Host* m_lastHost;                        // of the last record that had one: most records repeat it
     QByteArray m_lastSource;                     // the source location of the last warning
     QString m_lastSourceName;
     QHash<QByteArray, NcclCommunicator> m_comms; // by commId, or "nranks:N" when no commId was printed
@@ -129,7 +132,6 @@ private:
     QList<NcclWarning> m_warnings;
     QHash<ThreadNumbers, QList<OpenWarning>> m_openWarnings; // no empty lists
     std::array<int, kThreadSlots> m_openPerSlot{};           // open warnings per threadSlot()
-    QHash<QByteArray, HostNames> m_hostNames;                // by the bytes printed
     QMap<QString, QStringList> m_orphanChains;
     QByteArray m_key;       // the key being looked up, reused so that a lookup does not allocate
     QByteArray m_canonical; // canonicalUtf8's scratch
