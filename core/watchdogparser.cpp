@@ -75,10 +75,10 @@ void WatchdogLogParser::takeLine(const LogLine& line) {
         if (m_inDesyncReport)
             return;
     }
-    const qsizetype watchdog = line.holds(kWatchdog) ? findBytes(text, "atchdog caught") : -1;
+    const qsizetype watchdog = line.indexOf(kWatchdog);
     if (watchdog >= 0) {
         if (findBytes(text, "timing out", watchdog) >= 0 || findBytes(text, "milliseconds", watchdog) >= 0) {
-            takeTimeout(text, line.rank);
+            takeTimeout(text, line.rank, watchdog);
         } else {
             m_joined = text.toByteArray();
             m_joinLines = kMaxWrappedLines;
@@ -93,8 +93,9 @@ void WatchdogLogParser::takeLine(const LogLine& line) {
         addError(line, text);
 }
 
-void WatchdogLogParser::takeTimeout(QByteArrayView text, int prefixRank) {
-    const qsizetype watchdog = findBytes(text, "atchdog caught");
+void WatchdogLogParser::takeTimeout(QByteArrayView text, int prefixRank, qsizetype watchdog) {
+    if (watchdog < 0)
+        watchdog = findBytes(text, "atchdog caught");
     const qsizetype work = findBytes(text, "WorkNCCL(", watchdog);
     if (watchdog < 0 || work < 0)
         return;
