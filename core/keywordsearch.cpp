@@ -86,7 +86,9 @@ struct KeywordSearch::Teddy {
     static constexpr int kWidth = 3;
     struct Check {
         int keyword;
-        qsizetype offset; // where the fingerprint starts in the keyword
+        qsizetype offset;            // where the fingerprint starts in the keyword
+        const char* bytes = nullptr; // the keyword's, held by KeywordSearch::m_keywords
+        qsizetype size = 0;
     };
     // Each 16-byte table four times, for the 128-bit lanes of AVX2 (the first two) and AVX-512.
     alignas(64) std::array<std::array<quint8, 64>, kWidth> lo{};
@@ -211,24 +213,28 @@ std::unique_ptr<const Teddy> buildTeddy(const QList<QByteArray>& keywords) {
         }
         for (const qsizetype g : std::as_const(buckets[b].groups))
             teddy->checks[b].insert(teddy->checks[b].end(), groups[g].cbegin(), groups[g].cend());
+        for (Teddy::Check& check : teddy->checks[b]) {
+            check.bytes = keywords[check.keyword].constData();
+            check.size = keywords[check.keyword].size();
+        }
     }
     return teddy;
 }
 
 // Compares the keywords of `buckets` whose fingerprint would start at `at`. Hits come in the order of their
 // fingerprints; one that starts before the hits already found moves back among the few it passed.
-inline void checkCandidate(const Teddy& teddy, const QList<QByteArray>& keywords, QByteArrayView text, qsizetype at,
-                           unsigned buckets, std::vector<Hit>& hits, size_t first) {
+inline void checkCandidate(const Teddy& teddy, QByteArrayView text, qsizetype at, unsigned buckets,
+                           std::vector<Hit>& hits, size_t first) {
     while (buckets != 0) {
         const int bucket = qCountTrailingZeroBits(buckets);
         buckets &= buckets - 1;
         for (const Teddy::Check& check : teddy.checks[bucket]) {
-            const QByteArray& keyword = keywords[check.keyword];
             const qsizetype start = at - check.offset;
-            // The last byte first, inline: a memcmp call costs more than most candidates that fail.
-            if (start < 0 || start + keyword.size() > text.size() ||
-                text[start + keyword.size() - 1] != keyword.back() ||
-                std::memcmp(text.data() + start, keyword.constData(), static_cast<size_t>(keyword.size())) != 0)
+            const qsizetype size = check.size;
+            // The last and first bytes first, inline: a memcmp call costs more than most candidates that fail.
+            if (start < 0 || start + size > text.size() || text[start + size - 1] != check.bytes[size - 1] ||
+                text[start] != check.bytes[0] ||
+                std::memcmp(text.data() + start, check.bytes, static_cast<size_t>(size)) != 0)
                 continue;
             // Field by field: a hit built on the stack and copied is read back before its stores land.
             size_t i = hits.size();
@@ -245,8 +251,8 @@ inline void checkCandidate(const Teddy& teddy, const QList<QByteArray>& keywords
 
 // The positions from `from` on that a vector step does not cover, one at a time. A byte past the end matches
 // any table: the comparison then rejects keywords that would not fit.
-void teddyTail(const Teddy& teddy, const QList<QByteArray>& keywords, QByteArrayView text, qsizetype from,
-               std::vector<Hit>& hits, size_t first, std::vector<qsizetype>* lineEnds) {
+void teddyTail(const Teddy& teddy, QByteArrayView text, qsizetype from, std::vector<Hit>& hits, size_t first,
+               std::vector<qsizetype>* lineEnds) {
     for (qsizetype at = from; at < text.size(); ++at) {
         if (lineEnds && text[at] == '\n')
             lineEnds->push_back(at);
@@ -256,15 +262,14 @@ void teddyTail(const Teddy& teddy, const QList<QByteArray>& keywords, QByteArray
             buckets &= teddy.lo[j][c & 15] & teddy.hi[j][c >> 4];
         }
         if (buckets != 0)
-            checkCandidate(teddy, keywords, text, at, buckets, hits, first);
+            checkCandidate(teddy, text, at, buckets, hits, first);
     }
 }
 
 #ifdef RANKSCOPE_TEDDY
 
 // Line ends come from the first of the three loads.
-__attribute__((target("avx2"))) void teddyAvx2(const Teddy& teddy, const QList<QByteArray>& keywords,
-                                               QByteArrayView text, std::vector<Hit>& hits,
+__attribute__((target("avx2"))) void teddyAvx2(const Teddy& teddy, QByteArrayView text, std::vector<Hit>& hits,
                                                std::vector<qsizetype>* lineEnds) {
     const size_t first = hits.size();
     const char* const data = text.data();
@@ -299,17 +304,16 @@ __attribute__((target("avx2"))) void teddyAvx2(const Teddy& teddy, const QList<Q
         _mm256_store_si256(reinterpret_cast<__m256i*>(buckets), found);
         do {
             const int i = qCountTrailingZeroBits(candidates);
-            checkCandidate(teddy, keywords, text, at + i, buckets[i], hits, first);
+            checkCandidate(teddy, text, at + i, buckets[i], hits, first);
             candidates &= candidates - 1;
         } while (candidates != 0);
     }
-    teddyTail(teddy, keywords, text, at, hits, first, lineEnds);
+    teddyTail(teddy, text, at, hits, first, lineEnds);
 }
 
 // As teddyAvx2, 64 positions per step.
-__attribute__((target("avx512f,avx512bw"))) void teddyAvx512(const Teddy& teddy, const QList<QByteArray>& keywords,
-                                                             QByteArrayView text, std::vector<Hit>& hits,
-                                                             std::vector<qsizetype>* lineEnds) {
+__attribute__((target("avx512f,avx512bw"))) void teddyAvx512(const Teddy& teddy, QByteArrayView text,
+                                                             std::vector<Hit>& hits, std::vector<qsizetype>* lineEnds) {
     const size_t first = hits.size();
     const char* const data = text.data();
     const __m512i nibble = _mm512_set1_epi8(0x0f);
@@ -341,15 +345,14 @@ __attribute__((target("avx512f,avx512bw"))) void teddyAvx512(const Teddy& teddy,
         _mm512_store_si512(buckets, found);
         do {
             const int i = qCountTrailingZeroBits(candidates);
-            checkCandidate(teddy, keywords, text, at + i, buckets[i], hits, first);
+            checkCandidate(teddy, text, at + i, buckets[i], hits, first);
             candidates &= candidates - 1;
         } while (candidates != 0);
     }
-    teddyTail(teddy, keywords, text, at, hits, first, lineEnds);
+    teddyTail(teddy, text, at, hits, first, lineEnds);
 }
 
-__attribute__((target("ssse3"))) void teddySsse3(const Teddy& teddy, const QList<QByteArray>& keywords,
-                                                 QByteArrayView text, std::vector<Hit>& hits,
+__attribute__((target("ssse3"))) void teddySsse3(const Teddy& teddy, QByteArrayView text, std::vector<Hit>& hits,
                                                  std::vector<qsizetype>* lineEnds) {
     const size_t first = hits.size();
     const char* const data = text.data();
@@ -383,11 +386,11 @@ __attribute__((target("ssse3"))) void teddySsse3(const Teddy& teddy, const QList
         _mm_store_si128(reinterpret_cast<__m128i*>(buckets), found);
         do {
             const int i = qCountTrailingZeroBits(candidates);
-            checkCandidate(teddy, keywords, text, at + i, buckets[i], hits, first);
+            checkCandidate(teddy, text, at + i, buckets[i], hits, first);
             candidates &= candidates - 1;
         } while (candidates != 0);
     }
-    teddyTail(teddy, keywords, text, at, hits, first, lineEnds);
+    teddyTail(teddy, text, at, hits, first, lineEnds);
 }
 
 #endif
@@ -476,11 +479,11 @@ KeywordSearch::~KeywordSearch() = default;
 void KeywordSearch::findAll(QByteArrayView text, std::vector<Hit>& hits, std::vector<qsizetype>* lineEnds) const {
 #ifdef RANKSCOPE_TEDDY
     if (m_method == Method::Avx512)
-        return teddyAvx512(*m_teddy, m_keywords, text, hits, lineEnds);
+        return teddyAvx512(*m_teddy, text, hits, lineEnds);
     if (m_method == Method::Avx2)
-        return teddyAvx2(*m_teddy, m_keywords, text, hits, lineEnds);
+        return teddyAvx2(*m_teddy, text, hits, lineEnds);
     if (m_method == Method::Ssse3)
-        return teddySsse3(*m_teddy, m_keywords, text, hits, lineEnds);
+        return teddySsse3(*m_teddy, text, hits, lineEnds);
 #endif
     findAllPortable(text, hits);
     if (lineEnds)
