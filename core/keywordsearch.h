@@ -5,6 +5,7 @@
 #include <QByteArrayView>
 #include <QList>
 
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -62,6 +63,17 @@ private:
 }
 [[nodiscard]] inline bool containsBytes(QByteArrayView haystack, const Needle& needle) {
     return findBytes(haystack, needle) >= 0;
+}
+
+// `text` starts with the literal `prefix`, compared inline: QByteArrayView::startsWith measures a literal at run
+// time (it looks for a NUL in it) and compares out of line, which costs more than the comparison on a log line.
+template <qsizetype N> [[nodiscard]] inline bool startsWithLiteral(QByteArrayView text, const char (&prefix)[N]) {
+    return text.size() >= N - 1 && std::memcmp(text.data(), prefix, N - 1) == 0;
+}
+
+// a == b, without QByteArrayView's out-of-line comparison.
+[[nodiscard]] inline bool sameBytes(QByteArrayView a, QByteArrayView b) {
+    return a.size() == b.size() && (a.isEmpty() || std::memcmp(a.data(), b.data(), static_cast<size_t>(a.size())) == 0);
 }
 
 // Every occurrence of a fixed set of keywords (at most 64, none empty) in a buffer.

@@ -34,12 +34,6 @@ constexpr Needle kCommId{"commId"};
 constexpr Needle kInitComplete{"Init COMPLETE"};
 constexpr Needle kInitStart{"Init START"};
 
-// QByteArrayView::startsWith on a literal measures the literal at run time (it looks for a NUL in it) and calls out
-// of line; this compares the known number of bytes inline.
-template <qsizetype N> bool startsWith(QByteArrayView text, const char (&prefix)[N]) {
-    return text.size() >= N - 1 && std::memcmp(text.data(), prefix, N - 1) == 0;
-}
-
 bool isDigit(char c) { return c >= '0' && c <= '9'; }
 bool isSpace(char c) { return c == ' ' || c == '\t'; }
 
@@ -198,8 +192,8 @@ void NcclLogParser::takeLine(const LogLine& line) {
             continue;
         from = at + 5;
         const QByteArrayView rest = text.sliced(at);
-        const bool warn = startsWith(rest, "NCCL WARN ");
-        if ((!warn && !startsWith(rest, "NCCL INFO ")) || (at > 0 && !isSpace(text[at - 1])))
+        const bool warn = startsWithLiteral(rest, "NCCL WARN ");
+        if ((!warn && !startsWithLiteral(rest, "NCCL INFO ")) || (at > 0 && !isSpace(text[at - 1])))
             continue;
         // Filled in place: a record built on the stack and copied in is read back before its stores land.
         Record& record = records.emplace_back();
@@ -243,7 +237,7 @@ void NcclLogParser::takeLine(const LogLine& line) {
 
 void NcclLogParser::takeRecord(const Header& header, QByteArrayView source, bool warn, QByteArrayView message,
                                const LogLine& line) {
-    if (!header.host.isEmpty() && header.host != QByteArrayView(m_lastHost->bytes)) {
+    if (!header.host.isEmpty() && !sameBytes(header.host, m_lastHost->bytes)) {
         const auto found = m_hostsByBytes.constFind(QByteArray::fromRawData(header.host.data(), header.host.size()));
         if (found != m_hostsByBytes.cend()) {
             m_lastHost = *found;
@@ -260,7 +254,7 @@ void NcclLogParser::takeRecord(const Header& header, QByteArrayView source, bool
     }
     if (warn) {
         // A job repeats its warnings: their host and source strings are shared, not made again for each.
-        if (source != QByteArrayView(m_lastSource)) {
+        if (!sameBytes(source, m_lastSource)) {
             m_lastSource = source.toByteArray();
             m_lastSourceName = str(source);
         }
@@ -286,13 +280,13 @@ void NcclLogParser::takeRecord(const Header& header, QByteArrayView source, bool
         if (open)
             m_warnings[open->index].chain.append(str(message));
         else if (header.pid >= 0)
-            m_orphanChains[QStringLiteral("%1:%2").arg(str(header.host)).arg(header.pid)].append(str(message));
+            m_orphanChains[orphanKey(header)].append(str(message));
         return;
     }
     if (!m_openWarnings.isEmpty() && header.pid >= 0)
         closeWarning(header);
 
-    if (startsWith(message, "Channel ")) {
+    if (startsWithLiteral(message, "Channel ")) {
         const qsizetype via = findBytes(message, kVia);
         if (via >= 0) {
             takeConnection(message.sliced(via + 5));
@@ -310,7 +304,7 @@ void NcclLogParser::takeRecord(const Header& header, QByteArrayView source, bool
         m_channels = std::max<int>(m_channels, static_cast<int>(toNumber(message.first(space))));
         return;
     }
-    if (startsWith(message, "Connected NVLS")) {
+    if (startsWithLiteral(message, "Connected NVLS")) {
         ++m_common[NVLS];
         return;
     }
@@ -318,7 +312,7 @@ void NcclLogParser::takeRecord(const Header& header, QByteArrayView source, bool
         takeCommInit(header, message);
         return;
     }
-    if (startsWith(message, "Using network ")) {
+    if (startsWithLiteral(message, "Using network ")) {
         setBytes(m_key, canonicalUtf8(trimmed(message.sliced(14)), m_canonical));
         auto votes = m_networkVotes.find(m_key);
         if (votes == m_networkVotes.end()) {
@@ -328,8 +322,8 @@ void NcclLogParser::takeRecord(const Header& header, QByteArrayView source, bool
         ++*votes;
         return;
     }
-    if (startsWith(message, "NET/")) {
-        if (startsWith(message, "NET/IB : No device found")) {
+    if (startsWithLiteral(message, "NET/")) {
+        if (startsWithLiteral(message, "NET/IB : No device found")) {
             m_ibNoDevice = true;
             return;
         }
@@ -339,7 +333,7 @@ void NcclLogParser::takeRecord(const Header& header, QByteArrayView source, bool
             const qsizetype oob = list.indexOf(';');
             if (oob >= 0)
                 list = list.first(oob);
-            const bool socket = startsWith(message, "NET/Socket");
+            const bool socket = startsWithLiteral(message, "NET/Socket");
             while (true) {
                 const qsizetype open = list.indexOf('[');
                 if (open < 0)
@@ -365,15 +359,15 @@ void NcclLogParser::takeConnection(QByteArrayView via) {
     via = trimmed(via);
     if (containsBytes(via, kGdrDma))
         ++m_common[GDRDMA];
-    if (startsWith(via, "P2P")) {
+    if (startsWithLiteral(via, "P2P")) {
         ++m_common[P2P];
-    } else if (startsWith(via, "SHM")) {
+    } else if (startsWithLiteral(via, "SHM")) {
         ++m_common[SHM];
-    } else if (startsWith(via, "NET/Socket")) {
+    } else if (startsWithLiteral(via, "NET/Socket")) {
         ++m_common[NetSocket];
-    } else if (startsWith(via, "NET/IB/")) {
+    } else if (startsWithLiteral(via, "NET/IB/")) {
         ++m_common[NetIB];
-    } else if (startsWith(via, "NET/")) {
+    } else if (startsWithLiteral(via, "NET/")) {
         qsizetype end = 4;
         while (end < via.size() && via[end] != '/' && !isSpace(via[end]))
             ++end;
@@ -453,6 +447,16 @@ void NcclLogParser::takeVersion(QByteArrayView text, qsizetype at) {
         if (!m_versions.contains(value))
             m_versions.append(value);
     }
+}
+
+// "host:pid" of the record being taken; its host is m_lastHost. A chain repeats it: made once per change.
+const QString& NcclLogParser::orphanKey(const Header& header) {
+    if (m_orphanHost != m_lastHost || m_orphanPid != header.pid) {
+        m_orphanKey = QStringLiteral("%1:%2").arg(m_lastHost->name).arg(header.pid);
+        m_orphanHost = m_lastHost;
+        m_orphanPid = header.pid;
+    }
+    return m_orphanKey;
 }
 
 NcclLogParser::OpenWarning* NcclLogParser::openWarning(const Header& header) {

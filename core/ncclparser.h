@@ -133,6 +133,10 @@ private:
     QHash<ThreadNumbers, QList<OpenWarning>> m_openWarnings; // no empty lists
     std::array<int, kThreadSlots> m_openPerSlot{};           // open warnings per threadSlot()
     QMap<QString, QStringList> m_orphanChains;
+    [[nodiscard]] const QString& orphanKey(const Header& header);
+    const Host* m_orphanHost = nullptr; // the host and pid m_orphanKey was made for
+    qint64 m_orphanPid = -1;
+    QString m_orphanKey;
     QByteArray m_key;       // the key being looked up, reused so that a lookup does not allocate
     QByteArray m_canonical; // canonicalUtf8's scratch
 };
