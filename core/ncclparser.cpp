@@ -443,9 +443,13 @@ void NcclLogParser::takeVersion(QByteArrayView text, qsizetype at) {
         ++end;
     const QByteArrayView version = text.sliced(i, end - i);
     if (version.size() >= 3 && version.contains('.') && isDigit(version.back())) {
-        const QString value = str(version);
-        if (!m_versions.contains(value))
-            m_versions.append(value);
+        // Digits and dots: equal bytes are equal strings, so a version seen before needs no string.
+        const bool seen = std::any_of(m_versionBytes.cbegin(), m_versionBytes.cend(),
+                                      [&](const QByteArray& known) { return sameBytes(known, version); });
+        if (!seen) {
+            m_versionBytes.append(version.toByteArray());
+            m_versions.append(str(version));
+        }
     }
 }
 

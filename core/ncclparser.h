@@ -114,6 +114,7 @@ private:
     // QStrings made from it would be, and made without allocating for the ASCII that NCCL prints.
     LogLineScanner m_scanner;
     QStringList m_versions;
+    QList<QByteArray> m_versionBytes; // the same, as printed
     QStringList m_hosts;
     std::deque<Host> m_hostBytes;                  // every host printed (first an empty one); never moved
     QHash<QByteArray, const Host*> m_hostsByBytes; // into m_hostBytes
