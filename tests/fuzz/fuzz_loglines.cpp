@@ -15,9 +15,10 @@ public:
     [[nodiscard]] QList<QByteArray> keywords() const override { return {"NCCL", "BEGIN", "Error", "\r", "NCCL E"}; }
     [[nodiscard]] bool wantsEveryLine() const override { return m_open; }
     void takeLine(const LogLine& line) override {
+        const QList<QByteArray> keywords = this->keywords();
         quint64 expected = 0;
-        for (qsizetype i = 0; i < keywords().size(); ++i) {
-            if (containsBytes(line.text, keywords()[i]))
+        for (qsizetype i = 0; i < keywords.size(); ++i) {
+            if (containsBytes(line.text, keywords[i]))
                 expected |= quint64(1) << i;
         }
         if (line.keywords != expected || (!m_open && expected == 0))
@@ -25,8 +26,8 @@ public:
         // Its positions: every occurrence, overlapping ones too, by position, then keyword.
         qsizetype next = 0;
         for (qsizetype at = 0; at < line.text.size(); ++at) {
-            for (int k = 0; k < keywords().size(); ++k) {
-                if (!line.text.sliced(at).startsWith(keywords()[k]))
+            for (int k = 0; k < keywords.size(); ++k) {
+                if (!line.text.sliced(at).startsWith(keywords[k]))
                     continue;
                 if (next >= line.foundCount || line.found[next].at != at || line.found[next].keyword != k)
                     std::abort();
