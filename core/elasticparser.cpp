@@ -39,21 +39,21 @@ QList<QByteArray> ElasticLogParser::keywords() const {
 
 void ElasticLogParser::takeLine(const LogLine& line) {
     const QByteArrayView text = trimmedBlanks(line.text);
-    if (text.startsWith("Failures:") || text.startsWith("Root Cause")) {
+    if (startsWithLiteral(text, "Failures:") || startsWithLiteral(text, "Root Cause")) {
         flushEntry();
         m_inTable = true;
-        m_rootCauseSection = text.startsWith("Root Cause");
+        m_rootCauseSection = startsWithLiteral(text, "Root Cause");
         m_otherLines = 0;
         return;
     }
     if (!m_inTable)
         return;
-    if (text.startsWith("====")) {
+    if (startsWithLiteral(text, "====")) {
         flushEntry();
         m_inTable = false;
         return;
     }
-    if (text.startsWith("----")) {
+    if (startsWithLiteral(text, "----")) {
         flushEntry();
         return;
     }

@@ -5,6 +5,7 @@
 #include <QByteArrayView>
 #include <QList>
 
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -64,9 +65,20 @@ private:
     return findBytes(haystack, needle) >= 0;
 }
 
+// `text` starts with the literal `prefix`, compared inline: QByteArrayView::startsWith measures a literal at run
+// time (it looks for a NUL in it) and compares out of line, which costs more than the comparison on a log line.
+template <qsizetype N> [[nodiscard]] inline bool startsWithLiteral(QByteArrayView text, const char (&prefix)[N]) {
+    return text.size() >= N - 1 && std::memcmp(text.data(), prefix, N - 1) == 0;
+}
+
+// a == b, without QByteArrayView's out-of-line comparison.
+[[nodiscard]] inline bool sameBytes(QByteArrayView a, QByteArrayView b) {
+    return a.size() == b.size() && (a.isEmpty() || std::memcmp(a.data(), b.data(), static_cast<size_t>(a.size())) == 0);
+}
+
 // Every occurrence of a fixed set of keywords (at most 64, none empty) in a buffer.
-// On x86-64 with SSSE3 or AVX2 one pass finds them all: a "Teddy" filter (from Hyperscan, as in Rust's
-// aho-corasick) looks up each byte's two nibbles in small tables, 16 or 32 positions per step, to find where a
+// On x86-64 with SSSE3, AVX2 or AVX-512 one pass finds them all: a "Teddy" filter (from Hyperscan, as in Rust's
+// aho-corasick) looks up each byte's two nibbles in small tables, 16, 32 or 64 positions per step, to find where a
 // 3-byte fingerprint of some keyword starts; only there are keywords compared. Elsewhere (the portable method)
 // each keyword that holds no other one is searched with memchr on its rarest byte, and the others only where
 // the one they hold was found.
@@ -80,7 +92,7 @@ public:
         friend bool operator==(const Hit& a, const Hit& b) { return a.start == b.start && a.keyword == b.keyword; }
     };
 
-    enum class Method { Portable, Ssse3, Avx2 };
+    enum class Method { Portable, Ssse3, Avx2, Avx512 };  // Avx512: AVX-512F and BW
     [[nodiscard]] static bool isAvailable(Method method); // on this CPU
     [[nodiscard]] static Method fastestMethod();
 

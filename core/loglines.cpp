@@ -22,7 +22,7 @@ constexpr char kCarriageReturn = '\r';
 LogLineScanner::LogLineScanner(QList<LogLineSink*> sinks, qsizetype maxLineBytes)
     : m_maxLineBytes(std::max<qsizetype>(maxLineBytes, 16)) {
     for (LogLineSink* sink : sinks)
-        m_slots.push_back({sink, {}, false});
+        m_slots.push_back({sink, {}, 0, {}, false});
 }
 
 LogLineScanner::~LogLineScanner() = default;
@@ -37,6 +37,7 @@ void LogLineScanner::prepare() {
                 keywords.append(keyword);
             }
             slot.keywords.push_back(static_cast<int>(index));
+            slot.mask |= quint64(1) << index;
         }
         slot.wantsEveryLine = slot.sink->wantsEveryLine();
         m_wanting += slot.wantsEveryLine ? 1 : 0;
@@ -104,42 +105,79 @@ void LogLineScanner::scanLines(QByteArrayView lines) {
 
 // `hits` are where keywords start in the bytes the line was cut from, `offset` bytes before the line.
 void LogLineScanner::takeRawLine(QByteArrayView raw, const Hit* hits, const Hit* hitsEnd, qsizetype offset) {
+    m_textHits.clear();
     quint64 inRaw = 0;
     for (const Hit* hit = hits; hit != hitsEnd; ++hit) {
-        if (hit->start - offset + m_keywordSizes[hit->keyword] <= raw.size())
+        const qsizetype at = hit->start - offset;
+        if (at + m_keywordSizes[hit->keyword] <= raw.size()) {
             inRaw |= quint64(1) << hit->keyword;
+            // Field by field: a hit built on the stack and copied is read back before its stores land.
+            Hit& kept = m_textHits.emplace_back();
+            kept.start = at;
+            kept.keyword = hit->keyword;
+        }
     }
     if (inRaw == 0 && m_wanting == 0)
         return;
     const QByteArrayView cleaned = inRaw & m_terminalArtifacts ? cleanTerminalArtifacts(raw, m_scratch) : raw;
     const StrippedLine stripped = stripLogPrefix(cleaned);
-    const quint64 escape = quint64(1) << m_escape;
-    quint64 inText = 0;
-    if (inRaw & escape) {
-        inText = m_search->maskOf(stripped.text);
-    } else if (inRaw != 0 && !stripped.text.isEmpty()) {
+    quint64 inText = inRaw;
+    if (inRaw & (quint64(1) << m_escape)) {
+        m_textHits.clear();
+        m_search->findAll(stripped.text, m_textHits);
+        inText = 0;
+        for (const Hit& hit : m_textHits)
+            inText |= quint64(1) << hit.keyword;
+    } else if (stripped.text.size() != raw.size()) {
         // Without escape sequences the text is a view into the raw line: its keywords are the hits inside it.
         const qsizetype textStart = stripped.text.data() - raw.data();
         const qsizetype textEnd = textStart + stripped.text.size();
-        for (const Hit* hit = hits; hit != hitsEnd; ++hit) {
-            const qsizetype at = hit->start - offset;
-            if (at >= textStart && at + m_keywordSizes[hit->keyword] <= textEnd)
-                inText |= quint64(1) << hit->keyword;
+        inText = 0;
+        auto kept = m_textHits.begin();
+        for (const Hit& hit : m_textHits) {
+            if (hit.start >= textStart && hit.start + m_keywordSizes[hit.keyword] <= textEnd) {
+                kept->start = hit.start - textStart;
+                kept->keyword = hit.keyword;
+                ++kept;
+                inText |= quint64(1) << hit.keyword;
+            }
         }
+        m_textHits.erase(kept, m_textHits.end());
     }
-    deliver({stripped.text, m_lineNumber, stripped.rank, 0}, inText & ~m_terminalArtifacts);
+    m_line.text = stripped.text;
+    m_line.number = m_lineNumber;
+    m_line.rank = stripped.rank;
+    deliver(inText & ~m_terminalArtifacts);
 }
 
-void LogLineScanner::deliver(LogLine line, quint64 keywords) {
+void LogLineScanner::deliver(quint64 keywords) {
+    LogLine& line = m_line;
     for (Slot& slot : m_slots) {
-        quint64 own = 0;
-        if (keywords != 0) {
-            for (size_t i = 0; i < slot.keywords.size(); ++i)
-                own |= ((keywords >> slot.keywords[i]) & 1) << i;
-        }
-        if (own == 0 && !slot.wantsEveryLine)
+        if ((keywords & slot.mask) == 0 && !slot.wantsEveryLine)
             continue;
+        slot.found.clear();
+        quint64 own = 0;
+        if (keywords & slot.mask) {
+            for (const Hit& hit : m_textHits) {
+                if (!((slot.mask >> hit.keyword) & 1))
+                    continue;
+                for (size_t i = 0; i < slot.keywords.size(); ++i) {
+                    if (slot.keywords[i] != hit.keyword)
+                        continue;
+                    // By position, then by the sink's index: two keywords can start at the same place.
+                    size_t j = slot.found.size();
+                    slot.found.emplace_back();
+                    for (; j > 0 && slot.found[j - 1].at == hit.start && slot.found[j - 1].keyword > int(i); --j)
+                        slot.found[j] = slot.found[j - 1];
+                    slot.found[j].at = hit.start;
+                    slot.found[j].keyword = static_cast<int>(i);
+                    own |= quint64(1) << i;
+                }
+            }
+        }
         line.keywords = own;
+        line.found = slot.found.data();
+        line.foundCount = static_cast<qsizetype>(slot.found.size());
         slot.sink->takeLine(line);
         updateWanting(slot);
     }

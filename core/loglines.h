@@ -23,14 +23,34 @@ namespace rankscope {
     return text.sliced(begin, end - begin);
 }
 
+// Where one of a sink's keywords starts in a line's text.
+struct KeywordAt {
+    qsizetype at;
+    int keyword; // its index in the sink's keywords()
+};
+
 // One line of a log as the parsers see it.
 struct LogLine {
     QByteArrayView text;  // without launcher prefixes, terminal artifacts and the line ending
     qint64 number = 0;    // 1-based line number in its stream
     int rank = -1;        // the rank named by a launcher prefix; -1 when none does
     quint64 keywords = 0; // bit i: the receiving sink's keywords()[i] occurs in text
+    // Every occurrence of the sink's keywords in text (overlapping ones too), by position, then keyword: a sink
+    // need not search for them again. Valid during takeLine() only.
+    const KeywordAt* found = nullptr;
+    qsizetype foundCount = 0;
 
     [[nodiscard]] bool holds(int keyword) const { return (keywords >> keyword) & 1; }
+    // Where `keyword` first starts in text at or after `from`; -1 when it does not.
+    [[nodiscard]] qsizetype indexOf(int keyword, qsizetype from = 0) const {
+        if (holds(keyword)) {
+            for (const KeywordAt* hit = found; hit != found + foundCount; ++hit) {
+                if (hit->keyword == keyword && hit->at >= from)
+                    return hit->at;
+            }
+        }
+        return -1;
+    }
 };
 
 // A line parser. It names the byte strings it looks for; outside a block (wantsEveryLine() false) it is given
@@ -74,7 +94,9 @@ public:
 private:
     struct Slot {
         LogLineSink* sink;
-        std::vector<int> keywords; // the scanner's index of each of the sink's keywords
+        std::vector<int> keywords;    // the scanner's index of each of the sink's keywords
+        quint64 mask = 0;             // their bits
+        std::vector<KeywordAt> found; // the occurrences of the sink's keywords in the line being delivered
         bool wantsEveryLine = false;
     };
     using Hit = KeywordSearch::Hit;
@@ -82,7 +104,7 @@ private:
     void prepare();
     void scanLines(QByteArrayView lines);
     void takeRawLine(QByteArrayView raw, const Hit* hits, const Hit* hitsEnd, qsizetype offset);
-    void deliver(LogLine line, quint64 keywords);
+    void deliver(quint64 keywords); // m_line to the sinks; keywords: the scanner's bits of those in m_textHits
     void updateWanting(Slot& slot);
     void appendPartial(QByteArrayView bytes);
     void endPartialLine();
@@ -95,6 +117,8 @@ private:
     int m_wanting = 0; // sinks that want every line
     qsizetype m_maxLineBytes;
     std::vector<Hit> m_hits;
+    std::vector<Hit> m_textHits; // the hits of the line being delivered, as positions in its text
+    LogLine m_line;              // the line being delivered
     std::vector<qsizetype> m_lineEnds;
     QByteArray m_partial;
     bool m_inLine = false;

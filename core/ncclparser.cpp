@@ -13,13 +13,12 @@ namespace rankscope {
 namespace {
 
 // keywords()
+constexpr int kNcclKeyword = 0;
 constexpr int kVersionKeyword = 1;
 
 constexpr qsizetype kMarkerSize = 10; // "NCCL INFO " and "NCCL WARN "
 
 // What is searched for in every record, each with its rarest byte found when compiling.
-constexpr Needle kRecordMarker{"NCCL "};
-constexpr Needle kVersion{"NCCL version"};
 constexpr Needle kVia{" via "};
 constexpr Needle kSpaceColon{" :"};
 constexpr Needle kCollChannels{" coll channels"};
@@ -34,12 +33,6 @@ constexpr Needle kBusId{"busId"};
 constexpr Needle kCommId{"commId"};
 constexpr Needle kInitComplete{"Init COMPLETE"};
 constexpr Needle kInitStart{"Init START"};
-
-// QByteArrayView::startsWith on a literal measures the literal at run time (it looks for a NUL in it) and calls out
-// of line; this compares the known number of bytes inline.
-template <qsizetype N> bool startsWith(QByteArrayView text, const char (&prefix)[N]) {
-    return text.size() >= N - 1 && std::memcmp(text.data(), prefix, N - 1) == 0;
-}
 
 bool isDigit(char c) { return c >= '0' && c <= '9'; }
 bool isSpace(char c) { return c == ' ' || c == '\t'; }
@@ -114,8 +107,9 @@ qsizetype findArrow(QByteArrayView text) {
 // "init.cc:840 -> 5" and "group.cc:73 -> 5 [Async thread]": one step of NCCL's error-code propagation.
 bool isChainStep(QByteArrayView message) {
     const qsizetype arrow = findArrow(message);
-    return arrow > 0 && isSourceLocation(message.first(arrow)) && arrow + 4 < message.size() &&
-           (isDigit(message[arrow + 4]) || message[arrow + 4] == '-');
+    // The digit before the arrow first: it ends every source location, and most arrows ("0[0] -> 7[7]") lack it.
+    return arrow > 0 && isDigit(message[arrow - 1]) && isSourceLocation(message.first(arrow)) &&
+           arrow + 4 < message.size() && (isDigit(message[arrow + 4]) || message[arrow + 4] == '-');
 }
 
 // The value after "key " in "… key value …" (the token up to the next space).
@@ -172,7 +166,7 @@ bool NcclFacts::isEmpty() const {
            warnings.isEmpty() && orphanChains.isEmpty();
 }
 
-NcclLogParser::NcclLogParser() : m_scanner({this}) {}
+NcclLogParser::NcclLogParser() : m_scanner({this}), m_lastHost(&m_hostBytes.emplace_back()) {}
 
 QList<QByteArray> NcclLogParser::keywords() const {
     return {QByteArrayLiteral("NCCL"), QByteArrayLiteral("NCCL version")};
@@ -181,7 +175,7 @@ QList<QByteArray> NcclLogParser::keywords() const {
 void NcclLogParser::takeLine(const LogLine& line) {
     const QByteArrayView text = line.text;
     if (line.holds(kVersionKeyword))
-        takeVersion(text);
+        takeVersion(text, line.indexOf(kVersionKeyword));
     struct Record {
         qsizetype marker = 0;      // where "NCCL INFO " or "NCCL WARN " starts
         qsizetype start = 0;       // where the record starts: its header, or the marker when it has none
@@ -190,17 +184,21 @@ void NcclLogParser::takeLine(const LogLine& line) {
         QByteArrayView source;
     };
     QVarLengthArray<Record, 2> records;
-    for (qsizetype from = 0;;) {
-        const qsizetype at = findBytes(text, kRecordMarker, from);
-        if (at < 0)
-            break;
+    // Each "NCCL " from the start, as a search for it would find them: the scanner found every "NCCL".
+    qsizetype from = 0;
+    for (const KeywordAt* hit = line.found; hit != line.found + line.foundCount; ++hit) {
+        const qsizetype at = hit->at;
+        if (hit->keyword != kNcclKeyword || at < from || at + 4 >= text.size() || text[at + 4] != ' ')
+            continue;
         from = at + 5;
         const QByteArrayView rest = text.sliced(at);
-        Record record;
-        record.marker = record.start = at;
-        record.warn = startsWith(rest, "NCCL WARN ");
-        if ((!record.warn && !startsWith(rest, "NCCL INFO ")) || (at > 0 && !isSpace(text[at - 1])))
+        const bool warn = startsWithLiteral(rest, "NCCL WARN ");
+        if ((!warn && !startsWithLiteral(rest, "NCCL INFO ")) || (at > 0 && !isSpace(text[at - 1])))
             continue;
+        // Filled in place: a record built on the stack and copied in is read back before its stores land.
+        Record& record = records.emplace_back();
+        record.marker = record.start = at;
+        record.warn = warn;
         // Read the header backwards: "host:pid:tid [dev] [file.cc:NN] NCCL …".
         qsizetype start = 0;
         QByteArrayView token = tokenBefore(text, at, &start);
@@ -217,14 +215,15 @@ void NcclLogParser::takeLine(const LogLine& line) {
                 const qint64 pid = toNumber(id.sliced(first + 1, second - first - 1));
                 const qint64 tid = toNumber(id.sliced(second + 1));
                 if (pid >= 0 && tid >= 0) {
-                    record.header = {id.first(first), pid, tid};
+                    record.header.host = id.first(first);
+                    record.header.pid = pid;
+                    record.header.tid = tid;
                     record.start = idStart;
                 }
             }
         }
         if (record.header.pid < 0)
             record.source = {};
-        records.append(record);
     }
     for (qsizetype i = 0; i < records.size(); ++i) {
         const Record& record = records[i];
@@ -238,20 +237,28 @@ void NcclLogParser::takeLine(const LogLine& line) {
 
 void NcclLogParser::takeRecord(const Header& header, QByteArrayView source, bool warn, QByteArrayView message,
                                const LogLine& line) {
-    if (!header.host.isEmpty() && header.host != QByteArrayView(m_lastHost)) {
-        m_lastHost = header.host.toByteArray();
-        m_lastHostKey = canonicalUtf8(header.host, m_canonical).toByteArray();
-        m_lastHostName = str(header.host);
-        if (!m_hosts.contains(m_lastHostName))
-            m_hosts.append(m_lastHostName);
+    if (!header.host.isEmpty() && !sameBytes(header.host, m_lastHost->bytes)) {
+        const auto found = m_hostsByBytes.constFind(QByteArray::fromRawData(header.host.data(), header.host.size()));
+        if (found != m_hostsByBytes.cend()) {
+            m_lastHost = *found;
+        } else {
+            Host& added = m_hostBytes.emplace_back();
+            added.bytes = header.host.toByteArray();
+            added.key = canonicalUtf8(header.host, m_canonical).toByteArray();
+            added.name = str(header.host);
+            if (!m_hosts.contains(added.name))
+                m_hosts.append(added.name);
+            m_hostsByBytes.insert(added.bytes, &added);
+            m_lastHost = &added;
+        }
     }
     if (warn) {
         // A job repeats its warnings: their host and source strings are shared, not made again for each.
-        if (source != QByteArrayView(m_lastSource)) {
+        if (!sameBytes(source, m_lastSource)) {
             m_lastSource = source.toByteArray();
             m_lastSourceName = str(source);
         }
-        m_warnings.append({header.host.isEmpty() ? QString() : m_lastHostName,
+        m_warnings.append({header.host.isEmpty() ? QString() : m_lastHost->name,
                            header.pid,
                            line.rank,
                            m_lastSourceName,
@@ -260,10 +267,12 @@ void NcclLogParser::takeRecord(const Header& header, QByteArrayView source, bool
                            line.number});
         if (header.pid < 0)
             return;
-        if (OpenWarning* open = openWarning(header))
+        if (OpenWarning* open = openWarning(header)) {
             open->index = m_warnings.size() - 1;
-        else
-            m_openWarnings[{header.pid, header.tid}].append({m_lastHostKey, m_warnings.size() - 1});
+        } else {
+            m_openWarnings[{header.pid, header.tid}].append({m_lastHost->key, m_warnings.size() - 1});
+            ++m_openPerSlot[threadSlot(header)];
+        }
         return;
     }
     if (isChainStep(message)) {
@@ -271,13 +280,13 @@ void NcclLogParser::takeRecord(const Header& header, QByteArrayView source, bool
         if (open)
             m_warnings[open->index].chain.append(str(message));
         else if (header.pid >= 0)
-            m_orphanChains[QStringLiteral("%1:%2").arg(str(header.host)).arg(header.pid)].append(str(message));
+            m_orphanChains[orphanKey(header)].append(str(message));
         return;
     }
     if (!m_openWarnings.isEmpty() && header.pid >= 0)
         closeWarning(header);
 
-    if (startsWith(message, "Channel ")) {
+    if (startsWithLiteral(message, "Channel ")) {
         const qsizetype via = findBytes(message, kVia);
         if (via >= 0) {
             takeConnection(message.sliced(via + 5));
@@ -295,7 +304,7 @@ void NcclLogParser::takeRecord(const Header& header, QByteArrayView source, bool
         m_channels = std::max<int>(m_channels, static_cast<int>(toNumber(message.first(space))));
         return;
     }
-    if (startsWith(message, "Connected NVLS")) {
+    if (startsWithLiteral(message, "Connected NVLS")) {
         ++m_common[NVLS];
         return;
     }
@@ -303,7 +312,7 @@ void NcclLogParser::takeRecord(const Header& header, QByteArrayView source, bool
         takeCommInit(header, message);
         return;
     }
-    if (startsWith(message, "Using network ")) {
+    if (startsWithLiteral(message, "Using network ")) {
         setBytes(m_key, canonicalUtf8(trimmed(message.sliced(14)), m_canonical));
         auto votes = m_networkVotes.find(m_key);
         if (votes == m_networkVotes.end()) {
@@ -313,8 +322,8 @@ void NcclLogParser::takeRecord(const Header& header, QByteArrayView source, bool
         ++*votes;
         return;
     }
-    if (startsWith(message, "NET/")) {
-        if (startsWith(message, "NET/IB : No device found")) {
+    if (startsWithLiteral(message, "NET/")) {
+        if (startsWithLiteral(message, "NET/IB : No device found")) {
             m_ibNoDevice = true;
             return;
         }
@@ -324,7 +333,7 @@ void NcclLogParser::takeRecord(const Header& header, QByteArrayView source, bool
             const qsizetype oob = list.indexOf(';');
             if (oob >= 0)
                 list = list.first(oob);
-            const bool socket = startsWith(message, "NET/Socket");
+            const bool socket = startsWithLiteral(message, "NET/Socket");
             while (true) {
                 const qsizetype open = list.indexOf('[');
                 if (open < 0)
@@ -350,15 +359,15 @@ void NcclLogParser::takeConnection(QByteArrayView via) {
     via = trimmed(via);
     if (containsBytes(via, kGdrDma))
         ++m_common[GDRDMA];
-    if (startsWith(via, "P2P")) {
+    if (startsWithLiteral(via, "P2P")) {
         ++m_common[P2P];
-    } else if (startsWith(via, "SHM")) {
+    } else if (startsWithLiteral(via, "SHM")) {
         ++m_common[SHM];
-    } else if (startsWith(via, "NET/Socket")) {
+    } else if (startsWithLiteral(via, "NET/Socket")) {
         ++m_common[NetSocket];
-    } else if (startsWith(via, "NET/IB/")) {
+    } else if (startsWithLiteral(via, "NET/IB/")) {
         ++m_common[NetIB];
-    } else if (startsWith(via, "NET/")) {
+    } else if (startsWithLiteral(via, "NET/")) {
         qsizetype end = 4;
         while (end < via.size() && via[end] != '/' && !isSpace(via[end]))
             ++end;
@@ -425,8 +434,7 @@ void NcclLogParser::takeCommInit(const Header& header, QByteArrayView message) {
     comm.ranks.insert(at, rank);
 }
 
-void NcclLogParser::takeVersion(QByteArrayView text) {
-    const qsizetype at = findBytes(text, kVersion);
+void NcclLogParser::takeVersion(QByteArrayView text, qsizetype at) {
     qsizetype i = at + 12;
     while (i < text.size() && (text[i] == ':' || isSpace(text[i])))
         ++i;
@@ -435,34 +443,59 @@ void NcclLogParser::takeVersion(QByteArrayView text) {
         ++end;
     const QByteArrayView version = text.sliced(i, end - i);
     if (version.size() >= 3 && version.contains('.') && isDigit(version.back())) {
-        const QString value = str(version);
-        if (!m_versions.contains(value))
-            m_versions.append(value);
+        // Digits and dots: equal bytes are equal strings, so a version seen before needs no string.
+        const bool seen = std::any_of(m_versionBytes.cbegin(), m_versionBytes.cend(),
+                                      [&](const QByteArray& known) { return sameBytes(known, version); });
+        if (!seen) {
+            m_versionBytes.append(version.toByteArray());
+            m_versions.append(str(version));
+        }
     }
 }
 
+// "host:pid" of the record being taken; its host is m_lastHost. A chain repeats it: made once per change.
+const QString& NcclLogParser::orphanKey(const Header& header) {
+    if (m_orphanHost != m_lastHost || m_orphanPid != header.pid) {
+        m_orphanKey = QStringLiteral("%1:%2").arg(m_lastHost->name).arg(header.pid);
+        m_orphanHost = m_lastHost;
+        m_orphanPid = header.pid;
+    }
+    return m_orphanKey;
+}
+
 NcclLogParser::OpenWarning* NcclLogParser::openWarning(const Header& header) {
+    if (m_openPerSlot[threadSlot(header)] == 0)
+        return nullptr;
     const auto found = m_openWarnings.find({header.pid, header.tid});
     if (found == m_openWarnings.end())
         return nullptr;
     for (OpenWarning& open : *found) {
-        if (open.host == m_lastHostKey)
+        if (open.host == m_lastHost->key)
             return &open;
     }
     return nullptr;
 }
 
 void NcclLogParser::closeWarning(const Header& header) {
+    const int slot = threadSlot(header);
+    if (m_openPerSlot[slot] == 0)
+        return;
     const auto found = m_openWarnings.find({header.pid, header.tid});
     if (found == m_openWarnings.end())
         return;
-    found->removeIf([this](const OpenWarning& open) { return open.host == m_lastHostKey; });
+    m_openPerSlot[slot] -=
+        static_cast<int>(found->removeIf([this](const OpenWarning& open) { return open.host == m_lastHost->key; }));
     if (found->isEmpty())
         m_openWarnings.erase(found);
 }
 
 void NcclLogParser::endOfStream() {
     m_openWarnings.clear();
+    m_openPerSlot.fill(0);
+}
+
+int NcclLogParser::threadSlot(const Header& header) {
+    return static_cast<int>((quint64(header.pid) * 0x9e3779b97f4a7c15ULL ^ quint64(header.tid)) % kThreadSlots);
 }
 
 NcclFacts NcclLogParser::facts() const {

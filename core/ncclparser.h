@@ -9,6 +9,9 @@
 #include <QString>
 #include <QStringList>
 
+#include <array>
+#include <deque>
+
 namespace rankscope {
 
 // One rank's line "comm 0x… rank R nranks N cudaDev D busId B commId C - Init START|COMPLETE".
@@ -84,10 +87,10 @@ private:
     void takeCommInit(const Header& header, QByteArrayView message);
     void takeConnection(QByteArrayView message);
     void takeSocketOrIbDevices(QByteArrayView list);
-    void takeVersion(QByteArrayView text);
+    void takeVersion(QByteArrayView text, qsizetype at); // at: where "NCCL version" starts
 
     // The last warning of a thread "host:pid:tid", for its chain. Found by pid and tid (two numbers to hash),
-    // then by host among the few with those numbers: a record's host is then the last host, in m_lastHostKey.
+    // then by host among the few with those numbers: a record's host is then the last host, m_lastHost->key.
     struct OpenWarning {
         QByteArray host; // canonical UTF-8
         qsizetype index;
@@ -95,15 +98,27 @@ private:
     using ThreadNumbers = std::pair<qint64, qint64>;
     [[nodiscard]] OpenWarning* openWarning(const Header& header);
     void closeWarning(const Header& header);
+    // Most records come from threads with no open warning: a count per slot of thread numbers says so without
+    // a lookup.
+    static constexpr int kThreadSlots = 64;
+    [[nodiscard]] static int threadSlot(const Header& header);
+
+    // A host as printed, made once: records of several hosts interleave.
+    struct Host {
+        QByteArray bytes; // as printed
+        QByteArray key;   // canonical UTF-8
+        QString name;
+    };
 
     // Text kept as keys or for dedup is held as canonical UTF-8 (see ncclparser.cpp): equal exactly when the
     // QStrings made from it would be, and made without allocating for the ASCII that NCCL prints.
     LogLineScanner m_scanner;
     QStringList m_versions;
+    QList<QByteArray> m_versionBytes; // the same, as printed
     QStringList m_hosts;
-    QByteArray m_lastHost; // the host of the previous record: most records repeat it
-    QByteArray m_lastHostKey;                    // its canonical UTF-8
-    QString m_lastHostName;                      // and as a string, shared by the warnings that name it
+    std::deque<Host> m_hostBytes;                  // every host printed (first an empty one); never moved
+    QHash<QByteArray, const Host*> m_hostsByBytes; // into m_hostBytes
+    const Host* m_lastHost;                        // of the last record that had one: most records repeat it
     QByteArray m_lastSource;                     // the source location of the last warning
     QString m_lastSourceName;
     QHash<QByteArray, NcclCommunicator> m_comms; // by commId, or "nranks:N" when no commId was printed
@@ -117,7 +132,12 @@ private:
     int m_channels = 0;
     QList<NcclWarning> m_warnings;
     QHash<ThreadNumbers, QList<OpenWarning>> m_openWarnings; // no empty lists
+    std::array<int, kThreadSlots> m_openPerSlot{};           // open warnings per threadSlot()
     QMap<QString, QStringList> m_orphanChains;
+    [[nodiscard]] const QString& orphanKey(const Header& header);
+    const Host* m_orphanHost = nullptr; // the host and pid m_orphanKey was made for
+    qint64 m_orphanPid = -1;
+    QString m_orphanKey;
     QByteArray m_key;       // the key being looked up, reused so that a lookup does not allocate
     QByteArray m_canonical; // canonicalUtf8's scratch
 };

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "core/tracebackparser.h"
 
+#include <QStringBuilder>
+
 namespace rankscope {
 
 namespace {
@@ -39,7 +41,7 @@ void TracebackLogParser::takeLine(const LogLine& line) {
     if (line.holds(kWhat) && stripped.startsWith("what():")) {
         const QString message = QString::fromUtf8(trimmedBlanks(stripped.sliced(7)));
         const QString type = m_pendingThrow.take(key);
-        addError(line, type.isEmpty() ? message : type + QStringLiteral(": ") + message);
+        addError(line, type.isEmpty() ? message : QString(type % QLatin1String(": ") % message)); // one allocation
         return;
     }
     const auto open = m_open.find(key);

@@ -25,7 +25,24 @@ qint64 numberAt(QByteArrayView text, qsizetype at) {
     return value;
 }
 
-qint64 numberAfter(QByteArrayView text, QByteArrayView key, qsizetype from = 0) {
+// What is searched for in the watchdog's lines, each with its rarest byte found when compiling: a search led by
+// the first byte of "ran for " or "timing out" stops at every 'r' or 't' of a long line.
+constexpr Needle kWatchdogCaught{"atchdog caught"};
+constexpr Needle kTimingOut{"timing out"};
+constexpr Needle kMilliseconds{"milliseconds"};
+constexpr Needle kWorkNccl{"WorkNCCL("};
+constexpr Needle kSeqNum{"SeqNum="};
+constexpr Needle kOpType{"OpType="};
+constexpr Needle kNumelIn{"NumelIn="};
+constexpr Needle kNumelOut{"NumelOut="};
+constexpr Needle kTimeoutMs{"Timeout(ms)="};
+constexpr Needle kRanFor{"ran for "};
+constexpr Needle kLastEnqueuedText{"last enqueued"};
+constexpr Needle kLastCompleted{"last completed"};
+constexpr Needle kAtWorkSequenceId{"at work sequence id:"};
+constexpr Needle kAtWork{"at work:"};
+
+qint64 numberAfter(QByteArrayView text, const Needle& key, qsizetype from = 0) {
     const qsizetype at = findBytes(text, key, from);
     return at < 0 ? -1 : numberAt(text, at + key.size());
 }
@@ -63,7 +80,7 @@ void WatchdogLogParser::takeLine(const LogLine& line) {
     const QByteArrayView text = line.text;
     if (m_joinLines > 0) {
         m_joined.append(text.data(), text.size()); // a terminal's hard wrap: the pieces join without a space
-        if (--m_joinLines == 0 || containsBytes(m_joined, "timing out")) {
+        if (--m_joinLines == 0 || containsBytes(m_joined, kTimingOut)) {
             takeTimeout(m_joined, m_joinRank);
             m_joinLines = 0;
             m_joined.clear();
@@ -75,10 +92,10 @@ void WatchdogLogParser::takeLine(const LogLine& line) {
         if (m_inDesyncReport)
             return;
     }
-    const qsizetype watchdog = line.holds(kWatchdog) ? findBytes(text, "atchdog caught") : -1;
+    const qsizetype watchdog = line.indexOf(kWatchdog);
     if (watchdog >= 0) {
-        if (findBytes(text, "timing out", watchdog) >= 0 || findBytes(text, "milliseconds", watchdog) >= 0) {
-            takeTimeout(text, line.rank);
+        if (findBytes(text, kTimingOut, watchdog) >= 0 || findBytes(text, kMilliseconds, watchdog) >= 0) {
+            takeTimeout(text, line.rank, watchdog);
         } else {
             m_joined = text.toByteArray();
             m_joinLines = kMaxWrappedLines;
@@ -93,25 +110,26 @@ void WatchdogLogParser::takeLine(const LogLine& line) {
         addError(line, text);
 }
 
-void WatchdogLogParser::takeTimeout(QByteArrayView text, int prefixRank) {
-    const qsizetype watchdog = findBytes(text, "atchdog caught");
-    const qsizetype work = findBytes(text, "WorkNCCL(", watchdog);
+void WatchdogLogParser::takeTimeout(QByteArrayView text, int prefixRank, qsizetype watchdog) {
+    if (watchdog < 0)
+        watchdog = findBytes(text, kWatchdogCaught);
+    const qsizetype work = findBytes(text, kWorkNccl, watchdog);
     if (watchdog < 0 || work < 0)
         return;
     CollectiveTimeout timeout;
     timeout.rank = rankBefore(text, watchdog, prefixRank);
-    timeout.seq = numberAfter(text, "SeqNum=", work);
-    const qsizetype op = findBytes(text, "OpType=", work);
+    timeout.seq = numberAfter(text, kSeqNum, work);
+    const qsizetype op = findBytes(text, kOpType, work);
     if (op >= 0) {
         qsizetype end = op + 7;
         while (end < text.size() && text[end] != ',' && text[end] != ')' && text[end] != ' ')
             ++end;
         timeout.op = QString::fromUtf8(text.sliced(op + 7, end - op - 7));
     }
-    timeout.numelIn = numberAfter(text, "NumelIn=", work);
-    timeout.numelOut = numberAfter(text, "NumelOut=", work);
-    timeout.timeoutMs = numberAfter(text, "Timeout(ms)=", work);
-    timeout.ranMs = numberAfter(text, "ran for ", work);
+    timeout.numelIn = numberAfter(text, kNumelIn, work);
+    timeout.numelOut = numberAfter(text, kNumelOut, work);
+    timeout.timeoutMs = numberAfter(text, kTimeoutMs, work);
+    timeout.ranMs = numberAfter(text, kRanFor, work);
     for (CollectiveTimeout& known : m_timeouts) {
         if (known.rank == timeout.rank && known.seq == timeout.seq && known.op == timeout.op) {
             // The same timeout again, e.g. in the "what():" of the exception that ends the process.
@@ -130,14 +148,14 @@ void WatchdogLogParser::takeTimeout(QByteArrayView text, int prefixRank) {
 // 811, last completed NCCL work: 807." (2.2 to 2.4) and "… failure detected by watchdog at work sequence id: 241
 // PG status: last enqueued work: 315, last completed work: 183" (2.5 and later).
 void WatchdogLogParser::takeProgress(QByteArrayView text, int prefixRank) {
-    const qsizetype enqueued = findBytes(text, "last enqueued");
+    const qsizetype enqueued = findBytes(text, kLastEnqueuedText);
     const qsizetype enqueuedColon = text.indexOf(':', enqueued);
-    const qsizetype completed = findBytes(text, "last completed", enqueued);
+    const qsizetype completed = findBytes(text, kLastCompleted, enqueued);
     const qsizetype completedColon = completed < 0 ? -1 : text.indexOf(':', completed);
     Progress progress{rankBefore(text, enqueued, prefixRank), -1, -1, -1};
-    if (const qsizetype at = findBytes(text, "at work sequence id:"); at >= 0 && at < enqueued)
+    if (const qsizetype at = findBytes(text, kAtWorkSequenceId); at >= 0 && at < enqueued)
         progress.seq = numberAt(text, at + 20);
-    else if (const qsizetype at = findBytes(text, "at work:"); at >= 0 && at < enqueued)
+    else if (const qsizetype at = findBytes(text, kAtWork); at >= 0 && at < enqueued)
         progress.seq = numberAt(text, at + 8);
     progress.lastEnqueued = enqueuedColon < 0 ? -1 : numberAt(text, enqueuedColon + 1);
     progress.lastCompleted = completedColon < 0 ? -1 : numberAt(text, completedColon + 1);

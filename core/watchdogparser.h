@@ -52,7 +52,8 @@ public:
     void endOfStream() override;
 
 private:
-    void takeTimeout(QByteArrayView text, int prefixRank);
+    // watchdog: where "atchdog caught" starts in text; -1: search for it.
+    void takeTimeout(QByteArrayView text, int prefixRank, qsizetype watchdog = -1);
     void takeProgress(QByteArrayView text, int prefixRank);
     void takeDesyncLine(const LogLine& line);
     void addError(const LogLine& line, QByteArrayView text);

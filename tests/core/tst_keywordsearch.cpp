@@ -38,7 +38,7 @@ QString describe(const Hits& hits) {
 
 QList<Method> availableMethods() {
     QList<Method> methods;
-    for (const Method method : {Method::Portable, Method::Ssse3, Method::Avx2}) {
+    for (const Method method : {Method::Portable, Method::Ssse3, Method::Avx2, Method::Avx512}) {
         if (KeywordSearch::isAvailable(method))
             methods.append(method);
     }
@@ -150,7 +150,10 @@ private slots:
 void tst_KeywordSearch::initTestCase() {
     QStringList names;
     for (const Method method : availableMethods())
-        names.append(method == Method::Avx2 ? "AVX2" : method == Method::Ssse3 ? "SSSE3" : "portable");
+        names.append(method == Method::Avx512  ? "AVX-512"
+                     : method == Method::Avx2  ? "AVX2"
+                     : method == Method::Ssse3 ? "SSSE3"
+                                               : "portable");
     qInfo("methods on this CPU: %s", qPrintable(names.join(QStringLiteral(", "))));
 }
 

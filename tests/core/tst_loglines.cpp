@@ -39,6 +39,47 @@ private:
     bool m_open = false;
 };
 
+// Records, per line it takes, where its keywords are: "number:keyword@at keyword@at …".
+class PositionSink final : public LogLineSink {
+public:
+    explicit PositionSink(QList<QByteArray> keywords) : m_keywords(std::move(keywords)) {}
+
+    [[nodiscard]] QList<QByteArray> keywords() const override { return m_keywords; }
+    [[nodiscard]] bool wantsEveryLine() const override { return false; }
+    void takeLine(const LogLine& line) override {
+        QStringList found;
+        for (qsizetype i = 0; i < line.foundCount; ++i)
+            found.append(QStringLiteral("%1@%2").arg(line.found[i].keyword).arg(line.found[i].at));
+        m_lines.append(QStringLiteral("%1:%2").arg(line.number).arg(found.join(QLatin1Char(' '))));
+        for (int k = 0; k < m_keywords.size(); ++k) {
+            // indexOf agrees with the list, and with a search of the text.
+            if (line.indexOf(k) != findBytes(line.text, m_keywords[k]))
+                m_lines.append(QStringLiteral("indexOf(%1) wrong").arg(k));
+        }
+    }
+    void endOfStream() override {}
+    [[nodiscard]] QString lines() const { return m_lines.join(QLatin1Char('|')); }
+
+private:
+    QList<QByteArray> m_keywords;
+    QStringList m_lines;
+};
+
+// Two sinks that list the same keywords in other orders, so that their indices differ from the scanner's.
+QStringList positions(QByteArrayView log, qsizetype splitAt = -1) {
+    PositionSink first({"NCCL", "NCCL version", "aa"});
+    PositionSink second({"NCCL version", "x", "NCCL", "x"});
+    LogLineScanner scanner({&first, &second}, 40);
+    if (splitAt < 0) {
+        scanner.feed(log);
+    } else {
+        scanner.feed(log.first(splitAt));
+        scanner.feed(log.sliced(splitAt));
+    }
+    scanner.finish();
+    return {first.lines(), second.lines()};
+}
+
 struct Scan {
     QString first;  // what a sink looking for NCCL, "NCCL version" and BEGIN got
     QString second; // what a sink looking for "Error" and NCCL got
@@ -72,6 +113,9 @@ private slots:
     void longLinesAreCut();
     void aSinkMayLookForTheBytesTheScannerCleans();
     void countsLinesPerStream();
+    void keywordPositions_data();
+    void keywordPositions();
+    void keywordPositionsDoNotDependOnChunks();
 };
 
 void tst_LogLines::linesAndKeywords_data() {
@@ -161,6 +205,55 @@ void tst_LogLines::countsLinesPerStream() {
     scanner.feed("x\n"); // the next stream counts from 1 again
     QCOMPARE(scanner.finish(), 1);
     QCOMPARE(sink.lines(), QStringLiteral("1 -1 1 x|end|1 -1 1 x|end"));
+}
+
+void tst_LogLines::keywordPositions_data() {
+    QTest::addColumn<QByteArray>("log");
+    QTest::addColumn<QString>("first");
+    QTest::addColumn<QString>("second");
+    QTest::newRow("by position, then by the sink's index") << QByteArray("NCCL version NCCL\n") << "1:0@0 1@0 0@13"
+                                                           << "1:0@0 2@0 2@13";
+    QTest::newRow("overlapping occurrences") << QByteArray("aaaa\n") << "1:2@0 2@1 2@2"
+                                             << "";
+    QTest::newRow("a keyword listed twice") << QByteArray("x\n") << ""
+                                            << "1:1@0 3@0";
+    QTest::newRow("positions are in the text, after a launcher prefix")
+        << QByteArray("[1,3]<stdout>:NCCL INFO\n[rank2]:x NCCL\n") << "1:0@0|2:0@2"
+        << "1:2@0|2:1@0 3@0 2@2";
+    QTest::newRow("crlf") << QByteArray("a NCCL\r\n") << "1:0@2"
+                          << "1:2@2";
+    QTest::newRow("a keyword split by an escape sequence, in the cleaned text")
+        << QByteArray("x \x1b[1mNC\x1b[0mCL\n") << "1:0@2"
+        << "1:1@0 3@0 2@2";
+    QTest::newRow("a progress bar's overwritten text is not counted") << QByteArray("NCCL 1%\rNCCL 2%\n") << "1:0@0"
+                                                                      << "1:2@0";
+    QTest::newRow("not past the line cap") << QByteArray("0123456789012345678901234567890123456 NCCL\n") << ""
+                                           << "";
+    QTest::newRow("the cap cuts a keyword") << QByteArray("012345678901234567890123456789012345 NCCL x\n") << ""
+                                            << "";
+    QTest::newRow("a keyword that ends at the cap")
+        << QByteArray("01234567890123456789012345678901234 NCCL x\n") << "1:0@36"
+        << "1:2@36";
+    QTest::newRow("an unterminated last line") << QByteArray("a\nb NCCL") << "2:0@2"
+                                               << "2:2@2";
+}
+
+void tst_LogLines::keywordPositions() {
+    QFETCH(QByteArray, log);
+    QFETCH(QString, first);
+    QFETCH(QString, second);
+    const QStringList found = positions(log);
+    QCOMPARE(found[0], first);
+    QCOMPARE(found[1], second);
+}
+
+void tst_LogLines::keywordPositionsDoNotDependOnChunks() {
+    const QByteArray log = "NCCL version NCCL\r\naaaa x\n[rank2]:x NCCL\nx \x1b[1mNC\x1b[0mCL\n"
+                           "0123456789012345678901234567890123456 NCCL\nNCCL 1%\rNCCL 2%\nb NCCL";
+    const QStringList whole = positions(log);
+    QVERIFY(whole[0].count(QLatin1Char('|')) >= 5);
+    for (qsizetype at = 0; at <= log.size(); ++at)
+        QCOMPARE(positions(log, at), whole);
 }
 
 QTEST_GUILESS_MAIN(tst_LogLines)

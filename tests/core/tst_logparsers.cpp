@@ -79,6 +79,7 @@ private slots:
     void singleByteChunks();
     void severalFilesKeepTheirLineNumbers();
     void ncclErrorChainsFollowTheirThread();
+    void ncclChainsOfManyThreadsAndHosts();
 };
 
 void tst_LogParsers::prefixes_data() {
@@ -407,6 +408,46 @@ void tst_LogParsers::ncclErrorChainsFollowTheirThread() {
         QCOMPARE(facts.warnings[1].host, QStringLiteral("b"));
         QCOMPARE(facts.warnings[1].source, QStringLiteral("misc/y.cc:6"));
     }
+}
+
+void tst_LogParsers::ncclChainsOfManyThreadsAndHosts() {
+    // More threads than the parser has slots for its open warnings, on two interleaved hosts: every chain step
+    // still finds its own thread's warning, and a record of the thread closes only that one.
+    constexpr int kThreads = 300;
+    const auto host = [](int tid) { return QByteArray(tid % 2 ? "a" : "b"); };
+    QByteArray log;
+    for (int tid = 0; tid < kThreads; ++tid)
+        log += host(tid) + ":7:" + QByteArray::number(tid) + " [0] x.cc:1 NCCL WARN w" + QByteArray::number(tid) + "\n";
+    for (int tid = 0; tid < kThreads; ++tid)
+        log += host(tid) + ":7:" + QByteArray::number(tid) + " [0] NCCL INFO init.cc:1 -> 5\n";
+    for (int tid = 0; tid < kThreads; tid += 3)
+        log += host(tid) + ":7:" + QByteArray::number(tid) + " [0] NCCL INFO Using network IB\n";
+    for (int tid = 0; tid < kThreads; ++tid)
+        log += host(tid) + ":7:" + QByteArray::number(tid) + " [0] NCCL INFO group.cc:2 -> 5\n";
+    // Hosts printed with different invalid bytes make the same string, so they are one host, one thread.
+    log += "h\xff:1:2 [0] x.cc:1 NCCL WARN bad bytes\nh\xfe:1:2 [0] NCCL INFO init.cc:3 -> 5\n";
+    NcclLogParser parser;
+    parser.feed(log);
+    parser.finish();
+    const NcclFacts facts = parser.facts();
+    QCOMPARE(facts.warnings.size(), kThreads + 1);
+    QStringList orphansA;
+    QStringList orphansB;
+    for (int tid = 0; tid < kThreads; ++tid) {
+        const NcclWarning& warning = facts.warnings[tid];
+        QCOMPARE(warning.text, QStringLiteral("w%1").arg(tid));
+        QCOMPARE(warning.host, QString::fromLatin1(host(tid)));
+        if (tid % 3 == 0) {
+            QCOMPARE(warning.chain, QStringList{"init.cc:1 -> 5"});
+            (tid % 2 ? orphansA : orphansB).append(QStringLiteral("group.cc:2 -> 5"));
+        } else {
+            QCOMPARE(warning.chain, (QStringList{"init.cc:1 -> 5", "group.cc:2 -> 5"}));
+        }
+    }
+    QCOMPARE(facts.orphanChains, (QStringList{"a:7: " + orphansA.join(QStringLiteral(", ")),
+                                              "b:7: " + orphansB.join(QStringLiteral(", "))}));
+    QCOMPARE(facts.warnings.back().chain, QStringList{"init.cc:3 -> 5"});
+    QCOMPARE(facts.hosts, (QStringList{"a", "b", QStringLiteral("h\uFFFD")}));
 }
 
 QTEST_GUILESS_MAIN(tst_LogParsers)

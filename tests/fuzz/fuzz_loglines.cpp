@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // LogLineScanner: the lines delivered (text, number, rank, keywords) must not depend on how the bytes were
-// chunked, including the lines a sink asks for while it "wants every line"; the keywords it reports are exactly
-// those in the text. The keyword search's SIMD methods must find what its portable one finds.
+// chunked, including the lines a sink asks for while it "wants every line"; the keywords it reports, and their
+// positions, are exactly those in the text. The keyword search's SIMD methods must find what its portable one finds.
 #include "core/loglines.h"
 #include "tests/fuzz/fuzzcommon.h"
 
@@ -15,12 +15,26 @@ public:
     [[nodiscard]] QList<QByteArray> keywords() const override { return {"NCCL", "BEGIN", "Error", "\r", "NCCL E"}; }
     [[nodiscard]] bool wantsEveryLine() const override { return m_open; }
     void takeLine(const LogLine& line) override {
+        const QList<QByteArray> keywords = this->keywords();
         quint64 expected = 0;
-        for (qsizetype i = 0; i < keywords().size(); ++i) {
-            if (containsBytes(line.text, keywords()[i]))
+        for (qsizetype i = 0; i < keywords.size(); ++i) {
+            if (containsBytes(line.text, keywords[i]))
                 expected |= quint64(1) << i;
         }
         if (line.keywords != expected || (!m_open && expected == 0))
+            std::abort();
+        // Its positions: every occurrence, overlapping ones too, by position, then keyword.
+        qsizetype next = 0;
+        for (qsizetype at = 0; at < line.text.size(); ++at) {
+            for (int k = 0; k < keywords.size(); ++k) {
+                if (!line.text.sliced(at).startsWith(keywords[k]))
+                    continue;
+                if (next >= line.foundCount || line.found[next].at != at || line.found[next].keyword != k)
+                    std::abort();
+                ++next;
+            }
+        }
+        if (next != line.foundCount)
             std::abort();
         m_out += QByteArray::number(line.number) + ' ' + QByteArray::number(line.rank) + ' ' +
                  QByteArray::number(line.keywords) + ' ' + line.text.toByteArray() + '\n';
@@ -76,7 +90,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
     const fuzz::Cuts cuts = fuzz::cutsFor(data);
     fuzz::requireSame(scan(data, nullptr), scan(data, &cuts), cuts, "LogLineScanner");
     const QByteArray portable = searched(data, KeywordSearch::Method::Portable);
-    for (const KeywordSearch::Method method : {KeywordSearch::Method::Ssse3, KeywordSearch::Method::Avx2}) {
+    for (const KeywordSearch::Method method :
+         {KeywordSearch::Method::Ssse3, KeywordSearch::Method::Avx2, KeywordSearch::Method::Avx512}) {
         if (!KeywordSearch::isAvailable(method))
             continue;
         const QByteArray other = searched(data, method);
