@@ -12,13 +12,14 @@
 namespace rankscope {
 
 // A line that is not an event: NCCL INFO lines, warnings, tracebacks. A line longer than the splitter's
-// cap arrives as several LogLines with the same line number.
-struct LogLine {
+// cap arrives as several OutputLines with the same line number. (core/loglines.h's LogLine is the parsers' view
+// of a line; the two are apart by name so that both headers can be included together.)
+struct OutputLine {
     qint64 lineNumber = 0; // 1-based
     QString text;          // decoded as UTF-8, invalid bytes replaced by U+FFFD
 };
 
-// An event line that could not be decoded. The line is also delivered as a LogLine, so nothing is lost.
+// An event line that could not be decoded. The line is also delivered as an OutputLine, so nothing is lost.
 struct DecodeError {
     qint64 lineNumber = 0;
     QString message; // names the event type and the field, e.g. "step event: missing field 'loss'"
@@ -28,7 +29,7 @@ struct DecodeError {
 // What one feed() produced. Each vector is in stream order; line numbers relate them to each other.
 struct ParsedBatch {
     QVector<TrainerEvent> events;
-    QVector<LogLine> logLines;
+    QVector<OutputLine> logLines;
     QVector<DecodeError> errors;
 
     [[nodiscard]] bool isEmpty() const { return events.isEmpty() && logLines.isEmpty() && errors.isEmpty(); }

@@ -16,8 +16,8 @@ namespace rankscope {
 
 struct NcclFacts; // core/ncclparser.h
 
-// What one rank's NCCL lines said, flattened for a front end that lists the ranks side by side (no parser
-// types: core/ncclparser.h cannot be included beside core/eventstreamparser.h).
+// What one rank's NCCL lines said, flattened for a front end that lists the ranks side by side (plain Qt
+// types: a front end needs no parser header).
 struct RankNcclFacts {
     int rank = -1;
     QString host;

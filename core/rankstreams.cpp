@@ -58,7 +58,7 @@ RankStreamChunk RankStreamParsers::feed(int rankNumber, RankStream stream, QByte
         chunk.events = std::move(batch.events);
         chunk.decodeErrors = std::move(batch.errors);
         chunk.lines.reserve(batch.logLines.size());
-        for (LogLine& line : batch.logLines)
+        for (OutputLine& line : batch.logLines)
             chunk.lines.append(classified(rankNumber, stream, line.lineNumber, std::move(line.text), receivedAt, true));
         return chunk;
     }

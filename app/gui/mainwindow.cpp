@@ -345,7 +345,6 @@ void MainWindow::connectSession() {
     connect(m_session, &RunSession::logBatch, m_logs->model(), &LogModel::appendLines);
     // Log lines reach the inspector every 100 ms, on every second of the run view's light ticks: never on the
     // tick that applies events and draws the loss chart, so that the two do not make one long frame.
-    m_session->setTickDriven(true);
     connect(m_runView, &RunView::lightTick, m_session, [this] {
         m_logTickDue = !m_logTickDue;
         if (!m_logTickDue)

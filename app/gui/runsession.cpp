@@ -4,16 +4,11 @@
 #include <QDir>
 #include <QFile>
 #include <QJsonDocument>
-#include <QTimer>
 
 namespace rankscope::gui {
 
 RunSession::RunSession(RunStore* store, remote::EngineOptions options, QObject* parent)
-    : QObject(parent), m_store(store), m_engine(new remote::RunEngine(store, std::move(options), this)),
-      m_tick(new QTimer(this)) {
-    m_tick->setInterval(100);
-    connect(m_tick, &QTimer::timeout, this, &RunSession::flush);
-    m_tick->start();
+    : QObject(parent), m_store(store), m_engine(new remote::RunEngine(store, std::move(options), this)) {
     connect(m_engine, &remote::RunEngine::events, this, &RunSession::events);
     connect(m_engine, &remote::RunEngine::logLines, this,
             [this](const QVector<RankLogLine>& lines) { m_pendingLines += lines; });
@@ -52,21 +47,6 @@ RunSession::~RunSession() {
     // Closing the window leaves a submitted run running on its nodes; reopening the app reattaches.
     if (m_engine->isActive())
         m_engine->detach();
-}
-
-int RunSession::tickMs() const {
-    return m_tick->interval();
-}
-
-void RunSession::setTickMs(int ms) {
-    m_tick->setInterval(ms);
-}
-
-void RunSession::setTickDriven(bool byOwner) {
-    if (byOwner)
-        m_tick->stop();
-    else
-        m_tick->start();
 }
 
 void RunSession::flush() {

@@ -13,13 +13,13 @@
 
 #include <optional>
 
-class QTimer;
 
 namespace rankscope::gui {
 
 // The desktop app's one run at a time: the engine every front end uses, and the coalescing between it and
 // the views. Events go straight on (the run view queues them for its own tick); log lines are gathered
-// and handed over once per tick, as one batch, however many the engine delivered in between.
+// and handed over as one batch when the owner calls flush() (the main window: every 100 ms, on the run view's
+// light ticks), however many the engine delivered in between.
 class RunSession final : public QObject {
     Q_OBJECT
 
@@ -40,11 +40,7 @@ public:
     [[nodiscard]] static QHash<int, QString> rankHosts(const RunRecord& record);
     [[nodiscard]] remote::RunEngine* engine() const { return m_engine; }
     [[nodiscard]] RunStore* store() const { return m_store; }
-    [[nodiscard]] int tickMs() const;
-    void setTickMs(int ms);
-    // true: the owner calls flush() on its own schedule and the session's 100 ms timer stops.
-    void setTickDriven(bool byOwner);
-    // Hands over the log lines gathered so far now (the tick does this on its own).
+    // Hands over the log lines gathered so far, as one batch (logBatch); nothing when there are none.
     void flush();
     // Every rank's native stacks now, merged (stacksCaptured); only while a run is followed.
     bool captureStacks(QString* error = nullptr) { return m_engine->captureStacks(error); }
@@ -57,7 +53,7 @@ signals:
     void events(const QVector<rankscope::TrainerEvent>& events);
     void logBatch(const QVector<rankscope::RankLogLine>& lines);
     void rankExited(int rank, const QString& host, int status);
-    // Straight on, like events: about one per GPU per second, and the charts draw on their own tick.
+    // Straight on, like events: about one per GPU per second, and the charts draw on the run view's tick.
     void gpuSamples(const QVector<rankscope::GpuSample>& samples);
     void gpuTelemetryError(const QString& host, const QString& message);
     void diagnoses(const QVector<rankscope::Diagnosis>& diagnoses);
@@ -76,7 +72,6 @@ private:
 
     RunStore* m_store;
     remote::RunEngine* m_engine;
-    QTimer* m_tick;
     QVector<RankLogLine> m_pendingLines;
 };
 

@@ -7,7 +7,6 @@
 #include "remote/clustercheck.h"
 
 #include <QCoreApplication>
-#include <QDateTime>
 #include <QDir>
 #include <QFile>
 #include <QJsonArray>
@@ -41,10 +40,6 @@ constexpr int kMaxLogLines = 10000;
 // is bigger than a client's queue allows: 10,000 lines per run per 50 ms tick is 200,000 lines a second.
 constexpr size_t kLinesPerTick = 10000;
 constexpr qsizetype kMaxReaders = 256; // run.logs readers kept (one per rank stream asked for)
-
-double nowSeconds() {
-    return static_cast<double>(QDateTime::currentMSecsSinceEpoch()) / 1000.0;
-}
 
 QByteArray notification(const QString& method, const QJsonObject& params) {
     return QJsonDocument(QJsonObject{{"jsonrpc", "2.0"}, {"method", method}, {"params", params}})

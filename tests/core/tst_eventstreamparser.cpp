@@ -10,7 +10,7 @@
 
 using rankscope::DecodeError;
 using rankscope::EventStreamParser;
-using rankscope::LogLine;
+using rankscope::OutputLine;
 using rankscope::ParsedBatch;
 using rankscope::TrainerEvent;
 using rankscope::TrainerEventType;
@@ -44,7 +44,7 @@ QStringList dump(const ParsedBatch& batch) {
                    .arg(event.time, 0, 'f', 3)
                    .arg(QString::fromUtf8(QJsonDocument(event.fields).toJson(QJsonDocument::Compact)));
     }
-    for (const LogLine& line : batch.logLines)
+    for (const OutputLine& line : batch.logLines)
         out << QStringLiteral("log %1: %2").arg(line.lineNumber).arg(line.text);
     for (const DecodeError& error : batch.errors)
         out << QStringLiteral("error %1: %2 | %3")
@@ -62,7 +62,7 @@ QList<qint64> eventLines(const ParsedBatch& batch) {
 
 QList<qint64> logLineNumbers(const ParsedBatch& batch) {
     QList<qint64> lines;
-    for (const LogLine& line : batch.logLines)
+    for (const OutputLine& line : batch.logLines)
         lines << line.lineNumber;
     return lines;
 }
@@ -192,7 +192,7 @@ void tst_EventStreamParser::crlfAndInvalidUtf8() {
     const ParsedBatch batch = parseChunks({readDataFile("crlf-invalid-utf8.events")});
     QCOMPARE(batch.errors.size(), 0);
     QStringList texts;
-    for (const LogLine& line : batch.logLines)
+    for (const OutputLine& line : batch.logLines)
         texts << line.text;
     const QString replacement(QChar::ReplacementCharacter);
     QCOMPARE(texts, (QStringList{
@@ -214,7 +214,7 @@ void tst_EventStreamParser::errorRunKeepsEveryLogLine() {
     const ParsedBatch batch = parseChunks({data});
     // Reassembling events and log lines in line order gives back the file.
     QMap<qint64, QByteArray> lines;
-    for (const LogLine& line : batch.logLines)
+    for (const OutputLine& line : batch.logLines)
         lines.insert(line.lineNumber, line.text.toUtf8());
     for (const TrainerEvent& event : batch.events)
         lines.insert(event.lineNumber, "@rankscope " + QJsonDocument(event.fields).toJson(QJsonDocument::Compact));

@@ -31,7 +31,7 @@ Recording load(const QString& name) {
         r.summary.add(batch.events);
         r.logLines += int(batch.logLines.size());
         r.decodeErrors += int(batch.errors.size());
-        for (const LogLine& line : batch.logLines)
+        for (const OutputLine& line : batch.logLines)
             r.logs << line.text;
     }
     return r;

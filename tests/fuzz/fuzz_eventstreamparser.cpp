@@ -22,7 +22,7 @@ QByteArray describe(const ParsedBatch& batch) {
         (void)event.boolean("ok", false);
         (void)event.object("config");
     }
-    for (const LogLine& line : batch.logLines)
+    for (const OutputLine& line : batch.logLines)
         out += "L" + QByteArray::number(line.lineNumber) + ' ' + line.text.toUtf8() + '\n';
     for (const DecodeError& error : batch.errors)
         out += "X" + QByteArray::number(error.lineNumber) + ' ' + error.message.toUtf8() + ' ' + error.rawLine + '\n';
