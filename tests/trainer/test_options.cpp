@@ -112,6 +112,9 @@ TEST(Options, ErrorsNameTheFlagOrVariable) {
     EXPECT_NE(usageError({"--amp", "bf16"}).find("--amp bf16"), std::string::npos);
     EXPECT_NE(usageError({"--fail-at-step", "3"}).find("--fail-rank"), std::string::npos);
     EXPECT_NE(usageError({"--alloc-at-step", "3", "--alloc-rank", "0"}).find("--alloc-mb"), std::string::npos);
+    EXPECT_NE(usageError({"--hang-rank", "0"}).find("--hang-at-step and --hang-rank go together"), std::string::npos);
+    EXPECT_NE(usageError({"--slow-ms", "50"}).find("--slow-rank and --slow-ms go together"), std::string::npos);
+    EXPECT_NE(usageError({"--alloc-mb", "8"}).find("--alloc-at-step, --alloc-rank and --alloc-mb"), std::string::npos);
     EXPECT_NE(usageError({"--bogus", "1"}).find("unknown flag --bogus"), std::string::npos);
     EXPECT_NE(usageError({"--epochs"}).find("--epochs: missing value"), std::string::npos);
     EXPECT_NE(usageError({"--resume", "auto"}).find("--checkpoint-dir"), std::string::npos);

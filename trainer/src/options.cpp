@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 #include "options.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <initializer_list>
 #include <map>
 #include <optional>
 #include <set>
@@ -40,6 +42,13 @@ std::string oneOf(const std::string& flag, const std::string& text, const std::s
     for (const auto& value : allowed)
         list += (list.empty() ? "" : "|") + value;
     throw UsageError(flag + ": '" + text + "' is not one of " + list);
+}
+
+// Flags that mean something only together (a fault's step and rank): all given, or none.
+void requireTogether(std::initializer_list<bool> given, const std::string& flags) {
+    const auto count = std::count(given.begin(), given.end(), true);
+    if (count != 0 && count != static_cast<std::ptrdiff_t>(given.size()))
+        throw UsageError(flags + " go together");
 }
 
 // Splits tcp://HOST:PORT; IPv6 hosts in brackets.
@@ -228,14 +237,10 @@ void readOutputAndFaults(FlagReader& flags, TrainerOptions& o) {
         o.allocRank = static_cast<int>(toInteger("--alloc-rank", *v, 0, o.worldSize - 1));
     if (auto v = flags.take("--alloc-mb"))
         o.allocMiB = toInteger("--alloc-mb", *v, 1, int64_t(1) << 30);
-    if ((o.failAtStep > 0) != (o.failRank >= 0))
-        throw UsageError("--fail-at-step and --fail-rank go together");
-    if ((o.hangAtStep > 0) != (o.hangRank >= 0))
-        throw UsageError("--hang-at-step and --hang-rank go together");
-    if ((o.slowRank >= 0) != (o.slowMs > 0))
-        throw UsageError("--slow-rank and --slow-ms go together");
-    if ((o.allocAtStep > 0) != (o.allocRank >= 0) || (o.allocAtStep > 0) != (o.allocMiB > 0))
-        throw UsageError("--alloc-at-step, --alloc-rank and --alloc-mb go together");
+    requireTogether({o.failAtStep > 0, o.failRank >= 0}, "--fail-at-step and --fail-rank");
+    requireTogether({o.hangAtStep > 0, o.hangRank >= 0}, "--hang-at-step and --hang-rank");
+    requireTogether({o.slowRank >= 0, o.slowMs > 0}, "--slow-rank and --slow-ms");
+    requireTogether({o.allocAtStep > 0, o.allocRank >= 0, o.allocMiB > 0}, "--alloc-at-step, --alloc-rank and --alloc-mb");
 }
 
 void resolveDevice(FlagReader& flags, bool cudaAvailable, TrainerOptions& o) {

@@ -47,15 +47,16 @@ QString stepPartShortName(StepPart part) {
 
 // Steps start at 1; a lone point still gets a visible span. When an axis moves, the chart's series are emptied
 // first: Qt Charts rebuilds every series' geometry when an axis moves and again when its points are replaced, so
-// a move would cost each series twice (the slowest ticks of the GUI pipeline benchmark were those).
-void fitAxes(QValueAxis* x, QValueAxis* y, const Range& range, bool yFromZero, const QVector<DrawnSeries*>& series) {
+// a move would cost each series twice (the slowest ticks of the GUI pipeline benchmark were those). forgetAll()
+// empties them; it runs only on a move, so a tick that keeps its axes does no extra work.
+template <typename ForgetAll>
+void fitAxes(QValueAxis* x, QValueAxis* y, const Range& range, bool yFromZero, ForgetAll forgetAll) {
     const double xLo = std::min(range.xLo, 0.0);
     const double xHi = std::max(range.xHi, range.xLo + 1.0);
     const auto [yLo, yHi] = paddedRange(range.yLo, range.yHi, yFromZero);
     if (axisHolds(x, xLo, xHi) && axisHolds(y, yLo, yHi))
         return;
-    for (DrawnSeries* drawn : series)
-        forgetSeries(*drawn);
+    forgetAll();
     fitAxis(x, xLo, xHi);
     fitAxis(y, yLo, yHi);
 }
@@ -332,10 +333,10 @@ void RunCharts::refreshRankChart(Chart which) {
     if (!range.valid())
         return;
     Panel& panel = m_panels[size_t(which)];
-    QVector<DrawnSeries*> drawn;
-    for (RankLines& lines : m_ranks)
-        drawn.append(loss ? &lines.loss : &lines.throughput);
-    fitAxes(panel.x, panel.y, range, which == ThroughputChart, drawn);
+    fitAxes(panel.x, panel.y, range, which == ThroughputChart, [this, loss] {
+        for (RankLines& lines : m_ranks)
+            forgetSeries(loss ? lines.loss : lines.throughput);
+    });
     const int width = bucketCount(panel);
     for (auto it = m_ranks.begin(); it != m_ranks.end(); ++it) {
         const RunMetrics::RankSeries* series = m_metrics->rank(it.key());
@@ -365,10 +366,10 @@ void RunCharts::refreshStepTime() {
             drawn.series->clear();
         return;
     }
-    QVector<DrawnSeries*> drawn;
-    for (DrawnSeries& part : m_stepTime)
-        drawn.append(&part);
-    fitAxes(panel.x, panel.y, range, true, drawn);
+    fitAxes(panel.x, panel.y, range, true, [this] {
+        for (DrawnSeries& part : m_stepTime)
+            forgetSeries(part);
+    });
     const int width = bucketCount(panel);
     for (int i = 0; i < kStepPartCount; ++i) {
         const SeriesBuffer& buffer = focused ? focused->partsMs[size_t(i)] : m_metrics->meanPartMs(StepPart(i));

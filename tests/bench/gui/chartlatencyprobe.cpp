@@ -14,12 +14,12 @@ namespace rankscope::bench {
 ChartLatencyProbe::ChartLatencyProbe(gui::RunSession* session, gui::RunView* view, QObject* parent)
     : QObject(parent), m_view(view) {
     connect(session, &gui::RunSession::events, this, &ChartLatencyProbe::onEvents);
-    // The views keep their tick timers private; they are their direct QTimer children.
-    for (QObject* owner : {static_cast<QObject*>(view), static_cast<QObject*>(view->charts())})
-        for (QTimer* timer : owner->findChildren<QTimer*>(QString(), Qt::FindDirectChildrenOnly)) {
-            connect(timer, &QTimer::timeout, this, &ChartLatencyProbe::check);
-            ++m_hookedTimers;
-        }
+    // The run view keeps its tick timer private (its direct QTimer child); that timer draws the charts too
+    // (RunCharts' own timer is stopped while the view drives it).
+    for (QTimer* timer : view->findChildren<QTimer*>(QString(), Qt::FindDirectChildrenOnly)) {
+        connect(timer, &QTimer::timeout, this, &ChartLatencyProbe::check);
+        ++m_hookedTimers;
+    }
 }
 
 void ChartLatencyProbe::onEvents(const QVector<TrainerEvent>& events) {

@@ -18,8 +18,8 @@ namespace rankscope::bench {
 
 // From a step event's `time` to the moment its point is in the chart's loss series of its rank. The step
 // numbers and times are taken from the session's `events` signal (what the run view queues); the series are
-// checked right after each tick of the run view and of its charts (this probe connects to their timers after
-// the app did, so it runs after their refresh in the same timeout). A rank's series always ends with its
+// checked right after each tick of the run view, which draws the charts (this probe connects to its timer after
+// the app did, so it runs after the charts' refresh in the same timeout). A rank's series always ends with its
 // newest step (downsampling keeps the last point), so every queued step up to the series' last x is in.
 class ChartLatencyProbe final : public QObject {
     Q_OBJECT
@@ -32,8 +32,8 @@ public:
 
     ChartLatencyProbe(gui::RunSession* session, gui::RunView* view, QObject* parent = nullptr);
 
-    // The tick timers it follows: 2 (the run view's and the charts'); anything else means the views changed
-    // shape and the figures would be wrong.
+    // The tick timers it follows: 1 (the run view's); anything else means the views changed shape and the
+    // figures would be wrong.
     [[nodiscard]] int hookedTimers() const { return m_hookedTimers; }
 
     void check(); // also callable after the run, once the view is flushed
