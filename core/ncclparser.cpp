@@ -59,6 +59,15 @@ qint64 toNumber(QByteArrayView digits) {
     return value;
 }
 
+// Where the byte `c` first is in `text` from `from` on, or -1: QByteArrayView::indexOf(char) is a call into a
+// general search.
+qsizetype indexOfByte(QByteArrayView text, char c, qsizetype from = 0) {
+    if (from >= text.size())
+        return -1;
+    const void* at = std::memchr(text.data() + from, c, static_cast<size_t>(text.size() - from));
+    return at ? static_cast<const char*>(at) - text.data() : -1;
+}
+
 // The last `c` before index `before`; QByteArrayView::lastIndexOf goes through a general substring search.
 qsizetype lastIndexBefore(QByteArrayView text, char c, qsizetype before) {
     for (qsizetype i = before - 1; i >= 0; --i) {
@@ -68,26 +77,70 @@ qsizetype lastIndexBefore(QByteArrayView text, char c, qsizetype before) {
     return -1;
 }
 
-// The whitespace-free token that ends just before `end` (after skipping spaces back from it).
-QByteArrayView tokenBefore(QByteArrayView text, qsizetype end, qsizetype* tokenStart) {
-    while (end > 0 && isSpace(text[end - 1]))
-        --end;
-    qsizetype start = end;
-    while (start > 0 && !isSpace(text[start - 1]))
-        --start;
-    *tokenStart = start;
-    return text.sliced(start, end - start);
-}
-
-bool isDeviceToken(QByteArrayView token) {
-    return token.size() >= 3 && token.front() == '[' && token.back() == ']' &&
-           toNumber(token.sliced(1, token.size() - 2)) >= 0;
-}
-
 // "misc/ibvwrap.cc:63": a file with an extension, a colon and a line number.
 bool isSourceLocation(QByteArrayView token) {
     const qsizetype colon = lastIndexBefore(token, ':', token.size());
-    return colon > 0 && token.first(colon).contains('.') && toNumber(token.sliced(colon + 1)) >= 0;
+    return colon > 0 && indexOfByte(token.first(colon), '.') >= 0 && toNumber(token.sliced(colon + 1)) >= 0;
+}
+
+// A record's header, read backwards from its marker at `at`: "host:pid:tid [dev] [file.cc:NN] NCCL …". Sets
+// `start` to where the header starts and fills `header` and `source` when the header is whole; leaves them as
+// they are otherwise. Written on the bytes: it runs for every record of a log.
+template <typename Header>
+void readHeader(QByteArrayView line, qsizetype at, qsizetype& start, Header& header, QByteArrayView& source) {
+    const char* const text = line.data();
+    // The token that ends before `end`, after the blanks before `end`.
+    const auto tokenBefore = [text](qsizetype end, qsizetype& tokenStart) {
+        while (end > 0 && isSpace(text[end - 1]))
+            --end;
+        tokenStart = end;
+        while (tokenStart > 0 && !isSpace(text[tokenStart - 1]))
+            --tokenStart;
+        return end;
+    };
+    const auto isDevice = [text](qsizetype begin, qsizetype end) {
+        if (end - begin < 3 || end - begin > 20 || text[begin] != '[' || text[end - 1] != ']')
+            return false;
+        for (qsizetype i = begin + 1; i < end - 1; ++i) {
+            if (!isDigit(text[i]))
+                return false;
+        }
+        return true;
+    };
+    qsizetype tokenStart = 0;
+    qsizetype tokenEnd = tokenBefore(at, tokenStart);
+    bool device = isDevice(tokenStart, tokenEnd);
+    QByteArrayView location;
+    if (!device) {
+        const QByteArrayView token(text + tokenStart, tokenEnd - tokenStart);
+        if (!isSourceLocation(token))
+            return;
+        location = token;
+        tokenEnd = tokenBefore(tokenStart, tokenStart);
+        if (!isDevice(tokenStart, tokenEnd))
+            return;
+    }
+    qsizetype idStart = 0;
+    const qsizetype idEnd = tokenBefore(tokenStart, idStart);
+    qsizetype second = idEnd - 1;
+    while (second >= idStart && text[second] != ':')
+        --second;
+    if (second <= idStart)
+        return;
+    qsizetype first = second - 1;
+    while (first >= idStart && text[first] != ':')
+        --first;
+    if (first <= idStart)
+        return;
+    const qint64 pid = toNumber(QByteArrayView(text + first + 1, second - first - 1));
+    const qint64 tid = toNumber(QByteArrayView(text + second + 1, idEnd - second - 1));
+    if (pid < 0 || tid < 0)
+        return;
+    header.host = QByteArrayView(text + idStart, first - idStart);
+    header.pid = pid;
+    header.tid = tid;
+    source = location;
+    start = idStart;
 }
 
 // Where " -> " starts, found from its '>', which is rare in NCCL's messages.
@@ -199,31 +252,7 @@ void NcclLogParser::takeLine(const LogLine& line) {
         Record& record = records.emplace_back();
         record.marker = record.start = at;
         record.warn = warn;
-        // Read the header backwards: "host:pid:tid [dev] [file.cc:NN] NCCL …".
-        qsizetype start = 0;
-        QByteArrayView token = tokenBefore(text, at, &start);
-        if (!isDeviceToken(token) && isSourceLocation(token)) {
-            record.source = token;
-            token = tokenBefore(text, start, &start);
-        }
-        if (isDeviceToken(token)) {
-            qsizetype idStart = 0;
-            const QByteArrayView id = tokenBefore(text, start, &idStart);
-            const qsizetype second = lastIndexBefore(id, ':', id.size());
-            const qsizetype first = second > 0 ? lastIndexBefore(id, ':', second) : -1;
-            if (first > 0) {
-                const qint64 pid = toNumber(id.sliced(first + 1, second - first - 1));
-                const qint64 tid = toNumber(id.sliced(second + 1));
-                if (pid >= 0 && tid >= 0) {
-                    record.header.host = id.first(first);
-                    record.header.pid = pid;
-                    record.header.tid = tid;
-                    record.start = idStart;
-                }
-            }
-        }
-        if (record.header.pid < 0)
-            record.source = {};
+        readHeader(text, at, record.start, record.header, record.source);
     }
     for (qsizetype i = 0; i < records.size(); ++i) {
         const Record& record = records[i];
@@ -237,21 +266,8 @@ void NcclLogParser::takeLine(const LogLine& line) {
 
 void NcclLogParser::takeRecord(const Header& header, QByteArrayView source, bool warn, QByteArrayView message,
                                const LogLine& line) {
-    if (!header.host.isEmpty() && !sameBytes(header.host, m_lastHost->bytes)) {
-        const auto found = m_hostsByBytes.constFind(QByteArray::fromRawData(header.host.data(), header.host.size()));
-        if (found != m_hostsByBytes.cend()) {
-            m_lastHost = *found;
-        } else {
-            Host& added = m_hostBytes.emplace_back();
-            added.bytes = header.host.toByteArray();
-            added.key = canonicalUtf8(header.host, m_canonical).toByteArray();
-            added.name = str(header.host);
-            if (!m_hosts.contains(added.name))
-                m_hosts.append(added.name);
-            m_hostsByBytes.insert(added.bytes, &added);
-            m_lastHost = &added;
-        }
-    }
+    if (!header.host.isEmpty() && !sameBytes(header.host, m_lastHost->bytes))
+        findHost(header.host);
     if (warn) {
         // A job repeats its warnings: their host and source strings are shared, not made again for each.
         if (!sameBytes(source, m_lastSource)) {
@@ -293,14 +309,14 @@ void NcclLogParser::takeRecord(const Header& header, QByteArrayView source, bool
             return;
         }
         // "Channel 00/02 :    0   1": the second number is how many channels the rank has.
-        const qsizetype slash = message.indexOf('/');
+        const qsizetype slash = indexOfByte(message, '/');
         const qsizetype colon = findBytes(message, kSpaceColon);
         if (slash > 0 && colon > slash)
             m_channels = std::max<int>(m_channels, static_cast<int>(toNumber(trimmed(message.sliced(slash + 1, colon - slash - 1)))));
         return;
     }
     if (containsBytes(message, kCollChannels)) {
-        const qsizetype space = message.indexOf(' ');
+        const qsizetype space = indexOfByte(message, ' ');
         m_channels = std::max<int>(m_channels, static_cast<int>(toNumber(message.first(space))));
         return;
     }
@@ -313,13 +329,20 @@ void NcclLogParser::takeRecord(const Header& header, QByteArrayView source, bool
         return;
     }
     if (startsWithLiteral(message, "Using network ")) {
-        setBytes(m_key, canonicalUtf8(trimmed(message.sliced(14)), m_canonical));
-        auto votes = m_networkVotes.find(m_key);
-        if (votes == m_networkVotes.end()) {
-            m_networkOrder.append(m_key);
-            votes = m_networkVotes.insert(m_key, 0);
+        // Every rank prints it, mostly with the same name as the last: that one is counted without a lookup.
+        const QByteArrayView name = trimmed(message.sliced(14));
+        if (m_lastNetwork < 0 || !sameBytes(name, m_lastNetworkBytes)) {
+            setBytes(m_key, canonicalUtf8(name, m_canonical));
+            auto index = m_networkIndex.constFind(m_key);
+            if (index == m_networkIndex.cend()) {
+                index = m_networkIndex.insert(m_key, m_networkOrder.size());
+                m_networkOrder.append(m_key);
+                m_networkVotes.append(0);
+            }
+            m_lastNetwork = *index;
+            setBytes(m_lastNetworkBytes, name);
         }
-        ++*votes;
+        ++m_networkVotes[m_lastNetwork];
         return;
     }
     if (startsWithLiteral(message, "NET/")) {
@@ -330,15 +353,15 @@ void NcclLogParser::takeRecord(const Header& header, QByteArrayView source, bool
         const qsizetype using_ = findBytes(message, kUsingList);
         if (using_ > 0) {
             QByteArrayView list = message.sliced(using_ + 9);
-            const qsizetype oob = list.indexOf(';');
+            const qsizetype oob = indexOfByte(list, ';');
             if (oob >= 0)
                 list = list.first(oob);
             const bool socket = startsWithLiteral(message, "NET/Socket");
             while (true) {
-                const qsizetype open = list.indexOf('[');
+                const qsizetype open = indexOfByte(list, '[');
                 if (open < 0)
                     break;
-                const qsizetype close = list.indexOf(']', open);
+                const qsizetype close = indexOfByte(list, ']', open);
                 if (close < 0)
                     break;
                 qsizetype end = close + 1;
@@ -353,6 +376,32 @@ void NcclLogParser::takeRecord(const Header& header, QByteArrayView source, bool
             }
         }
     }
+}
+
+// The host of a record whose host differs from the last record's. Ranks of a few hosts interleave: the hosts seen
+// most recently are compared before the table is looked up, which hashes the name.
+void NcclLogParser::findHost(QByteArrayView host) {
+    for (const Host* recent : m_recentHosts) {
+        if (recent && sameBytes(host, recent->bytes)) {
+            m_lastHost = recent;
+            return;
+        }
+    }
+    const auto found = m_hostsByBytes.constFind(QByteArray::fromRawData(host.data(), host.size()));
+    if (found != m_hostsByBytes.cend()) {
+        m_lastHost = *found;
+    } else {
+        Host& added = m_hostBytes.emplace_back();
+        added.bytes = host.toByteArray();
+        added.key = canonicalUtf8(host, m_canonical).toByteArray();
+        added.name = str(host);
+        if (!m_hosts.contains(added.name))
+            m_hosts.append(added.name);
+        m_hostsByBytes.insert(added.bytes, &added);
+        m_lastHost = &added;
+    }
+    std::move_backward(m_recentHosts.begin(), m_recentHosts.end() - 1, m_recentHosts.end());
+    m_recentHosts.front() = m_lastHost;
 }
 
 void NcclLogParser::takeConnection(QByteArrayView via) {
@@ -523,10 +572,10 @@ NcclFacts NcclLogParser::facts() const {
     facts.ranks = ranks.values();
     std::sort(facts.ranks.begin(), facts.ranks.end());
     int bestVotes = 0;
-    for (const QByteArray& network : m_networkOrder) {
-        if (m_networkVotes.value(network) > bestVotes) {
-            bestVotes = m_networkVotes.value(network);
-            facts.network = str(network);
+    for (qsizetype i = 0; i < m_networkOrder.size(); ++i) {
+        if (m_networkVotes[i] > bestVotes) {
+            bestVotes = m_networkVotes[i];
+            facts.network = str(m_networkOrder[i]);
         }
     }
     for (const QByteArray& device : m_interfaces)

@@ -88,6 +88,7 @@ private:
     void takeConnection(QByteArrayView message);
     void takeSocketOrIbDevices(QByteArrayView list);
     void takeVersion(QByteArrayView text, qsizetype at); // at: where "NCCL version" starts
+    void findHost(QByteArrayView host);                  // sets m_lastHost
 
     // The last warning of a thread "host:pid:tid", for its chain. Found by pid and tid (two numbers to hash),
     // then by host among the few with those numbers: a record's host is then the last host, m_lastHost->key.
@@ -119,11 +120,15 @@ private:
     std::deque<Host> m_hostBytes;                  // every host printed (first an empty one); never moved
     QHash<QByteArray, const Host*> m_hostsByBytes; // into m_hostBytes
     const Host* m_lastHost;                        // of the last record that had one: most records repeat it
+    std::array<const Host*, 4> m_recentHosts{};    // the last hosts that differed from the one before, newest first
     QByteArray m_lastSource;                     // the source location of the last warning
     QString m_lastSourceName;
     QHash<QByteArray, NcclCommunicator> m_comms; // by commId, or "nranks:N" when no commId was printed
-    QHash<QByteArray, int> m_networkVotes;
-    QList<QByteArray> m_networkOrder;
+    QList<QByteArray> m_networkOrder;              // each network as first chosen
+    QList<int> m_networkVotes;                    // how often each was chosen
+    QHash<QByteArray, qsizetype> m_networkIndex;  // into both
+    qsizetype m_lastNetwork = -1;                 // the last one chosen, and its bytes as printed
+    QByteArray m_lastNetworkBytes;
     QList<QByteArray> m_interfaces;
     bool m_ibNoDevice = false;
     QMap<QString, qint64> m_transports; // all but the common ones below

@@ -79,6 +79,7 @@ private slots:
     void singleByteChunks();
     void severalFilesKeepTheirLineNumbers();
     void ncclErrorChainsFollowTheirThread();
+    void ncclHostsInterleaved();
     void ncclChainsOfManyThreadsAndHosts();
 };
 
@@ -408,6 +409,34 @@ void tst_LogParsers::ncclErrorChainsFollowTheirThread() {
         QCOMPARE(facts.warnings[1].host, QStringLiteral("b"));
         QCOMPARE(facts.warnings[1].source, QStringLiteral("misc/y.cc:6"));
     }
+}
+
+void tst_LogParsers::ncclHostsInterleaved() {
+    // Records of more hosts than the parser keeps at hand, interleaved and in changing order: each record still
+    // gets its own host, whether it was among the last few or had to be looked up.
+    constexpr int kHosts = 7;
+    QByteArray log;
+    QList<int> order;
+    for (int round = 0; round < 3; ++round) {
+        for (int i = 0; i < kHosts; ++i) {
+            const int host = round == 1 ? kHosts - 1 - i : (i * 3 + round) % kHosts;
+            order.append(host);
+            const QByteArray name = "host" + QByteArray::number(host);
+            log += name + ":1:1 [0] x.cc:1 NCCL WARN w\n" + name + ":1:1 [0] NCCL INFO init.cc:" +
+                   QByteArray::number(host) + " -> 5\n";
+        }
+    }
+    NcclLogParser parser;
+    parser.feed(log);
+    parser.finish();
+    const NcclFacts facts = parser.facts();
+    QCOMPARE(facts.warnings.size(), order.size());
+    for (qsizetype i = 0; i < order.size(); ++i) {
+        QCOMPARE(facts.warnings[i].host, QStringLiteral("host%1").arg(order[i]));
+        QCOMPARE(facts.warnings[i].chain, QStringList{QStringLiteral("init.cc:%1 -> 5").arg(order[i])});
+    }
+    QCOMPARE(facts.hosts.size(), kHosts);
+    QVERIFY(facts.orphanChains.isEmpty());
 }
 
 void tst_LogParsers::ncclChainsOfManyThreadsAndHosts() {
