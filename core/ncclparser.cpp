@@ -505,7 +505,8 @@ void NcclLogParser::takeVersion(QByteArrayView text, qsizetype at) {
 // "host:pid" of the record being taken; its host is m_lastHost. A chain repeats it: made once per change.
 const QString& NcclLogParser::orphanKey(const Header& header) {
     if (m_orphanHost != m_lastHost || m_orphanPid != header.pid) {
-        m_orphanKey = QStringLiteral("%1:%2").arg(m_lastHost->name).arg(header.pid);
+        // Joined, not QString::arg: a '%' in the host would be read as a placeholder by a second arg().
+        m_orphanKey = m_lastHost->name + QLatin1Char(':') + QString::number(header.pid);
         m_orphanHost = m_lastHost;
         m_orphanPid = header.pid;
     }
