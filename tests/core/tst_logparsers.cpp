@@ -315,6 +315,56 @@ void tst_LogParsers::messyLines_data() {
                                "ran for 600010 milliseconds before timing out.\n";
     QTest::newRow("watchdog number too long: no sequence number") << hugeSeq << "timeouts.0.seq" << "<absent>";
     QTest::newRow("watchdog number too long: the rest is read") << hugeSeq << "timeouts.0.timeout_ms" << "600000";
+    // The fields of a timeout are read in one pass where PyTorch printed them as usual, else searched one by one:
+    // both must find the first of each name after "WorkNCCL(".
+    const QByteArray caught = "[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(";
+    QTest::newRow("watchdog fields as printed")
+        << caught + "SeqNum=7, OpType=ALLREDUCE, NumelIn=8, NumelOut=9, Timeout(ms)=600000) ran for 600010 "
+                    "milliseconds before timing out.\n"
+        << "timeouts.0"
+        << R"({"numel_in":8,"numel_out":9,"op":"ALLREDUCE","ran_ms":600010,"rank":0,"seq":7,"timeout_ms":600000})";
+    QTest::newRow("watchdog fields reordered")
+        << caught + "OpType=BROADCAST, SeqNum=7, Timeout(ms)=5, NumelOut=9, NumelIn=8) ran for 6 milliseconds\n"
+        << "timeouts.0"
+        << R"({"numel_in":8,"numel_out":9,"op":"BROADCAST","ran_ms":6,"rank":0,"seq":7,"timeout_ms":5})";
+    QTest::newRow("watchdog field repeated: the first counts")
+        << caught + "SeqNum=7, SeqNum=3, OpType=ALLREDUCE, NumelIn=8, NumelOut=9, Timeout(ms)=5) ran for 6 "
+                    "milliseconds\n"
+        << "timeouts.0.seq" << "7";
+    QTest::newRow("watchdog op holding a field")
+        << caught + "SeqNum=7, OpType=X=NumelIn=4, NumelIn=8, NumelOut=9, Timeout(ms)=5) ran for 6 milliseconds\n"
+        << "timeouts.0.numel_in" << "4";
+    QTest::newRow("watchdog without numels: found after the line")
+        << caught + "SeqNum=7, OpType=ALLREDUCE, Timeout(ms)=5) ran for 6 milliseconds before timing out. NumelOut=3\n"
+        << "timeouts.0" << R"({"numel_out":3,"op":"ALLREDUCE","ran_ms":6,"rank":0,"seq":7,"timeout_ms":5})";
+    QTest::newRow("watchdog spaced number")
+        << caught + "SeqNum= 7, OpType=ALLREDUCE, NumelIn=8, NumelOut=9, Timeout(ms)=5) ran for 6 milliseconds\n"
+        << "timeouts.0.seq" << "7";
+    QTest::newRow("watchdog empty op")
+        << caught + "SeqNum=7, OpType=, NumelIn=8, NumelOut=9, Timeout(ms)=5) ran for 6 milliseconds\n"
+        << "timeouts.0.numel_in" << "8";
+    QTest::newRow("watchdog rank nearest before")
+        << QByteArray("[PG ID 0 PG GUID 0(default_pg) Rank 3] Rank 12 Watchdog caught collective operation timeout: "
+                      "WorkNCCL(SeqNum=7, OpType=ALLREDUCE, Timeout(ms)=5) ran for 6 milliseconds\n")
+        << "timeouts.0.rank" << "12";
+    QTest::newRow("watchdog rank unreadable: the prefix's")
+        << QByteArray("[rank5]:[Rank 3] Rank x Watchdog caught collective operation timeout: "
+                      "WorkNCCL(SeqNum=7, OpType=ALLREDUCE, Timeout(ms)=5) ran for 6 milliseconds\n")
+        << "timeouts.0.rank" << "5";
+    QTest::newRow("watchdog repeated timeout fills its fields")
+        << caught + "SeqNum=7, OpType=ALLREDUCE, Timeout(ms)=5) ran for 6 milliseconds\n" + caught +
+               "SeqNum=7, OpType=ALLREDUCE, NumelIn=8, NumelOut=9, Timeout(ms)=5) ran for 6 milliseconds\n"
+        << "timeouts"
+        << R"([{"numel_in":8,"numel_out":9,"op":"ALLREDUCE","ran_ms":6,"rank":0,"seq":7,"timeout_ms":5}])";
+    QTest::newRow("watchdog repeated timeout, op not ascii")
+        << caught + "SeqNum=7, OpType=\xc3\x89, Timeout(ms)=5) ran for 6 milliseconds\n" + caught +
+               "SeqNum=7, OpType=\xc3\x89, NumelIn=8, Timeout(ms)=5) ran for 6 milliseconds\n" + caught +
+               "SeqNum=7, OpType=\xc3\x88, NumelIn=2, Timeout(ms)=5) ran for 6 milliseconds\n"
+        << "timeouts"
+        << QStringLiteral(R"([{"numel_in":8,"op":"%1","ran_ms":6,"rank":0,"seq":7,"timeout_ms":5},)"
+                          R"({"numel_in":2,"op":"%2","ran_ms":6,"rank":0,"seq":7,"timeout_ms":5}])")
+               .arg(QChar(0xC9))
+               .arg(QChar(0xC8));
     QTest::newRow("nothing found") << QByteArray("hello\nworld\n") << "nccl" << "<absent>";
 }
 
