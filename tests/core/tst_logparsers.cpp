@@ -285,6 +285,27 @@ void tst_LogParsers::messyLines_data() {
                       "[default0]:KeyError: 'zero'\n")
         << "errors" << R"([{"file":"log","line":5,"rank":1,"text":"ValueError: one"},)"
                        R"({"file":"log","line":6,"rank":0,"text":"KeyError: 'zero'"}])";
+    // Ranks below 4095 are looked up by index, the others by hash: both follow their own traceback and exception.
+    QTest::newRow("interleaved tracebacks of high ranks")
+        << QByteArray("[rank4094]:Traceback (most recent call last):\n"
+                      "[rank5000]:Traceback (most recent call last):\n"
+                      "[rank4094]:  File \"a.py\", line 1, in <module>\n"
+                      "[rank5000]:  File \"b.py\", line 2, in <module>\n"
+                      "[rank5000]:ValueError: one\n"
+                      "[rank4094]:KeyError: 'zero'\n")
+        << "errors" << R"([{"file":"log","line":5,"rank":5000,"text":"ValueError: one"},)"
+                       R"({"file":"log","line":6,"rank":4094,"text":"KeyError: 'zero'"}])";
+    QTest::newRow("c++ exceptions by rank")
+        << QByteArray("[rank1]:terminate called after throwing an instance of 'std::runtime_error'\n"
+                      "[rank7000]:terminate called after throwing an instance of 'c10::Error'\n"
+                      "[rank7000]:  what():  bad\n"
+                      "[rank1]:  what():  worse \n"
+                      "[rank1]:  what():  again\n"
+                      "[rank9000]:  what():  alone\n")
+        << "errors"
+        << R"([{"file":"log","line":3,"rank":7000,"text":"c10::Error: bad"},)"
+           R"({"file":"log","line":4,"rank":1,"text":"std::runtime_error: worse"},)"
+           R"({"file":"log","line":5,"rank":1,"text":"again"},{"file":"log","line":6,"rank":9000,"text":"alone"}])";
     QTest::newRow("chained traceback")
         << QByteArray("Traceback (most recent call last):\n  File \"a.py\", line 1\nOSError: first\n\n"
                       "During handling of the above exception, another exception occurred:\n\n"
