@@ -322,6 +322,15 @@ void tst_LogParsers::messyLines_data() {
         << QByteArray("Root Cause (first observed failure):\n[0]:\n  rank      : 0 (local_rank: 0)\n"
                       "  exitcode  : -6 (pid: 1)\n====\n")
         << "failures.0.signal" << "SIGABRT";
+    QTest::newRow("error_file lines are the table's")
+        << QByteArray("Failures:\n[1]:\n  rank      : 3 (local_rank: 1)\n") +
+               QByteArray("  error_file: <N/A>\n").repeated(25) +
+               QByteArray("  other: line\n  exitcode  : 2 (pid: 9)\n<NO_OTHER_FAILURES>\n====\n")
+        << "failures.0" << R"({"exit_code":2,"local_rank":1,"pid":9,"rank":3,"root_cause":false})";
+    QTest::newRow("other lines end the table")
+        << QByteArray("Failures:\n[1]:\n  rank      : 3 (local_rank: 1)\n") +
+               QByteArray("  timex: 1\n").repeated(21) + QByteArray("  exitcode  : 2 (pid: 9)\n====\n")
+        << "failures.0" << R"({"local_rank":1,"rank":3,"root_cause":false})";
     QTest::newRow("the same table twice is one failure")
         << QByteArray("Root Cause:\n[0]:\n  rank      : 0 (local_rank: 0)\n  exitcode  : 1 (pid: 1)\n====\n"
                       "Root Cause:\n[0]:\n  rank      : 0 (local_rank: 0)\n  exitcode  : 1 (pid: 1)\n====\n")
