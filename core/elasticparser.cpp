@@ -3,6 +3,9 @@
 
 #include "core/runstore.h" // signalName
 
+#include <cstring>
+#include <utility>
+
 namespace rankscope {
 
 namespace {
@@ -63,16 +66,18 @@ void ElasticLogParser::takeLine(const LogLine& line) {
         m_entry.rootCause = m_rootCauseSection;
         return;
     }
-    const qsizetype colon = text.indexOf(':');
-    if (m_haveEntry && colon > 0) {
-        const QByteArrayView key = trimmedBlanks(text.first(colon));
-        if (key == "time" || key == "host" || key == "rank" || key == "exitcode" || key == "error_file" ||
-            key == "traceback") {
-            takeField(key, trimmedBlanks(text.sliced(colon + 1)));
-            return;
+    if (m_haveEntry) {
+        // memchr: QByteArrayView::indexOf(char) runs Qt's search for a byte string, out of line.
+        const void* colon = text.isEmpty() ? nullptr : std::memchr(text.data(), ':', static_cast<size_t>(text.size()));
+        const qsizetype at = colon ? static_cast<const char*>(colon) - text.data() : -1;
+        if (at > 0) {
+            if (const Field field = fieldNamed(trimmedBlanks(text.first(at))); field != Field::None) {
+                takeField(field, trimmedBlanks(text.sliced(at + 1)));
+                return;
+            }
         }
     }
-    if (text == "<NO_OTHER_FAILURES>")
+    if (sameBytes(text, "<NO_OTHER_FAILURES>"))
         return;
     if (++m_otherLines > kMaxOtherLines) {
         flushEntry();
@@ -80,17 +85,28 @@ void ElasticLogParser::takeLine(const LogLine& line) {
     }
 }
 
-void ElasticLogParser::takeField(QByteArrayView key, QByteArrayView value) {
-    if (key == "time") {
+// Compared inline, once: QByteArrayView's == measures a literal and compares out of line.
+ElasticLogParser::Field ElasticLogParser::fieldNamed(QByteArrayView key) {
+    for (const auto& [name, field] : {std::pair{QByteArrayView("time"), Field::Time}, {"host", Field::Host},
+                                      {"rank", Field::Rank}, {"exitcode", Field::ExitCode},
+                                      {"error_file", Field::ErrorFile}, {"traceback", Field::Traceback}}) {
+        if (sameBytes(key, name))
+            return field;
+    }
+    return Field::None;
+}
+
+void ElasticLogParser::takeField(Field field, QByteArrayView value) {
+    if (field == Field::Time) {
         m_entry.time = QString::fromUtf8(value);
-    } else if (key == "host") {
+    } else if (field == Field::Host) {
         m_entry.host = QString::fromUtf8(value);
-    } else if (key == "rank") {
+    } else if (field == Field::Rank) {
         if (const auto rank = leadingNumber(value))
             m_entry.rank = static_cast<int>(*rank);
         if (const auto local = parenthesized(value, "local_rank:"))
             m_entry.localRank = static_cast<int>(*local);
-    } else if (key == "exitcode") {
+    } else if (field == Field::ExitCode) {
         if (const auto code = leadingNumber(value)) {
             m_entry.exitCode = static_cast<int>(*code);
             if (*code < 0 && m_entry.signal.isEmpty())
@@ -98,7 +114,7 @@ void ElasticLogParser::takeField(QByteArrayView key, QByteArrayView value) {
         }
         if (const auto pid = parenthesized(value, "pid:"))
             m_entry.pid = *pid;
-    } else if (key == "traceback") {
+    } else if (field == Field::Traceback) {
         // "Signal 9 (SIGKILL) received by PID 1234"
         const qsizetype open = findBytes(value, "(SIG");
         const qsizetype close = open < 0 ? -1 : value.indexOf(')', open);

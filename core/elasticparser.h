@@ -44,7 +44,11 @@ public:
     void endOfStream() override;
 
 private:
-    void takeField(QByteArrayView key, QByteArrayView value);
+    // The fields of an entry: those read, and error_file, which is not but is no other line of the table either.
+    enum class Field { None, Time, Host, Rank, ExitCode, ErrorFile, Traceback };
+
+    static Field fieldNamed(QByteArrayView key);
+    void takeField(Field field, QByteArrayView value);
     void flushEntry();
 
     LogLineScanner m_scanner;

@@ -3,12 +3,15 @@
 
 #include <QStringBuilder>
 
+#include <utility>
+
 namespace rankscope {
 
 namespace {
 
 constexpr int kMaxTracebackLines = 5000;
 constexpr qsizetype kMaxErrorText = 1000;
+constexpr int kFlatRanks = 4096; // -1 to 4094 kept in TracebackLogParser::m_flatRanks
 
 constexpr QByteArrayView kTerminate = "terminate called after throwing an instance of '";
 // keywords()
@@ -25,45 +28,73 @@ QList<QByteArray> TracebackLogParser::keywords() const {
 
 void TracebackLogParser::takeLine(const LogLine& line) {
     const QByteArrayView text = line.text;
-    const int key = line.rank;
     if (line.holds(kTraceback)) {
-        m_open.insert(key, 0);
+        RankState& state = *stateOf(line.rank, true);
+        if (state.tracebackLines < 0)
+            ++m_openTracebacks;
+        state.tracebackLines = 0;
         return;
     }
     if (line.holds(kTerminateKeyword)) {
-        const qsizetype start = findBytes(text, kTerminate) + kTerminate.size();
+        const qsizetype start = line.indexOf(kTerminateKeyword) + kTerminate.size();
         const qsizetype end = text.indexOf('\'', start);
         if (end > start)
-            m_pendingThrow.insert(key, QString::fromUtf8(text.sliced(start, end - start)));
+            stateOf(line.rank, true)->pendingThrow = QString::fromUtf8(text.sliced(start, end - start));
         return;
     }
-    const QByteArrayView stripped = trimmedBlanks(text);
-    if (line.holds(kWhat) && stripped.startsWith("what():")) {
-        const QString message = QString::fromUtf8(trimmedBlanks(stripped.sliced(7)));
-        const QString type = m_pendingThrow.take(key);
-        addError(line, type.isEmpty() ? message : QString(type % QLatin1String(": ") % message)); // one allocation
-        return;
+    if (line.holds(kWhat)) {
+        const QByteArrayView stripped = trimmedBlanks(text);
+        if (startsWithLiteral(stripped, "what():")) {
+            const QString message = QString::fromUtf8(trimmedBlanks(stripped.sliced(7)));
+            RankState* state = stateOf(line.rank, false);
+            const QString type = state ? std::exchange(state->pendingThrow, QString()) : QString();
+            addError(line, type.isEmpty() ? message : QString(type % QLatin1String(": ") % message)); // one allocation
+            return;
+        }
     }
-    const auto open = m_open.find(key);
-    if (open == m_open.end())
+    RankState* state = m_openTracebacks > 0 ? stateOf(line.rank, false) : nullptr;
+    if (!state || state->tracebackLines < 0)
         return;
     if (text.isEmpty() || text.startsWith(' ') || text.startsWith('\t')) {
-        if (++*open > kMaxTracebackLines)
-            m_open.erase(open);
+        if (++state->tracebackLines > kMaxTracebackLines)
+            closeTraceback(*state);
         return;
     }
     // The first line that is not indented ends the traceback: it names the exception.
-    addError(line, QString::fromUtf8(stripped));
-    m_open.erase(open);
+    addError(line, QString::fromUtf8(trimmedBlanks(text)));
+    closeTraceback(*state);
 }
 
-void TracebackLogParser::addError(const LogLine& line, const QString& text) {
-    m_errors.append({m_source, line.number, line.rank, text.left(kMaxErrorText)});
+TracebackLogParser::RankState* TracebackLogParser::stateOf(int rank, bool create) {
+    if (rank >= -1 && rank < kFlatRanks - 1) {
+        const size_t at = static_cast<size_t>(rank + 1);
+        if (at >= m_flatRanks.size()) {
+            if (!create)
+                return nullptr;
+            m_flatRanks.resize(at + 1);
+        }
+        return &m_flatRanks[at];
+    }
+    if (create)
+        return &m_otherRanks[rank];
+    const auto found = m_otherRanks.find(rank);
+    return found == m_otherRanks.end() ? nullptr : &*found;
+}
+
+void TracebackLogParser::closeTraceback(RankState& state) {
+    state.tracebackLines = -1;
+    --m_openTracebacks;
+}
+
+void TracebackLogParser::addError(const LogLine& line, QString text) {
+    text.truncate(kMaxErrorText);
+    m_errors.append({m_source, line.number, line.rank, std::move(text)});
 }
 
 void TracebackLogParser::endOfStream() {
-    m_open.clear();
-    m_pendingThrow.clear();
+    m_flatRanks.clear();
+    m_otherRanks.clear();
+    m_openTracebacks = 0;
 }
 
 } // namespace rankscope

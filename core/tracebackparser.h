@@ -8,6 +8,8 @@
 #include <QList>
 #include <QString>
 
+#include <vector>
+
 namespace rankscope {
 
 // Python tracebacks (their final exception line) and C++ exceptions that ended a process
@@ -24,17 +26,28 @@ public:
     [[nodiscard]] QList<LogError> errors() const { return m_errors; }
 
     [[nodiscard]] QList<QByteArray> keywords() const override;
-    [[nodiscard]] bool wantsEveryLine() const override { return !m_open.isEmpty(); }
+    [[nodiscard]] bool wantsEveryLine() const override { return m_openTracebacks > 0; }
     void takeLine(const LogLine& line) override;
     void endOfStream() override;
 
 private:
-    void addError(const LogLine& line, const QString& text);
+    // What is being read of one rank's output.
+    struct RankState {
+        int tracebackLines = -1; // lines of its open traceback so far; -1: none is open
+        QString pendingThrow;    // exception type of "terminate called after throwing"
+    };
+    // The state of `rank` (-1: none named); nullptr where it has none yet and create is false.
+    RankState* stateOf(int rank, bool create);
+    void closeTraceback(RankState& state);
+    void addError(const LogLine& line, QString text);
 
     LogLineScanner m_scanner;
     QString m_source;
-    QHash<int, int> m_open;             // rank (-1: none named) -> lines of its open traceback so far
-    QHash<int, QString> m_pendingThrow; // rank -> exception type of "terminate called after throwing"
+    // Rank + 1 -> its state, for the ranks of most jobs: every line of an open traceback looks its rank up, and an
+    // index costs less than a hash.
+    std::vector<RankState> m_flatRanks;
+    QHash<int, RankState> m_otherRanks; // any other rank a launcher prefix names
+    int m_openTracebacks = 0;
     QList<LogError> m_errors;
 };
 

@@ -41,17 +41,110 @@ constexpr Needle kLastEnqueuedText{"last enqueued"};
 constexpr Needle kLastCompleted{"last completed"};
 constexpr Needle kAtWorkSequenceId{"at work sequence id:"};
 constexpr Needle kAtWork{"at work:"};
+// What PyTorch prints from "atchdog caught" to the fields: where it does, "WorkNCCL(" need not be searched for.
+constexpr char kCaughtTimeout[] = "atchdog caught collective operation timeout: WorkNCCL(";
 
 qint64 numberAfter(QByteArrayView text, const Needle& key, qsizetype from = 0) {
     const qsizetype at = findBytes(text, key, from);
     return at < 0 ? -1 : numberAt(text, at + key.size());
 }
 
-// "Rank 3" nearest before `before` (PyTorch writes "[Rank 3]" and "[PG ID 0 PG GUID 0(default_pg) Rank 3]").
+// "Rank 3" nearest before `before` (PyTorch writes "[Rank 3]" and "[PG ID 0 PG GUID 0(default_pg) Rank 3]"). A loop
+// back from `before` to each 'R': the rank is a few bytes before the watchdog's words, where QByteArrayView's
+// lastIndexOf costs a call and a rolling hash.
 int rankBefore(QByteArrayView text, qsizetype before, int fallback) {
-    const qsizetype at = text.first(before).lastIndexOf("Rank ");
-    const qint64 rank = at < 0 ? -1 : numberAt(text, at + 5);
-    return rank >= 0 ? static_cast<int>(rank) : fallback;
+    for (qsizetype at = before - 5; at >= 0; --at) {
+        if (text[at] == 'R' && startsWithLiteral(text.sliced(at + 1), "ank ")) {
+            const qint64 rank = numberAt(text, at + 5);
+            return rank >= 0 ? static_cast<int>(rank) : fallback;
+        }
+    }
+    return fallback;
+}
+
+// Reads text from `at` on, one expected piece after another.
+struct FieldCursor {
+    QByteArrayView text;
+    qsizetype at;
+
+    template <qsizetype N> bool skip(const char (&literal)[N]) {
+        if (!startsWithLiteral(text.sliced(at), literal))
+            return false;
+        at += N - 1;
+        return true;
+    }
+    // 1 to 18 digits, read as numberAt() reads them where no space comes first.
+    bool number(qint64& value) {
+        const qsizetype start = at;
+        qint64 result = 0;
+        for (; at < text.size() && isDigit(text[at]); ++at) {
+            if (at - start == 18)
+                return false;
+            result = result * 10 + (text[at] - '0');
+        }
+        value = result;
+        return at > start;
+    }
+};
+
+// "WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=2, NumelOut=2, Timeout(ms)=600000) ran for 600035" as PyTorch
+// prints it (older versions leave out the Numel fields), read in one pass from "WorkNCCL(" at `work`. False when the
+// text differs in any way: the caller then searches for each field. A field read here is the one that search finds
+// first, since no other field's name fits before it: the op is the only free text and a '=' ends the pass.
+bool readWorkFields(QByteArrayView text, qsizetype work, CollectiveTimeout& timeout, QByteArrayView& op) {
+    FieldCursor in{text, work + kWorkNccl.size()};
+    if (!in.skip("SeqNum=") || !in.number(timeout.seq) || !in.skip(", OpType="))
+        return false;
+    const qsizetype opStart = in.at;
+    for (; in.at < text.size() && text[in.at] != ',' && text[in.at] != ')' && text[in.at] != ' '; ++in.at) {
+        if (text[in.at] == '=')
+            return false;
+    }
+    const QByteArrayView opText = text.sliced(opStart, in.at - opStart);
+    const bool numels = in.skip(", NumelIn=");
+    if (numels && (!in.number(timeout.numelIn) || !in.skip(", NumelOut=") || !in.number(timeout.numelOut)))
+        return false;
+    if (!in.skip(", Timeout(ms)=") || !in.number(timeout.timeoutMs) || !in.skip(") ran for ") ||
+        !in.number(timeout.ranMs))
+        return false;
+    if (!numels) {
+        // Not before here: the first after "WorkNCCL(" is the first after here.
+        timeout.numelIn = numberAfter(text, kNumelIn, in.at);
+        timeout.numelOut = numberAfter(text, kNumelOut, in.at);
+    }
+    op = opText;
+    return true;
+}
+
+// The fields of a WorkNCCL printed any other way: each the first of its name after "WorkNCCL(" at `work`.
+void searchWorkFields(QByteArrayView text, qsizetype work, CollectiveTimeout& timeout, QByteArrayView& op) {
+    timeout.seq = numberAfter(text, kSeqNum, work);
+    if (const qsizetype at = findBytes(text, kOpType, work); at >= 0) {
+        qsizetype end = at + kOpType.size();
+        while (end < text.size() && text[end] != ',' && text[end] != ')' && text[end] != ' ')
+            ++end;
+        op = text.sliced(at + kOpType.size(), end - at - kOpType.size());
+    }
+    timeout.numelIn = numberAfter(text, kNumelIn, work);
+    timeout.numelOut = numberAfter(text, kNumelOut, work);
+    timeout.timeoutMs = numberAfter(text, kTimeoutMs, work);
+    timeout.ranMs = numberAfter(text, kRanFor, work);
+}
+
+// op == QString::fromUtf8(bytes) (empty where bytes is null), without building a string that the repeat of a
+// timeout would drop: ops are ASCII, where UTF-8 and Latin-1 read the same.
+bool isOp(const QString& op, QByteArrayView bytes) {
+    for (const char c : bytes) {
+        if (static_cast<uchar>(c) >= 0x80)
+            return op == QString::fromUtf8(bytes);
+    }
+    return op == QLatin1String(bytes);
+}
+
+// "… ran for 600035 milliseconds before timing out." holds "timing out" after "atchdog caught" wherever the line
+// ends so: most timeouts need no search to tell that a terminal did not wrap them.
+bool endsTimingOut(QByteArrayView text) {
+    return text.size() >= 11 && startsWithLiteral(text.last(11), "timing out.");
 }
 
 // keywords()
@@ -94,7 +187,8 @@ void WatchdogLogParser::takeLine(const LogLine& line) {
     }
     const qsizetype watchdog = line.indexOf(kWatchdog);
     if (watchdog >= 0) {
-        if (findBytes(text, kTimingOut, watchdog) >= 0 || findBytes(text, kMilliseconds, watchdog) >= 0) {
+        if (endsTimingOut(text) || findBytes(text, kTimingOut, watchdog) >= 0 ||
+            findBytes(text, kMilliseconds, watchdog) >= 0) {
             takeTimeout(text, line.rank, watchdog);
         } else {
             m_joined = text.toByteArray();
@@ -113,25 +207,20 @@ void WatchdogLogParser::takeLine(const LogLine& line) {
 void WatchdogLogParser::takeTimeout(QByteArrayView text, int prefixRank, qsizetype watchdog) {
     if (watchdog < 0)
         watchdog = findBytes(text, kWatchdogCaught);
-    const qsizetype work = findBytes(text, kWorkNccl, watchdog);
-    if (watchdog < 0 || work < 0)
+    if (watchdog < 0)
+        return;
+    const qsizetype work = startsWithLiteral(text.sliced(watchdog), kCaughtTimeout)
+                               ? watchdog + qsizetype(sizeof kCaughtTimeout) - 1 - kWorkNccl.size()
+                               : findBytes(text, kWorkNccl, watchdog);
+    if (work < 0)
         return;
     CollectiveTimeout timeout;
     timeout.rank = rankBefore(text, watchdog, prefixRank);
-    timeout.seq = numberAfter(text, kSeqNum, work);
-    const qsizetype op = findBytes(text, kOpType, work);
-    if (op >= 0) {
-        qsizetype end = op + 7;
-        while (end < text.size() && text[end] != ',' && text[end] != ')' && text[end] != ' ')
-            ++end;
-        timeout.op = QString::fromUtf8(text.sliced(op + 7, end - op - 7));
-    }
-    timeout.numelIn = numberAfter(text, kNumelIn, work);
-    timeout.numelOut = numberAfter(text, kNumelOut, work);
-    timeout.timeoutMs = numberAfter(text, kTimeoutMs, work);
-    timeout.ranMs = numberAfter(text, kRanFor, work);
+    QByteArrayView op; // null when there is no "OpType="
+    if (!readWorkFields(text, work, timeout, op))
+        searchWorkFields(text, work, timeout, op);
     for (CollectiveTimeout& known : m_timeouts) {
-        if (known.rank == timeout.rank && known.seq == timeout.seq && known.op == timeout.op) {
+        if (known.rank == timeout.rank && known.seq == timeout.seq && isOp(known.op, op)) {
             // The same timeout again, e.g. in the "what():" of the exception that ends the process.
             for (auto [mine, theirs] : {std::pair{&known.numelIn, timeout.numelIn}, {&known.numelOut, timeout.numelOut},
                                         {&known.timeoutMs, timeout.timeoutMs}, {&known.ranMs, timeout.ranMs}}) {
@@ -141,6 +230,8 @@ void WatchdogLogParser::takeTimeout(QByteArrayView text, int prefixRank, qsizety
             return;
         }
     }
+    if (!op.isNull())
+        timeout.op = QString::fromUtf8(op);
     m_timeouts.append(timeout);
 }
 
@@ -174,8 +265,9 @@ void WatchdogLogParser::takeDesyncLine(const LogLine& line) {
 }
 
 void WatchdogLogParser::addError(const LogLine& line, QByteArrayView text) {
-    m_errors.append({m_source, line.number, line.rank,
-                     QString::fromUtf8(trimmedBlanks(text).first(std::min(trimmedBlanks(text).size(), kMaxErrorText)))});
+    const QByteArrayView trimmed = trimmedBlanks(text);
+    m_errors.append(
+        {m_source, line.number, line.rank, QString::fromUtf8(trimmed.first(std::min(trimmed.size(), kMaxErrorText)))});
 }
 
 void WatchdogLogParser::endOfStream() {

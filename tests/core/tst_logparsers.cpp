@@ -286,6 +286,27 @@ void tst_LogParsers::messyLines_data() {
                       "[default0]:KeyError: 'zero'\n")
         << "errors" << R"([{"file":"log","line":5,"rank":1,"text":"ValueError: one"},)"
                        R"({"file":"log","line":6,"rank":0,"text":"KeyError: 'zero'"}])";
+    // Ranks below 4095 are looked up by index, the others by hash: both follow their own traceback and exception.
+    QTest::newRow("interleaved tracebacks of high ranks")
+        << QByteArray("[rank4094]:Traceback (most recent call last):\n"
+                      "[rank5000]:Traceback (most recent call last):\n"
+                      "[rank4094]:  File \"a.py\", line 1, in <module>\n"
+                      "[rank5000]:  File \"b.py\", line 2, in <module>\n"
+                      "[rank5000]:ValueError: one\n"
+                      "[rank4094]:KeyError: 'zero'\n")
+        << "errors" << R"([{"file":"log","line":5,"rank":5000,"text":"ValueError: one"},)"
+                       R"({"file":"log","line":6,"rank":4094,"text":"KeyError: 'zero'"}])";
+    QTest::newRow("c++ exceptions by rank")
+        << QByteArray("[rank1]:terminate called after throwing an instance of 'std::runtime_error'\n"
+                      "[rank7000]:terminate called after throwing an instance of 'c10::Error'\n"
+                      "[rank7000]:  what():  bad\n"
+                      "[rank1]:  what():  worse \n"
+                      "[rank1]:  what():  again\n"
+                      "[rank9000]:  what():  alone\n")
+        << "errors"
+        << R"([{"file":"log","line":3,"rank":7000,"text":"c10::Error: bad"},)"
+           R"({"file":"log","line":4,"rank":1,"text":"std::runtime_error: worse"},)"
+           R"({"file":"log","line":5,"rank":1,"text":"again"},{"file":"log","line":6,"rank":9000,"text":"alone"}])";
     QTest::newRow("chained traceback")
         << QByteArray("Traceback (most recent call last):\n  File \"a.py\", line 1\nOSError: first\n\n"
                       "During handling of the above exception, another exception occurred:\n\n"
@@ -302,6 +323,15 @@ void tst_LogParsers::messyLines_data() {
         << QByteArray("Root Cause (first observed failure):\n[0]:\n  rank      : 0 (local_rank: 0)\n"
                       "  exitcode  : -6 (pid: 1)\n====\n")
         << "failures.0.signal" << "SIGABRT";
+    QTest::newRow("error_file lines are the table's")
+        << QByteArray("Failures:\n[1]:\n  rank      : 3 (local_rank: 1)\n") +
+               QByteArray("  error_file: <N/A>\n").repeated(25) +
+               QByteArray("  other: line\n  exitcode  : 2 (pid: 9)\n<NO_OTHER_FAILURES>\n====\n")
+        << "failures.0" << R"({"exit_code":2,"local_rank":1,"pid":9,"rank":3,"root_cause":false})";
+    QTest::newRow("other lines end the table")
+        << QByteArray("Failures:\n[1]:\n  rank      : 3 (local_rank: 1)\n") +
+               QByteArray("  timex: 1\n").repeated(21) + QByteArray("  exitcode  : 2 (pid: 9)\n====\n")
+        << "failures.0" << R"({"local_rank":1,"rank":3,"root_cause":false})";
     QTest::newRow("the same table twice is one failure")
         << QByteArray("Root Cause:\n[0]:\n  rank      : 0 (local_rank: 0)\n  exitcode  : 1 (pid: 1)\n====\n"
                       "Root Cause:\n[0]:\n  rank      : 0 (local_rank: 0)\n  exitcode  : 1 (pid: 1)\n====\n")
@@ -316,6 +346,56 @@ void tst_LogParsers::messyLines_data() {
                                "ran for 600010 milliseconds before timing out.\n";
     QTest::newRow("watchdog number too long: no sequence number") << hugeSeq << "timeouts.0.seq" << "<absent>";
     QTest::newRow("watchdog number too long: the rest is read") << hugeSeq << "timeouts.0.timeout_ms" << "600000";
+    // The fields of a timeout are read in one pass where PyTorch printed them as usual, else searched one by one:
+    // both must find the first of each name after "WorkNCCL(".
+    const QByteArray caught = "[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(";
+    QTest::newRow("watchdog fields as printed")
+        << caught + "SeqNum=7, OpType=ALLREDUCE, NumelIn=8, NumelOut=9, Timeout(ms)=600000) ran for 600010 "
+                    "milliseconds before timing out.\n"
+        << "timeouts.0"
+        << R"({"numel_in":8,"numel_out":9,"op":"ALLREDUCE","ran_ms":600010,"rank":0,"seq":7,"timeout_ms":600000})";
+    QTest::newRow("watchdog fields reordered")
+        << caught + "OpType=BROADCAST, SeqNum=7, Timeout(ms)=5, NumelOut=9, NumelIn=8) ran for 6 milliseconds\n"
+        << "timeouts.0"
+        << R"({"numel_in":8,"numel_out":9,"op":"BROADCAST","ran_ms":6,"rank":0,"seq":7,"timeout_ms":5})";
+    QTest::newRow("watchdog field repeated: the first counts")
+        << caught + "SeqNum=7, SeqNum=3, OpType=ALLREDUCE, NumelIn=8, NumelOut=9, Timeout(ms)=5) ran for 6 "
+                    "milliseconds\n"
+        << "timeouts.0.seq" << "7";
+    QTest::newRow("watchdog op holding a field")
+        << caught + "SeqNum=7, OpType=X=NumelIn=4, NumelIn=8, NumelOut=9, Timeout(ms)=5) ran for 6 milliseconds\n"
+        << "timeouts.0.numel_in" << "4";
+    QTest::newRow("watchdog without numels: found after the line")
+        << caught + "SeqNum=7, OpType=ALLREDUCE, Timeout(ms)=5) ran for 6 milliseconds before timing out. NumelOut=3\n"
+        << "timeouts.0" << R"({"numel_out":3,"op":"ALLREDUCE","ran_ms":6,"rank":0,"seq":7,"timeout_ms":5})";
+    QTest::newRow("watchdog spaced number")
+        << caught + "SeqNum= 7, OpType=ALLREDUCE, NumelIn=8, NumelOut=9, Timeout(ms)=5) ran for 6 milliseconds\n"
+        << "timeouts.0.seq" << "7";
+    QTest::newRow("watchdog empty op")
+        << caught + "SeqNum=7, OpType=, NumelIn=8, NumelOut=9, Timeout(ms)=5) ran for 6 milliseconds\n"
+        << "timeouts.0.numel_in" << "8";
+    QTest::newRow("watchdog rank nearest before")
+        << QByteArray("[PG ID 0 PG GUID 0(default_pg) Rank 3] Rank 12 Watchdog caught collective operation timeout: "
+                      "WorkNCCL(SeqNum=7, OpType=ALLREDUCE, Timeout(ms)=5) ran for 6 milliseconds\n")
+        << "timeouts.0.rank" << "12";
+    QTest::newRow("watchdog rank unreadable: the prefix's")
+        << QByteArray("[rank5]:[Rank 3] Rank x Watchdog caught collective operation timeout: "
+                      "WorkNCCL(SeqNum=7, OpType=ALLREDUCE, Timeout(ms)=5) ran for 6 milliseconds\n")
+        << "timeouts.0.rank" << "5";
+    QTest::newRow("watchdog repeated timeout fills its fields")
+        << caught + "SeqNum=7, OpType=ALLREDUCE, Timeout(ms)=5) ran for 6 milliseconds\n" + caught +
+               "SeqNum=7, OpType=ALLREDUCE, NumelIn=8, NumelOut=9, Timeout(ms)=5) ran for 6 milliseconds\n"
+        << "timeouts"
+        << R"([{"numel_in":8,"numel_out":9,"op":"ALLREDUCE","ran_ms":6,"rank":0,"seq":7,"timeout_ms":5}])";
+    QTest::newRow("watchdog repeated timeout, op not ascii")
+        << caught + "SeqNum=7, OpType=\xc3\x89, Timeout(ms)=5) ran for 6 milliseconds\n" + caught +
+               "SeqNum=7, OpType=\xc3\x89, NumelIn=8, Timeout(ms)=5) ran for 6 milliseconds\n" + caught +
+               "SeqNum=7, OpType=\xc3\x88, NumelIn=2, Timeout(ms)=5) ran for 6 milliseconds\n"
+        << "timeouts"
+        << QStringLiteral(R"([{"numel_in":8,"op":"%1","ran_ms":6,"rank":0,"seq":7,"timeout_ms":5},)"
+                          R"({"numel_in":2,"op":"%2","ran_ms":6,"rank":0,"seq":7,"timeout_ms":5}])")
+               .arg(QChar(0xC9))
+               .arg(QChar(0xC8));
     QTest::newRow("nothing found") << QByteArray("hello\nworld\n") << "nccl" << "<absent>";
 }
 
