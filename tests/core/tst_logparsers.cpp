@@ -269,6 +269,15 @@ void tst_LogParsers::messyLines_data() {
         << QByteArray("h:7:8 [0] NCCL INFO comm 0x1 rank 5 nranks 8 cudaDev 0 busId 1000 commId 0x9 - Init START\n"
                       "h:7:9 [0] transport.cc:1 NCCL WARN lost peer\n")
         << "nccl.warnings.0.rank" << "5";
+    // A header's host read backwards 16 bytes a step: a long one after a tab, and one that starts the line.
+    QTest::newRow("long host after a tab")
+        << QByteArray("step 7\tgpu-node-0123.cluster.example.org:4242:4343 [3] NCCL INFO comm 0x1 rank 3 nranks 4 "
+                      "cudaDev 3 busId 3000 commId 0xcd - Init START\n")
+        << "nccl.communicators.0.ranks.0.host" << "gpu-node-0123.cluster.example.org";
+    QTest::newRow("long host at the line's start")
+        << QByteArray("gpu-node-0123.cluster.example.org:4242:4343 [3] NCCL INFO Using network IB\n"
+                      "x gpu-node-0124.cluster.example.org:4242:4343 [3] NCCL INFO Using network IB\n")
+        << "nccl.hosts" << R"(["gpu-node-0123.cluster.example.org","gpu-node-0124.cluster.example.org"])";
     QTest::newRow("shm and socket")
         << QByteArray("h:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via SHM/direct/direct\n"
                       "h:1:2 [0] NCCL INFO Channel 00/0 : 1[1] -> 2[0] [send] via NET/Socket/0\n")
