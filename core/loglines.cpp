@@ -21,8 +21,10 @@ constexpr char kCarriageReturn = '\r';
 
 LogLineScanner::LogLineScanner(QList<LogLineSink*> sinks, qsizetype maxLineBytes)
     : m_maxLineBytes(std::max<qsizetype>(maxLineBytes, 16)) {
+    if (sinks.size() > 64)
+        qFatal("LogLineScanner: %lld sinks, more than 64", static_cast<long long>(sinks.size()));
     for (LogLineSink* sink : sinks)
-        m_slots.push_back({sink, {}, 0, {}, false});
+        m_slots.emplace_back().sink = sink;
 }
 
 LogLineScanner::~LogLineScanner() = default;
@@ -36,11 +38,21 @@ void LogLineScanner::prepare() {
                 index = keywords.size();
                 keywords.append(keyword);
             }
+            if (slot.mask & (quint64(1) << index))
+                slot.listsTwice = true;
+            else
+                slot.indexOf[static_cast<size_t>(index)] = static_cast<int>(slot.keywords.size());
             slot.keywords.push_back(static_cast<int>(index));
             slot.mask |= quint64(1) << index;
         }
         slot.wantsEveryLine = slot.sink->wantsEveryLine();
-        m_wanting += slot.wantsEveryLine ? 1 : 0;
+    }
+    for (size_t index = 0; index < m_slots.size(); ++index) {
+        const quint64 bit = quint64(1) << index;
+        for (const int keyword : m_slots[index].keywords)
+            m_sinksOf[static_cast<size_t>(keyword)] |= bit;
+        if (m_slots[index].wantsEveryLine)
+            m_wanting |= bit;
     }
     // The scanner's own two, after the sinks' ones (even if a sink looks for them too): a line with neither is
     // its text as it is; one with an escape sequence is searched again once cleaned, as the sequence may split a
@@ -95,7 +107,7 @@ void LogLineScanner::scanLines(QByteArrayView lines) {
         const Hit* const lineHits = hit;
         while (hit != hitsEnd && hit->start < newline)
             ++hit;
-        if (lineHits != hit || m_wanting > 0) {
+        if (lineHits != hit || m_wanting != 0) {
             const QByteArrayView line = withoutCr(lines.sliced(pos, newline - pos));
             takeRawLine(line.first(std::min(line.size(), m_maxLineBytes)), lineHits, hit, pos);
         }
@@ -152,26 +164,36 @@ void LogLineScanner::takeRawLine(QByteArrayView raw, const Hit* hits, const Hit*
 
 void LogLineScanner::deliver(quint64 keywords) {
     LogLine& line = m_line;
-    for (Slot& slot : m_slots) {
-        if ((keywords & slot.mask) == 0 && !slot.wantsEveryLine)
-            continue;
+    // The sinks to call, in their order: those inside a block, and those that look for a keyword the line holds.
+    quint64 sinks = m_wanting;
+    for (quint64 held = keywords; held != 0; held &= held - 1)
+        sinks |= m_sinksOf[static_cast<size_t>(qCountTrailingZeroBits(held))];
+    for (; sinks != 0; sinks &= sinks - 1) {
+        const int index = qCountTrailingZeroBits(sinks);
+        Slot& slot = m_slots[static_cast<size_t>(index)];
         slot.found.clear();
         quint64 own = 0;
         if (keywords & slot.mask) {
+            // By position, then by the sink's index: two keywords can start at the same place.
+            const auto add = [&slot, &own](qsizetype at, int i) {
+                size_t j = slot.found.size();
+                slot.found.emplace_back();
+                for (; j > 0 && slot.found[j - 1].at == at && slot.found[j - 1].keyword > i; --j)
+                    slot.found[j] = slot.found[j - 1];
+                slot.found[j].at = at;
+                slot.found[j].keyword = i;
+                own |= quint64(1) << i;
+            };
             for (const Hit& hit : m_textHits) {
                 if (!((slot.mask >> hit.keyword) & 1))
                     continue;
+                if (!slot.listsTwice) {
+                    add(hit.start, slot.indexOf[static_cast<size_t>(hit.keyword)]);
+                    continue;
+                }
                 for (size_t i = 0; i < slot.keywords.size(); ++i) {
-                    if (slot.keywords[i] != hit.keyword)
-                        continue;
-                    // By position, then by the sink's index: two keywords can start at the same place.
-                    size_t j = slot.found.size();
-                    slot.found.emplace_back();
-                    for (; j > 0 && slot.found[j - 1].at == hit.start && slot.found[j - 1].keyword > int(i); --j)
-                        slot.found[j] = slot.found[j - 1];
-                    slot.found[j].at = hit.start;
-                    slot.found[j].keyword = static_cast<int>(i);
-                    own |= quint64(1) << i;
+                    if (slot.keywords[i] == hit.keyword)
+                        add(hit.start, static_cast<int>(i));
                 }
             }
         }
@@ -179,15 +201,16 @@ void LogLineScanner::deliver(quint64 keywords) {
         line.found = slot.found.data();
         line.foundCount = static_cast<qsizetype>(slot.found.size());
         slot.sink->takeLine(line);
-        updateWanting(slot);
+        updateWanting(index);
     }
 }
 
-void LogLineScanner::updateWanting(Slot& slot) {
+void LogLineScanner::updateWanting(int index) {
+    Slot& slot = m_slots[static_cast<size_t>(index)];
     const bool wants = slot.sink->wantsEveryLine();
     if (wants != slot.wantsEveryLine) {
         slot.wantsEveryLine = wants;
-        m_wanting += wants ? 1 : -1;
+        m_wanting ^= quint64(1) << index;
     }
 }
 
@@ -214,9 +237,9 @@ qint64 LogLineScanner::finish() {
         prepare();
     if (m_inLine)
         endPartialLine();
-    for (Slot& slot : m_slots) {
-        slot.sink->endOfStream();
-        updateWanting(slot);
+    for (size_t index = 0; index < m_slots.size(); ++index) {
+        m_slots[index].sink->endOfStream();
+        updateWanting(static_cast<int>(index));
     }
     return std::exchange(m_lineNumber, 0);
 }

@@ -7,6 +7,7 @@
 #include <QByteArrayView>
 #include <QList>
 
+#include <array>
 #include <memory>
 #include <vector>
 
@@ -77,8 +78,8 @@ class LogLineScanner final {
 public:
     static constexpr qsizetype kDefaultMaxLineBytes = 1024 * 1024;
 
-    // The sinks are asked for their keywords and state on the first feed() or finish(), not here: a sink may own
-    // its scanner and not be fully built yet.
+    // The sinks (at most 64) are asked for their keywords and state on the first feed() or finish(), not here: a
+    // sink may own its scanner and not be fully built yet.
     explicit LogLineScanner(QList<LogLineSink*> sinks, qsizetype maxLineBytes = kDefaultMaxLineBytes);
     ~LogLineScanner();
     LogLineScanner(const LogLineScanner&) = delete;
@@ -93,9 +94,13 @@ public:
 
 private:
     struct Slot {
-        LogLineSink* sink;
+        LogLineSink* sink = nullptr;
         std::vector<int> keywords;    // the scanner's index of each of the sink's keywords
         quint64 mask = 0;             // their bits
+        // The sink's index of each of the scanner's keywords it lists (the first, when it lists one twice): a
+        // line's hits are turned into the sink's keywords without a search.
+        std::array<int, KeywordSearch::kMaxKeywords> indexOf{};
+        bool listsTwice = false;
         std::vector<KeywordAt> found; // the occurrences of the sink's keywords in the line being delivered
         bool wantsEveryLine = false;
     };
@@ -105,7 +110,7 @@ private:
     void scanLines(QByteArrayView lines);
     void takeRawLine(QByteArrayView raw, const Hit* hits, const Hit* hitsEnd, qsizetype offset);
     void deliver(quint64 keywords); // m_line to the sinks; keywords: the scanner's bits of those in m_textHits
-    void updateWanting(Slot& slot);
+    void updateWanting(int index); // of a slot
     void appendPartial(QByteArrayView bytes);
     void endPartialLine();
 
@@ -114,7 +119,8 @@ private:
     std::vector<qsizetype> m_keywordSizes;
     int m_escape = -1;               // the index of ESC; '\r' comes next: bytes that make a line's text differ
     quint64 m_terminalArtifacts = 0; // their two bits
-    int m_wanting = 0; // sinks that want every line
+    quint64 m_wanting = 0; // bit i: the sink of slot i wants every line
+    std::array<quint64, KeywordSearch::kMaxKeywords> m_sinksOf{}; // per keyword: the slots whose sinks look for it
     qsizetype m_maxLineBytes;
     std::vector<Hit> m_hits;
     std::vector<Hit> m_textHits; // the hits of the line being delivered, as positions in its text
