@@ -56,12 +56,8 @@ private:
     QString job() const {
         QJsonArray nodes;
         for (int i = 0; i < 2; ++i)
-            nodes.append(QJsonObject{{"name", QStringLiteral("n%1").arg(i)},
-                                     {"host", m_nodes.nodeAddress(i)},
-                                     {"user", m_nodes.userName()},
-                                     {"identity_file", m_nodes.userKeyPath()},
-                                     {"work_dir", m_dir.filePath(QStringLiteral("node%1").arg(i))},
-                                     {"procs", 1}});
+            nodes.append(
+                m_nodes.nodeJson(i, QStringLiteral("n%1").arg(i), m_dir.filePath(QStringLiteral("node%1").arg(i)), 1));
         const QJsonObject job{
             {"version", 1},
             {"name", "gui-reattach"},

@@ -44,15 +44,10 @@ private:
         return {QStringLiteral("--known-hosts"), m_sshd.knownHostsPath(), QStringLiteral("--ssh-config"), m_sshConfig};
     }
     QString writeJob(const QString& name, const QJsonObject& trainer, const QString& host = {}) const {
-        QJsonObject node{{"name", "loop"},
-                         {"host", host.isEmpty() ? m_sshd.host() : host},
-                         {"work_dir", m_dir.filePath(QStringLiteral("work"))},
-                         {"procs", 2}};
-        if (host.isEmpty()) {
-            node.insert("port", m_sshd.port());
-            node.insert("user", m_sshd.userName());
-            node.insert("identity_file", m_sshd.userKeyPath());
-        }
+        const QString workDir = m_dir.filePath(QStringLiteral("work"));
+        const QJsonObject node =
+            host.isEmpty() ? m_sshd.nodeJson(QStringLiteral("loop"), workDir, 2)
+                           : QJsonObject{{"name", "loop"}, {"host", host}, {"work_dir", workDir}, {"procs", 2}};
         const QJsonObject job{{"version", 1},
                               {"name", name},
                               {"mode", "submit"},

@@ -96,12 +96,10 @@ class tst_ClusterCheck final : public QObject {
 
 private:
     QJsonObject loopbackNode(const QString& name, const QString& host, int port) const {
-        return QJsonObject{{"name", name},
-                           {"host", host},
-                           {"port", port},
-                           {"user", m_sshd.userName()},
-                           {"identity_file", m_sshd.userKeyPath()},
-                           {"work_dir", m_dir.filePath(QStringLiteral("work dir/") + name)}};
+        QJsonObject json = m_sshd.nodeJson(name, m_dir.filePath(QStringLiteral("work dir/") + name));
+        json.insert("host", host);
+        json.insert("port", port);
+        return json;
     }
     QJsonObject jobJson(const QJsonArray& nodes, int masterPort = 0) const {
         return QJsonObject{{"version", 1},     {"name", "check"},
@@ -135,11 +133,8 @@ private:
     QJsonObject netnsJob(int masterPort) const {
         QJsonArray nodes;
         for (int i = 0; i < 2; ++i)
-            nodes.append(QJsonObject{{"name", QStringLiteral("node-%1").arg(QChar('a' + i))},
-                                     {"host", m_nodes->nodeAddress(i)},
-                                     {"user", m_nodes->userName()},
-                                     {"identity_file", m_nodes->userKeyPath()},
-                                     {"work_dir", m_dir.filePath(QStringLiteral("shared home/rankscope"))}});
+            nodes.append(m_nodes->nodeJson(i, QStringLiteral("node-%1").arg(QChar('a' + i)),
+                                           m_dir.filePath(QStringLiteral("shared home/rankscope"))));
         return jobJson(nodes, masterPort);
     }
 

@@ -329,13 +329,7 @@ private slots:
     // A node over SSH (the loopback sshd): the address is a forward through the engine's own session.
     // The run is stopped while gdb is attached: gdbserver and the trainer end, gdb sees the remote end go.
     void sshNodeRankStoppedUnderGdb() {
-        const QJsonObject node{{"name", "loop"},
-                               {"host", m_sshd.host()},
-                               {"port", m_sshd.port()},
-                               {"user", m_sshd.userName()},
-                               {"identity_file", m_sshd.userKeyPath()},
-                               {"work_dir", m_dir.filePath(QStringLiteral("work"))},
-                               {"procs", 2}};
+        const QJsonObject node = m_sshd.nodeJson(QStringLiteral("loop"), m_dir.filePath(QStringLiteral("work")), 2);
         debugOverSsh(QJsonArray{node}, m_sshd.knownHostsPath(), QStringLiteral("loop"), true);
     }
 
@@ -353,13 +347,7 @@ private slots:
         QFile ok(build + QStringLiteral("/ok"));
         QVERIFY(ok.open(QIODevice::WriteOnly));
         ok.close();
-        const QJsonObject node{{"name", "loop"},
-                               {"host", m_sshd.host()},
-                               {"port", m_sshd.port()},
-                               {"user", m_sshd.userName()},
-                               {"identity_file", m_sshd.userKeyPath()},
-                               {"work_dir", work},
-                               {"procs", 2}};
+        const QJsonObject node = m_sshd.nodeJson(QStringLiteral("loop"), work, 2);
         const QJsonObject job{{"version", 1},
                               {"name", "built"},
                               {"mode", "submit"},
@@ -392,13 +380,8 @@ private slots:
         const QString torchrun = QStringLiteral("/usr/bin/torchrun");
         if (!QFileInfo(torchrun).isExecutable())
             QSKIP("no /usr/bin/torchrun (Debian's python3-torch) on this machine");
-        const QJsonObject node{{"name", "loop"},
-                               {"host", m_sshd.host()},
-                               {"port", m_sshd.port()},
-                               {"user", m_sshd.userName()},
-                               {"identity_file", m_sshd.userKeyPath()},
-                               {"work_dir", m_dir.filePath(QStringLiteral("work-torchrun"))},
-                               {"procs", 2}};
+        const QJsonObject node =
+            m_sshd.nodeJson(QStringLiteral("loop"), m_dir.filePath(QStringLiteral("work-torchrun")), 2);
         debugOverSsh(QJsonArray{node}, m_sshd.knownHostsPath(), QStringLiteral("torchrun"), false, nullptr,
                      QJsonObject{{"launcher", "torchrun"}, {"torchrun", torchrun}});
     }
@@ -412,12 +395,8 @@ private slots:
         QVERIFY2(nodes.start(2, &error), qPrintable(error));
         QJsonArray nodeList;
         for (int i = 0; i < 2; ++i)
-            nodeList.append(QJsonObject{{"name", QStringLiteral("n%1").arg(i)},
-                                        {"host", nodes.nodeAddress(i)},
-                                        {"user", nodes.userName()},
-                                        {"identity_file", nodes.userKeyPath()},
-                                        {"work_dir", m_dir.filePath(QStringLiteral("netns%1").arg(i))},
-                                        {"procs", 1}});
+            nodeList.append(
+                nodes.nodeJson(i, QStringLiteral("n%1").arg(i), m_dir.filePath(QStringLiteral("netns%1").arg(i)), 1));
         debugOverSsh(nodeList, nodes.knownHostsPath(), QStringLiteral("netns"), false, &nodes);
     }
 

@@ -47,13 +47,7 @@ class tst_GpuTelemetry final : public QObject {
 private:
     // `withNvidiaSmi`: the stand-in first on the job's PATH; without it the node has none (nor has this machine).
     QJsonObject job(const QString& name, int gpus, bool withNvidiaSmi = true) const {
-        QJsonObject node{{"name", name},
-                         {"host", m_sshd.host()},
-                         {"port", m_sshd.port()},
-                         {"user", m_sshd.userName()},
-                         {"identity_file", m_sshd.userKeyPath()},
-                         {"work_dir", m_dir.filePath(QStringLiteral("work"))},
-                         {"procs", 1}};
+        QJsonObject node = m_sshd.nodeJson(name, m_dir.filePath(QStringLiteral("work")), 1);
         if (gpus > 0)
             node.insert("gpus", gpus);
         const QJsonObject trainer{{"dataset", "synthetic"},

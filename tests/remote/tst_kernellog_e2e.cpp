@@ -374,13 +374,7 @@ private slots:
             QSKIP(
                 qPrintable(QStringLiteral("needs a memory cgroup for a real OOM kill through the CLI: ") + m_noCgroup));
         const QString home = m_dir.filePath(QStringLiteral("home"));
-        const QJsonObject node{{"name", "loop"},
-                               {"host", m_sshd.host()},
-                               {"port", m_sshd.port()},
-                               {"user", m_sshd.userName()},
-                               {"identity_file", m_sshd.userKeyPath()},
-                               {"work_dir", m_dir.filePath(QStringLiteral("work"))},
-                               {"procs", 2}};
+        const QJsonObject node = m_sshd.nodeJson(QStringLiteral("loop"), m_dir.filePath(QStringLiteral("work")), 2);
         const QJsonObject job{{"version", 1},
                               {"name", "oom-ssh"},
                               {"mode", "submit"},

@@ -20,14 +20,10 @@ class tst_NetnsEndToEnd final : public QObject {
 private:
     QJsonObject job(const QString& name, const QString& deploy, const QJsonObject& trainer) const {
         QJsonArray nodes;
+        // One work directory for both, as with an NFS home: built once, under a lock.
         for (int i = 0; i < m_nodes.nodeCount(); ++i)
-            nodes.append(QJsonObject{{"name", QStringLiteral("node-%1").arg(QChar('a' + i))},
-                                     {"host", m_nodes.nodeAddress(i)},
-                                     {"user", m_nodes.userName()},
-                                     {"identity_file", m_nodes.userKeyPath()},
-                                     // One work directory for both, as with an NFS home: built once, under a lock.
-                                     {"work_dir", m_dir.filePath(QStringLiteral("shared home/rankscope"))},
-                                     {"procs", 1}});
+            nodes.append(m_nodes.nodeJson(i, QStringLiteral("node-%1").arg(QChar('a' + i)),
+                                          m_dir.filePath(QStringLiteral("shared home/rankscope")), 1));
         return QJsonObject{{"version", 1},
                            {"name", name},
                            {"mode", "submit"},

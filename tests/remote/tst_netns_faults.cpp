@@ -101,14 +101,10 @@ class tst_NetnsFaults final : public QObject {
 private:
     QJsonObject job(const QString& name, int ranksPerNode, int steps, const QJsonArray& faults) const {
         QJsonArray nodes;
+        // One work directory for both: the trainer is uploaded once, for every case.
         for (int i = 0; i < m_nodes.nodeCount(); ++i)
-            nodes.append(QJsonObject{{"name", QStringLiteral("node-%1").arg(QChar('a' + i))},
-                                     {"host", m_nodes.nodeAddress(i)},
-                                     {"user", m_nodes.userName()},
-                                     {"identity_file", m_nodes.userKeyPath()},
-                                     // One work directory for both: the trainer is uploaded once, for every case.
-                                     {"work_dir", m_dir.filePath(QStringLiteral("shared home/rankscope"))},
-                                     {"procs", ranksPerNode}});
+            nodes.append(m_nodes.nodeJson(i, QStringLiteral("node-%1").arg(QChar('a' + i)),
+                                          m_dir.filePath(QStringLiteral("shared home/rankscope")), ranksPerNode));
         QJsonArray extra{"--threads", "1"};
         for (const QJsonValue& fault : faults)
             extra.append(fault);

@@ -29,13 +29,7 @@ class tst_RunEngine final : public QObject {
 
 private:
     QJsonObject loopbackNode(const QString& name) const {
-        return QJsonObject{{"name", name},
-                           {"host", m_sshd.host()},
-                           {"port", m_sshd.port()},
-                           {"user", m_sshd.userName()},
-                           {"identity_file", m_sshd.userKeyPath()},
-                           {"work_dir", m_dir.filePath(QStringLiteral("work dir 'of' $node"))},
-                           {"procs", 2}};
+        return m_sshd.nodeJson(name, m_dir.filePath(QStringLiteral("work dir 'of' $node")), 2);
     }
     remote::EngineOptions engineOptions(const QString& knownHosts = {}) const {
         remote::EngineOptions options;

@@ -42,13 +42,7 @@ class tst_Torchrun final : public QObject {
 
 private:
     QJsonObject loopbackNode(int procs) const {
-        return QJsonObject{{"name", "loop"},
-                           {"host", m_sshd.host()},
-                           {"port", m_sshd.port()},
-                           {"user", m_sshd.userName()},
-                           {"identity_file", m_sshd.userKeyPath()},
-                           {"work_dir", m_dir.filePath(QStringLiteral("work 'dir'"))},
-                           {"procs", procs}};
+        return m_sshd.nodeJson(QStringLiteral("loop"), m_dir.filePath(QStringLiteral("work 'dir'")), procs);
     }
     QJsonObject loopbackJob(const QString& name, const QJsonObject& trainer) const {
         return QJsonObject{{"version", 1},          {"name", name},
@@ -190,12 +184,8 @@ private slots:
         QVERIFY2(nodes.start(2, &error), qPrintable(error));
         QJsonArray nodeList;
         for (int i = 0; i < 2; ++i)
-            nodeList.append(QJsonObject{{"name", QStringLiteral("n%1").arg(i)},
-                                        {"host", nodes.nodeAddress(i)},
-                                        {"user", nodes.userName()},
-                                        {"identity_file", nodes.userKeyPath()},
-                                        {"work_dir", m_dir.filePath(QStringLiteral("netns%1").arg(i))},
-                                        {"procs", 1}});
+            nodeList.append(
+                nodes.nodeJson(i, QStringLiteral("n%1").arg(i), m_dir.filePath(QStringLiteral("netns%1").arg(i)), 1));
         const QJsonObject job{{"version", 1},           {"name", "torchrun-netns"}, {"mode", "submit"},
                               {"deploy", "binary"},     {"launcher", "torchrun"},   {"torchrun", kTorchrun},
                               {"master_port", randomPort()}, {"nodes", nodeList},     {"trainer", trainerJson(6)}};

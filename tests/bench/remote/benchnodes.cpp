@@ -139,12 +139,7 @@ OpensshTarget BenchNodes::target(int node) const {
 QJsonObject BenchNodes::job(const QString& name, int maxSteps, int epochs) const {
     QJsonArray nodes;
     for (int i = 0; i < count(); ++i)
-        nodes.append(QJsonObject{{"name", QStringLiteral("node-%1").arg(QChar('a' + i))},
-                                 {"host", m_fixture.nodeAddress(i)},
-                                 {"user", m_fixture.userName()},
-                                 {"identity_file", m_fixture.userKeyPath()},
-                                 {"work_dir", workDir(i)},
-                                 {"procs", 1}});
+        nodes.append(m_fixture.nodeJson(i, QStringLiteral("node-%1").arg(QChar('a' + i)), workDir(i), 1));
     const QJsonObject trainer{{"dataset", "synthetic"}, {"model", "mlp"},
                               {"epochs", epochs},       {"max_steps", maxSteps},
                               {"batch_size", 16},       {"backend", "gloo"},

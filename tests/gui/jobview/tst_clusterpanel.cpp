@@ -75,12 +75,9 @@ private:
     QTemporaryDir m_dir;
 
     QJsonObject node(const QString& name, int port) const {
-        return QJsonObject{{"name", name},
-                           {"host", m_sshd.host()},
-                           {"port", port},
-                           {"user", m_sshd.userName()},
-                           {"identity_file", m_sshd.userKeyPath()},
-                           {"work_dir", m_dir.filePath(QStringLiteral("work/") + name)}};
+        QJsonObject json = m_sshd.nodeJson(name, m_dir.filePath(QStringLiteral("work/") + name));
+        json.insert("port", port);
+        return json;
     }
     JobSpec job(const QJsonArray& nodes) const {
         const QJsonObject json{{"name", "panel"},
