@@ -109,64 +109,6 @@ qsizetype blankBefore(const char* text, qsizetype end) {
     return -1;
 }
 
-// A record's header, read backwards from its marker at `at`: "host:pid:tid [dev] [file.cc:NN] NCCL …". Sets
-// `start` to where the header starts and fills `header` and `source` when the header is whole; leaves them as
-// they are otherwise. Written on the bytes: it runs for every record of a log.
-template <typename Header>
-void readHeader(QByteArrayView line, qsizetype at, qsizetype& start, Header& header, QByteArrayView& source) {
-    const char* const text = line.data();
-    // The token that ends before `end`, after the blanks before `end`.
-    const auto tokenBefore = [text](qsizetype end, qsizetype& tokenStart) {
-        while (end > 0 && isSpace(text[end - 1]))
-            --end;
-        tokenStart = blankBefore(text, end) + 1;
-        return end;
-    };
-    const auto isDevice = [text](qsizetype begin, qsizetype end) {
-        if (end - begin < 3 || end - begin > 20 || text[begin] != '[' || text[end - 1] != ']')
-            return false;
-        for (qsizetype i = begin + 1; i < end - 1; ++i) {
-            if (!isDigit(text[i]))
-                return false;
-        }
-        return true;
-    };
-    qsizetype tokenStart = 0;
-    qsizetype tokenEnd = tokenBefore(at, tokenStart);
-    bool device = isDevice(tokenStart, tokenEnd);
-    QByteArrayView location;
-    if (!device) {
-        const QByteArrayView token(text + tokenStart, tokenEnd - tokenStart);
-        if (!isSourceLocation(token))
-            return;
-        location = token;
-        tokenEnd = tokenBefore(tokenStart, tokenStart);
-        if (!isDevice(tokenStart, tokenEnd))
-            return;
-    }
-    qsizetype idStart = 0;
-    const qsizetype idEnd = tokenBefore(tokenStart, idStart);
-    qsizetype second = idEnd - 1;
-    while (second >= idStart && text[second] != ':')
-        --second;
-    if (second <= idStart)
-        return;
-    qsizetype first = second - 1;
-    while (first >= idStart && text[first] != ':')
-        --first;
-    if (first <= idStart)
-        return;
-    const qint64 pid = toNumber(QByteArrayView(text + first + 1, second - first - 1));
-    const qint64 tid = toNumber(QByteArrayView(text + second + 1, idEnd - second - 1));
-    if (pid < 0 || tid < 0)
-        return;
-    header.host = QByteArrayView(text + idStart, first - idStart);
-    header.pid = pid;
-    header.tid = tid;
-    source = location;
-    start = idStart;
-}
-
 // Where " -> " starts, found from its '>', which is rare in NCCL's messages.
 qsizetype findArrow(QByteArrayView text) {
     const char* const begin = text.data();
@@ -286,6 +228,61 @@ void NcclLogParser::takeLine(const LogLine& line) {
             trimmed(text.sliced(messageStart, std::max<qsizetype>(0, messageEnd - messageStart)));
         takeRecord(record.header, record.source, record.warn, message, line);
     }
+}
+
+// Written on the bytes: it runs for every record of a log.
+void NcclLogParser::readHeader(QByteArrayView line, qsizetype at, qsizetype& start, Header& header,
+                               QByteArrayView& source) {
+    const char* const text = line.data();
+    // The token that ends before `end`, after the blanks before `end`.
+    const auto tokenBefore = [text](qsizetype end, qsizetype& tokenStart) {
+        while (end > 0 && isSpace(text[end - 1]))
+            --end;
+        tokenStart = blankBefore(text, end) + 1;
+        return end;
+    };
+    const auto isDevice = [text](qsizetype begin, qsizetype end) {
+        if (end - begin < 3 || end - begin > 20 || text[begin] != '[' || text[end - 1] != ']')
+            return false;
+        for (qsizetype i = begin + 1; i < end - 1; ++i) {
+            if (!isDigit(text[i]))
+                return false;
+        }
+        return true;
+    };
+    qsizetype tokenStart = 0;
+    qsizetype tokenEnd = tokenBefore(at, tokenStart);
+    QByteArrayView location;
+    if (!isDevice(tokenStart, tokenEnd)) {
+        const QByteArrayView token(text + tokenStart, tokenEnd - tokenStart);
+        if (!isSourceLocation(token))
+            return;
+        location = token;
+        tokenEnd = tokenBefore(tokenStart, tokenStart);
+        if (!isDevice(tokenStart, tokenEnd))
+            return;
+    }
+    qsizetype idStart = 0;
+    const qsizetype idEnd = tokenBefore(tokenStart, idStart);
+    qsizetype second = idEnd - 1;
+    while (second >= idStart && text[second] != ':')
+        --second;
+    if (second <= idStart)
+        return;
+    qsizetype first = second - 1;
+    while (first >= idStart && text[first] != ':')
+        --first;
+    if (first <= idStart)
+        return;
+    const qint64 pid = toNumber(QByteArrayView(text + first + 1, second - first - 1));
+    const qint64 tid = toNumber(QByteArrayView(text + second + 1, idEnd - second - 1));
+    if (pid < 0 || tid < 0)
+        return;
+    header.host = QByteArrayView(text + idStart, first - idStart);
+    header.pid = pid;
+    header.tid = tid;
+    source = location;
+    start = idStart;
 }
 
 void NcclLogParser::takeRecord(const Header& header, QByteArrayView source, bool warn, QByteArrayView message,

@@ -82,6 +82,11 @@ private:
         qint64 pid = -1;
         qint64 tid = -1;
     };
+    // A record's header, read backwards from its marker at `at`: "host:pid:tid [dev] [file.cc:NN] NCCL …". Sets
+    // `start` to where the header starts and fills `header` and `source` when the header is whole; leaves them
+    // as they are otherwise.
+    static void readHeader(QByteArrayView line, qsizetype at, qsizetype& start, Header& header,
+                           QByteArrayView& source);
     void takeRecord(const Header& header, QByteArrayView source, bool warn, QByteArrayView message,
                     const LogLine& line);
     void takeCommInit(const Header& header, QByteArrayView message);
