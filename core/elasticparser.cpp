@@ -3,7 +3,6 @@
 
 #include "core/runstore.h" // signalName
 
-#include <cstring>
 #include <utility>
 
 namespace rankscope {
@@ -67,9 +66,7 @@ void ElasticLogParser::takeLine(const LogLine& line) {
         return;
     }
     if (m_haveEntry) {
-        // memchr: QByteArrayView::indexOf(char) runs Qt's search for a byte string, out of line.
-        const void* colon = text.isEmpty() ? nullptr : std::memchr(text.data(), ':', static_cast<size_t>(text.size()));
-        const qsizetype at = colon ? static_cast<const char*>(colon) - text.data() : -1;
+        const qsizetype at = indexOfByte(text, ':');
         if (at > 0) {
             if (const Field field = fieldNamed(trimmedBlanks(text.first(at))); field != Field::None) {
                 takeField(field, trimmedBlanks(text.sliced(at + 1)));

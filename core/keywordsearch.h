@@ -71,6 +71,15 @@ template <qsizetype N> [[nodiscard]] inline bool startsWithLiteral(QByteArrayVie
     return text.size() >= N - 1 && std::memcmp(text.data(), prefix, N - 1) == 0;
 }
 
+// Where the byte `c` first is in `text` from `from` on, or -1: QByteArrayView::indexOf(char) runs Qt's search for a
+// byte string, out of line.
+[[nodiscard]] inline qsizetype indexOfByte(QByteArrayView text, char c, qsizetype from = 0) {
+    if (from >= text.size())
+        return -1;
+    const void* at = std::memchr(text.data() + from, c, static_cast<size_t>(text.size() - from));
+    return at ? static_cast<const char*>(at) - text.data() : -1;
+}
+
 // a == b, without QByteArrayView's out-of-line comparison.
 [[nodiscard]] inline bool sameBytes(QByteArrayView a, QByteArrayView b) {
     return a.size() == b.size() && (a.isEmpty() || std::memcmp(a.data(), b.data(), static_cast<size_t>(a.size())) == 0);

@@ -42,16 +42,6 @@ constexpr Needle kInitStart{"Init START"};
 bool isDigit(char c) { return c >= '0' && c <= '9'; }
 bool isSpace(char c) { return c == ' ' || c == '\t'; }
 
-QByteArrayView trimmed(QByteArrayView text) {
-    qsizetype begin = 0;
-    qsizetype end = text.size();
-    while (begin < end && isSpace(text[begin]))
-        ++begin;
-    while (end > begin && isSpace(text[end - 1]))
-        --end;
-    return text.sliced(begin, end - begin);
-}
-
 qint64 toNumber(QByteArrayView digits) {
     if (digits.isEmpty() || digits.size() > 18)
         return -1;
@@ -62,15 +52,6 @@ qint64 toNumber(QByteArrayView digits) {
         value = value * 10 + (c - '0');
     }
     return value;
-}
-
-// Where the byte `c` first is in `text` from `from` on, or -1: QByteArrayView::indexOf(char) is a call into a
-// general search.
-qsizetype indexOfByte(QByteArrayView text, char c, qsizetype from = 0) {
-    if (from >= text.size())
-        return -1;
-    const void* at = std::memchr(text.data() + from, c, static_cast<size_t>(text.size() - from));
-    return at ? static_cast<const char*>(at) - text.data() : -1;
 }
 
 // The last `c` before index `before`; QByteArrayView::lastIndexOf goes through a general substring search.
@@ -225,7 +206,7 @@ void NcclLogParser::takeLine(const LogLine& line) {
         const qsizetype messageStart = record.marker + kMarkerSize;
         const qsizetype messageEnd = i + 1 < records.size() ? records[i + 1].start : text.size();
         const QByteArrayView message =
-            trimmed(text.sliced(messageStart, std::max<qsizetype>(0, messageEnd - messageStart)));
+            trimmedBlanks(text.sliced(messageStart, std::max<qsizetype>(0, messageEnd - messageStart)));
         takeRecord(record.header, record.source, record.warn, message, line);
     }
 }
@@ -333,7 +314,7 @@ void NcclLogParser::takeRecord(const Header& header, QByteArrayView source, bool
         const qsizetype slash = indexOfByte(message, '/');
         const qsizetype colon = findBytes(message, kSpaceColon);
         if (slash > 0 && colon > slash)
-            m_channels = std::max<int>(m_channels, static_cast<int>(toNumber(trimmed(message.sliced(slash + 1, colon - slash - 1)))));
+            m_channels = std::max<int>(m_channels, static_cast<int>(toNumber(trimmedBlanks(message.sliced(slash + 1, colon - slash - 1)))));
         return;
     }
     if (containsBytes(message, kCollChannels)) {
@@ -351,7 +332,7 @@ void NcclLogParser::takeRecord(const Header& header, QByteArrayView source, bool
     }
     if (startsWithLiteral(message, "Using network ")) {
         // Every rank prints it, mostly with the same name as the last: that one is counted without a lookup.
-        const QByteArrayView name = trimmed(message.sliced(14));
+        const QByteArrayView name = trimmedBlanks(message.sliced(14));
         if (m_lastNetwork < 0 || !sameBytes(name, m_lastNetworkBytes)) {
             setBytes(m_key, canonicalUtf8(name, m_canonical));
             auto index = m_networkIndex.constFind(m_key);
@@ -426,7 +407,7 @@ void NcclLogParser::findHost(QByteArrayView host) {
 }
 
 void NcclLogParser::takeConnection(QByteArrayView via) {
-    via = trimmed(via);
+    via = trimmedBlanks(via);
     if (containsBytes(via, kGdrDma))
         ++m_common[GDRDMA];
     if (startsWithLiteral(via, "P2P")) {
