@@ -31,13 +31,6 @@ constexpr Needle kComm{"comm 0x"};
 constexpr Needle kNranksWord{" nranks "};
 constexpr Needle kUsingList{" : Using ["};
 constexpr Needle kGdrDma{"/GDRDMA"};
-constexpr Needle kRank{"rank"};
-constexpr Needle kNranks{"nranks"};
-constexpr Needle kCudaDev{"cudaDev"};
-constexpr Needle kBusId{"busId"};
-constexpr Needle kCommId{"commId"};
-constexpr Needle kInitComplete{"Init COMPLETE"};
-constexpr Needle kInitStart{"Init START"};
 
 bool isDigit(char c) { return c >= '0' && c <= '9'; }
 bool isSpace(char c) { return c == ' ' || c == '\t'; }
@@ -112,23 +105,86 @@ bool isChainStep(QByteArrayView message) {
            arrow + 4 < message.size() && (isDigit(message[arrow + 4]) || message[arrow + 4] == '-');
 }
 
-// The value after "key " in "… key value …" (the token up to the next space).
-QByteArrayView valueAfter(QByteArrayView text, const Needle& key) {
-    qsizetype from = 0;
-    while (true) {
-        const qsizetype at = findBytes(text, key, from);
-        if (at < 0)
-            return {};
-        const bool wordStart = at == 0 || isSpace(text[at - 1]);
-        const qsizetype valueStart = at + key.size();
-        if (wordStart && valueStart < text.size() && text[valueStart] == ' ') {
-            qsizetype end = valueStart + 1;
-            while (end < text.size() && !isSpace(text[end]))
-                ++end;
-            return text.sliced(valueStart + 1, end - valueStart - 1);
+// Calls `take(at)` for each place in `text` where a word starts: 0 and every place after a space or tab, in order.
+// The blanks are found 16 bytes a step; no byte past the end is read.
+template <typename Take> void forEachWordStart(QByteArrayView text, Take take) {
+    const char* const data = text.data();
+    const qsizetype size = text.size();
+    if (size > 0)
+        take(qsizetype(0));
+    qsizetype at = 0;
+#ifdef __SSE2__
+    const __m128i space = _mm_set1_epi8(' ');
+    const __m128i tab = _mm_set1_epi8('\t');
+    for (; at + 16 <= size; at += 16) {
+        const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(data + at));
+        for (auto blanks = static_cast<unsigned>(
+                 _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(bytes, space), _mm_cmpeq_epi8(bytes, tab))));
+             blanks != 0; blanks &= blanks - 1) {
+            const qsizetype next = at + qCountTrailingZeroBits(blanks) + 1;
+            if (next < size)
+                take(next);
         }
-        from = at + 1;
     }
+#endif
+    for (; at < size; ++at) {
+        if (isSpace(data[at]) && at + 1 < size)
+            take(at + 1);
+    }
+}
+
+// The fields of "comm 0x… rank R nranks N cudaDev D busId B commId C - Init START|COMPLETE", read in one pass over
+// its words. A field's value is the token after "key " where the key is a whole word followed by one space; the
+// first such key counts.
+struct CommInitFields {
+    QByteArrayView rank, nranks, cudaDev, busId, commId;
+    bool complete = false; // "Init COMPLETE" is somewhere in the text
+    bool start = false;    // "Init START" is
+};
+
+// `field` becomes the value after `key` ("rank ", with the space) when the word at `at` is that key and `field` has
+// none yet. The key's length is known when compiling, so it is compared inline.
+template <qsizetype N>
+void takeCommField(QByteArrayView text, qsizetype at, const char (&key)[N], QByteArrayView& field) {
+    constexpr qsizetype kKey = N - 1;
+    if (field.data() || text.size() - at < kKey || std::memcmp(text.data() + at, key, kKey) != 0)
+        return;
+    qsizetype end = at + kKey;
+    while (end < text.size() && !isSpace(text[end]))
+        ++end;
+    field = text.sliced(at + kKey, end - at - kKey);
+}
+
+CommInitFields readCommInit(QByteArrayView text) {
+    CommInitFields fields;
+    forEachWordStart(text, [text, &fields](qsizetype at) {
+        switch (text[at]) {
+        case 'r':
+            takeCommField(text, at, "rank ", fields.rank);
+            break;
+        case 'n':
+            takeCommField(text, at, "nranks ", fields.nranks);
+            break;
+        case 'c':
+            takeCommField(text, at, "cudaDev ", fields.cudaDev);
+            takeCommField(text, at, "commId ", fields.commId);
+            break;
+        case 'b':
+            takeCommField(text, at, "busId ", fields.busId);
+            break;
+        case 'C':
+        case 'S':
+            // "Init COMPLETE" anywhere: its space is a blank, so the word after it starts here.
+            if (at >= 5 && startsWithLiteral(text.sliced(at - 5), "Init ")) {
+                fields.complete = fields.complete || startsWithLiteral(text.sliced(at), "COMPLETE");
+                fields.start = fields.start || startsWithLiteral(text.sliced(at), "START");
+            }
+            break;
+        default:
+            break;
+        }
+    });
+    return fields;
 }
 
 QString str(QByteArrayView bytes) { return QString::fromUtf8(bytes); }
@@ -245,21 +301,27 @@ void NcclLogParser::readHeader(QByteArrayView line, qsizetype at, qsizetype& sta
     }
     qsizetype idStart = 0;
     const qsizetype idEnd = tokenBefore(tokenStart, idStart);
-    qsizetype second = idEnd - 1;
-    while (second >= idStart && text[second] != ':')
-        --second;
-    if (second <= idStart)
+    // "host:pid:tid": each number found backwards up to the colon before it, then read; no more than 18 digits.
+    const auto numberBefore = [text, idStart](qsizetype& end) {
+        qsizetype colon = end - 1;
+        while (colon > idStart && isDigit(text[colon]))
+            --colon;
+        if (colon <= idStart || text[colon] != ':' || end - colon - 1 < 1 || end - colon - 1 > 18)
+            return qint64(-1);
+        qint64 value = 0;
+        for (qsizetype i = colon + 1; i < end; ++i)
+            value = value * 10 + (text[i] - '0');
+        end = colon;
+        return value;
+    };
+    qsizetype colon = idEnd;
+    const qint64 tid = numberBefore(colon);
+    if (tid < 0)
         return;
-    qsizetype first = second - 1;
-    while (first >= idStart && text[first] != ':')
-        --first;
-    if (first <= idStart)
+    const qint64 pid = numberBefore(colon);
+    if (pid < 0)
         return;
-    const qint64 pid = toNumber(QByteArrayView(text + first + 1, second - first - 1));
-    const qint64 tid = toNumber(QByteArrayView(text + second + 1, idEnd - second - 1));
-    if (pid < 0 || tid < 0)
-        return;
-    header.host = QByteArrayView(text + idStart, first - idStart);
+    header.host = QByteArrayView(text + idStart, colon - idStart);
     header.pid = pid;
     header.tid = tid;
     source = location;
@@ -301,7 +363,7 @@ void NcclLogParser::takeRecord(const Header& header, QByteArrayView source, bool
             m_orphanChains[orphanKey(header)].append(str(message));
         return;
     }
-    if (!m_openWarnings.isEmpty() && header.pid >= 0)
+    if (!m_openWarnings.isEmpty() && header.pid >= 0 && m_openPerSlot[threadSlot(header)] != 0)
         closeWarning(header);
 
     if (startsWithLiteral(message, "Channel ")) {
@@ -317,20 +379,29 @@ void NcclLogParser::takeRecord(const Header& header, QByteArrayView source, bool
             m_channels = std::max<int>(m_channels, static_cast<int>(toNumber(trimmedBlanks(message.sliced(slash + 1, colon - slash - 1)))));
         return;
     }
-    if (containsBytes(message, kCollChannels)) {
+    // "16 coll channels, …": a message holding " coll channels" is not read further, and only one that starts with
+    // the count is read at all. Any other is looked at for it only where a check below would take the message.
+    const bool countFirst = !message.isEmpty() && isDigit(message.front());
+    if (countFirst && containsBytes(message, kCollChannels)) {
         const qsizetype space = indexOfByte(message, ' ');
         m_channels = std::max<int>(m_channels, static_cast<int>(toNumber(message.first(space))));
         return;
     }
+    const auto taken = [&] { return countFirst || !containsBytes(message, kCollChannels); };
     if (startsWithLiteral(message, "Connected NVLS")) {
-        ++m_common[NVLS];
+        if (taken())
+            ++m_common[NVLS];
         return;
     }
     if (containsBytes(message, kComm) && containsBytes(message, kNranksWord)) {
-        takeCommInit(header, message);
+        if (taken())
+            takeCommInit(header, message);
         return;
     }
-    if (startsWithLiteral(message, "Using network ")) {
+    const bool network = startsWithLiteral(message, "Using network ");
+    if ((!network && !startsWithLiteral(message, "NET/")) || !taken())
+        return;
+    if (network) {
         // Every rank prints it, mostly with the same name as the last: that one is counted without a lookup.
         const QByteArrayView name = trimmedBlanks(message.sliced(14));
         if (m_lastNetwork < 0 || !sameBytes(name, m_lastNetworkBytes)) {
@@ -347,35 +418,34 @@ void NcclLogParser::takeRecord(const Header& header, QByteArrayView source, bool
         ++m_networkVotes[m_lastNetwork];
         return;
     }
-    if (startsWithLiteral(message, "NET/")) {
-        if (startsWithLiteral(message, "NET/IB : No device found")) {
-            m_ibNoDevice = true;
-            return;
-        }
-        const qsizetype using_ = findBytes(message, kUsingList);
-        if (using_ > 0) {
-            QByteArrayView list = message.sliced(using_ + 9);
-            const qsizetype oob = indexOfByte(list, ';');
-            if (oob >= 0)
-                list = list.first(oob);
-            const bool socket = startsWithLiteral(message, "NET/Socket");
-            while (true) {
-                const qsizetype open = indexOfByte(list, '[');
-                if (open < 0)
-                    break;
-                const qsizetype close = indexOfByte(list, ']', open);
-                if (close < 0)
-                    break;
-                qsizetype end = close + 1;
-                while (end < list.size() && !isSpace(list[end]) && !(socket && list[end] == ':'))
-                    ++end;
-                const QByteArrayView device = canonicalUtf8(list.sliced(close + 1, end - close - 1), m_canonical);
-                const bool known = std::any_of(m_interfaces.cbegin(), m_interfaces.cend(),
-                                               [&](const QByteArray& seen) { return QByteArrayView(seen) == device; });
-                if (!device.isEmpty() && !known)
-                    m_interfaces.append(device.toByteArray());
-                list = list.sliced(end);
-            }
+    // "NET/…": "NET/IB : No device found", or a list "NET/Socket : Using [0]eth0:10.0.0.1<0> [1]…".
+    if (startsWithLiteral(message, "NET/IB : No device found")) {
+        m_ibNoDevice = true;
+        return;
+    }
+    const qsizetype using_ = findBytes(message, kUsingList);
+    if (using_ > 0) {
+        QByteArrayView list = message.sliced(using_ + 9);
+        const qsizetype oob = indexOfByte(list, ';');
+        if (oob >= 0)
+            list = list.first(oob);
+        const bool socket = startsWithLiteral(message, "NET/Socket");
+        while (true) {
+            const qsizetype open = indexOfByte(list, '[');
+            if (open < 0)
+                break;
+            const qsizetype close = indexOfByte(list, ']', open);
+            if (close < 0)
+                break;
+            qsizetype end = close + 1;
+            while (end < list.size() && !isSpace(list[end]) && !(socket && list[end] == ':'))
+                ++end;
+            const QByteArrayView device = canonicalUtf8(list.sliced(close + 1, end - close - 1), m_canonical);
+            const bool known = std::any_of(m_interfaces.cbegin(), m_interfaces.cend(),
+                                           [&](const QByteArray& seen) { return QByteArrayView(seen) == device; });
+            if (!device.isEmpty() && !known)
+                m_interfaces.append(device.toByteArray());
+            list = list.sliced(end);
         }
     }
 }
@@ -435,18 +505,19 @@ void NcclLogParser::takeConnection(QByteArrayView via) {
 // Repeated for every rank and every run of a job: looked up without building strings, which are made only for a
 // rank not seen before or a field it did not have yet.
 void NcclLogParser::takeCommInit(const Header& header, QByteArrayView message) {
-    const int rankNumber = static_cast<int>(toNumber(valueAfter(message, kRank)));
-    const int nranks = static_cast<int>(toNumber(valueAfter(message, kNranks)));
+    const CommInitFields fields = readCommInit(message);
+    const int rankNumber = static_cast<int>(toNumber(fields.rank));
+    const int nranks = static_cast<int>(toNumber(fields.nranks));
     if (rankNumber < 0 || nranks <= 0)
         return;
-    const qint64 cudaDev = toNumber(valueAfter(message, kCudaDev));
-    const QByteArrayView busId = valueAfter(message, kBusId);
+    const qint64 cudaDev = toNumber(fields.cudaDev);
+    const QByteArrayView busId = fields.busId;
     QString init;
-    if (containsBytes(message, kInitComplete))
+    if (fields.complete)
         init = QStringLiteral("COMPLETE");
-    else if (containsBytes(message, kInitStart))
+    else if (fields.start)
         init = QStringLiteral("START");
-    const QByteArrayView commId = valueAfter(message, kCommId);
+    const QByteArrayView commId = fields.commId;
     if (commId == "0x")
         return; // the id was cut by a wrapped line: which communicator this is is not known
     if (commId.isEmpty()) {

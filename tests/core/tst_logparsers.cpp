@@ -278,6 +278,33 @@ void tst_LogParsers::messyLines_data() {
         << QByteArray("gpu-node-0123.cluster.example.org:4242:4343 [3] NCCL INFO Using network IB\n"
                       "x gpu-node-0124.cluster.example.org:4242:4343 [3] NCCL INFO Using network IB\n")
         << "nccl.hosts" << R"(["gpu-node-0123.cluster.example.org","gpu-node-0124.cluster.example.org"])";
+    // A communicator's init line is read in one pass over its words: any order, tabs, the first whole key.
+    QTest::newRow("comm init fields in another order")
+        << QByteArray("h:1:2 [0] NCCL INFO comm 0x1\tcommId 0xef busId 4000 cudaDev 2 nranks 4 rank 2 - Init COMPLETE\n")
+        << "nccl.communicators"
+        << R"([{"comm_id":"0xef","nranks":4,"ranks":[)"
+           R"({"bus_id":"4000","cuda_dev":2,"host":"h","init":"COMPLETE","pid":1,"rank":2}]}])";
+    QTest::newRow("comm init: the first whole key counts")
+        << QByteArray("h:1:2 [0] NCCL INFO comm 0x1 xrank 9 rank 1 nranks 2 rank 0 cudaDev 1 busId 2000 commId 0xab - "
+                      "Init START\n")
+        << "nccl.ranks" << "[1]";
+    QTest::newRow("comm init: Init START at the end of a word")
+        << QByteArray("h:1:2 [0] NCCL INFO comm 0x1 rank 1 nranks 2 cudaDev 1 busId 2000 commId 0xab - reInit START\n")
+        << "nccl.communicators.0.ranks.0.init" << "START";
+    // A header's pid and tid are read backwards up to their colons: 18 digits at most.
+    QTest::newRow("pid of 18 digits")
+        << QByteArray("h:123456789012345678:2 [0] NCCL INFO Using network IB\n") << "nccl.hosts" << R"(["h"])";
+    QTest::newRow("pid of 19 digits: no header")
+        << QByteArray("h:1234567890123456789:2 [0] NCCL INFO Using network IB\n") << "nccl.hosts" << "<absent>";
+    QTest::newRow("tid without digits: no header")
+        << QByteArray("h:12: [0] NCCL INFO Using network IB\n") << "nccl.hosts" << "<absent>";
+    // " coll channels" ends a record's reading; only a record that starts with the count gives channels.
+    QTest::newRow("coll channels stop other readings")
+        << QByteArray("h:1:2 [0] NCCL INFO Connected NVLS, 16 coll channels\n"
+                      "h:1:2 [0] NCCL INFO Using network IB 2 coll channels\n"
+                      "h:1:2 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1000 coll channels\n"
+                      "h:1:2 [0] NCCL INFO 8 coll channels, 8 nvls channels\n")
+        << "nccl" << R"({"channels":8,"hosts":["h"]})";
     QTest::newRow("shm and socket")
         << QByteArray("h:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via SHM/direct/direct\n"
                       "h:1:2 [0] NCCL INFO Channel 00/0 : 1[1] -> 2[0] [send] via NET/Socket/0\n")
