@@ -255,7 +255,10 @@ void NcclLogParser::takeLine(const LogLine& line) {
         Record& record = records.emplace_back();
         record.marker = record.start = at;
         record.warn = warn;
-        readHeader(text, at, record.start, record.header, record.source);
+        if (!reuseLastHeader(text, at, record.start, record.header, record.source)) {
+            readHeader(text, at, record.start, record.header, record.source);
+            keepLastHeader(text, at, record.start, record.header, record.source);
+        }
     }
     for (qsizetype i = 0; i < records.size(); ++i) {
         const Record& record = records[i];
@@ -326,6 +329,35 @@ void NcclLogParser::readHeader(QByteArrayView line, qsizetype at, qsizetype& sta
     header.tid = tid;
     source = location;
     start = idStart;
+}
+
+inline bool NcclLogParser::reuseLastHeader(QByteArrayView line, qsizetype at, qsizetype& start, Header& header,
+                                    QByteArrayView& source) const {
+    const LastHeader& last = m_lastHeader;
+    const qsizetype from = at - last.size;
+    // The same bytes, and its token not going on before them.
+    if (last.size == 0 || from < 0 || (from > 0 && !isSpace(line[from - 1])) ||
+        std::memcmp(line.data() + from, last.bytes.data(), static_cast<size_t>(last.size)) != 0)
+        return false;
+    start = from;
+    header = {line.sliced(from, last.hostSize), last.pid, last.tid};
+    if (last.sourceSize > 0)
+        source = line.sliced(from + last.sourceAt, last.sourceSize);
+    return true;
+}
+
+inline void NcclLogParser::keepLastHeader(QByteArrayView line, qsizetype at, qsizetype start, const Header& header,
+                                   QByteArrayView source) {
+    LastHeader& last = m_lastHeader;
+    last.size = header.pid >= 0 && at - start <= qsizetype(last.bytes.size()) ? at - start : 0;
+    if (last.size == 0)
+        return;
+    std::memcpy(last.bytes.data(), line.data() + start, static_cast<size_t>(last.size));
+    last.hostSize = header.host.size();
+    last.pid = header.pid;
+    last.tid = header.tid;
+    last.sourceAt = source.isEmpty() ? 0 : source.data() - line.data() - start;
+    last.sourceSize = source.size();
 }
 
 void NcclLogParser::takeRecord(const Header& header, QByteArrayView source, bool warn, QByteArrayView message,

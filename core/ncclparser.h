@@ -87,6 +87,22 @@ private:
     // as they are otherwise.
     static void readHeader(QByteArrayView line, qsizetype at, qsizetype& start, Header& header,
                            QByteArrayView& source);
+    // The last header read whole: its bytes from its start to its marker, and what they say. A thread prints its
+    // records in runs, so the next header is often the same bytes, and is then taken from here.
+    struct LastHeader {
+        std::array<char, 128> bytes;
+        qsizetype size = 0; // 0: none (the last one was not whole, or was longer than `bytes`)
+        qsizetype hostSize = 0;
+        qsizetype sourceAt = 0; // in `bytes`
+        qsizetype sourceSize = 0;
+        qint64 pid = -1;
+        qint64 tid = -1;
+    };
+    // As readHeader, when the bytes before `at` are the last header's; false otherwise.
+    bool reuseLastHeader(QByteArrayView line, qsizetype at, qsizetype& start, Header& header,
+                         QByteArrayView& source) const;
+    void keepLastHeader(QByteArrayView line, qsizetype at, qsizetype start, const Header& header,
+                        QByteArrayView source);
     void takeRecord(const Header& header, QByteArrayView source, bool warn, QByteArrayView message,
                     const LogLine& line);
     void takeCommInit(const Header& header, QByteArrayView message);
@@ -126,6 +142,7 @@ private:
     QHash<QByteArray, const Host*> m_hostsByBytes; // into m_hostBytes
     const Host* m_lastHost;                        // of the last record that had one: most records repeat it
     std::array<const Host*, 4> m_recentHosts{};    // the last hosts that differed from the one before, newest first
+    LastHeader m_lastHeader;
     QByteArray m_lastSource;                     // the source location of the last warning
     QString m_lastSourceName;
     QHash<QByteArray, NcclCommunicator> m_comms; // by commId, or "nranks:N" when no commId was printed

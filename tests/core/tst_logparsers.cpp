@@ -298,6 +298,14 @@ void tst_LogParsers::messyLines_data() {
         << QByteArray("h:1234567890123456789:2 [0] NCCL INFO Using network IB\n") << "nccl.hosts" << "<absent>";
     QTest::newRow("tid without digits: no header")
         << QByteArray("h:12: [0] NCCL INFO Using network IB\n") << "nccl.hosts" << "<absent>";
+    // A header whose bytes repeat the last one read is not read again, unless its token goes on before them.
+    QTest::newRow("repeated header bytes inside a longer token")
+        << QByteArray("h:1:2 [0] NCCL INFO Using network IB\nxh:1:2 [0] NCCL INFO Using network IB\n"
+                      "step 3 h:1:2 [0] NCCL INFO Using network IB\n")
+        << "nccl.hosts" << R"(["h","xh"])";
+    QTest::newRow("repeated header keeps its source")
+        << QByteArray("h:1:2 [0] misc/a.cc:1 NCCL WARN first\nh:1:2 [0] misc/a.cc:1 NCCL WARN second\n")
+        << "nccl.warnings.1.source" << "misc/a.cc:1";
     // " coll channels" ends a record's reading; only a record that starts with the count gives channels.
     QTest::newRow("coll channels stop other readings")
         << QByteArray("h:1:2 [0] NCCL INFO Connected NVLS, 16 coll channels\n"
