@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // KeywordSearch (every occurrence of a set of keywords in one search) against a naive search at every position,
 // on written cases, the recorded logs of tests/data and generated text that is full of near misses; each
-// method this CPU has (portable, SSSE3, AVX2) must find exactly the same, and the same line ends.
+// method this CPU has (portable, SSSE3, AVX2) must find exactly the same, and the same line ends. findBytes
+// likewise, from every place in haystacks built around the 16-byte steps of a vector search.
 #include "core/keywordsearch.h"
 
 #include <QDirIterator>
@@ -129,6 +130,40 @@ QByteArray textOfKeywordPieces(const QList<QByteArray>& keywords, quint32 seed, 
     return text;
 }
 
+// The needles the tests of findBytes search for: parsers' ones, their rarest byte in the middle or last, and one byte.
+constexpr Needle kNeedles[] = {Needle(" via "), Needle("comm 0x"),       Needle(" coll channels"),
+                               Needle("rank"),  Needle("Init COMPLETE"), Needle("x")};
+
+// findBytes by its definition: the first start from `from` on where the needle is.
+qsizetype naiveFind(QByteArrayView text, QByteArrayView needle, qsizetype from) {
+    if (from < 0 || from > text.size())
+        return -1;
+    for (qsizetype at = from; at + needle.size() <= text.size(); ++at) {
+        if (text.sliced(at, needle.size()) == needle)
+            return at;
+    }
+    return -1;
+}
+
+// `length` dots with `needle` at `at`.
+QByteArray dotsWith(qsizetype length, const QByteArray& needle, qsizetype at) {
+    QByteArray text(length, '.');
+    return text.replace(at, needle.size(), needle);
+}
+
+// The needle with one byte changed that is neither its first, its last nor its rarest: a search that compares only
+// those stops there and must go on.
+QByteArray spoiled(const QByteArray& needle, qsizetype rareOffset) {
+    QByteArray copy = needle;
+    for (qsizetype i = 1; i + 1 < copy.size(); ++i) {
+        if (i != rareOffset) {
+            copy[i] = '#';
+            break;
+        }
+    }
+    return copy;
+}
+
 } // namespace
 
 class tst_KeywordSearch final : public QObject {
@@ -145,6 +180,8 @@ private slots:
     void maskOf();
     void findBytesOnLongAndShortText();
     void needleFindsWhatTheBytesFind();
+    void findBytesFromEveryPlace_data();
+    void findBytesFromEveryPlace();
 };
 
 void tst_KeywordSearch::initTestCase() {
@@ -296,6 +333,65 @@ void tst_KeywordSearch::needleFindsWhatTheBytesFind() {
         }
         QVERIFY(found > 0);
     }
+}
+
+// Haystacks for findBytes around multiples of 16 bytes, where a vector search steps: the needle at every start 0 to
+// 40 of lengths about one, two and three steps (so that its bytes fall either side of a step's end), last in
+// haystacks from too short for one step to longer than a line; near misses, which have a needle's ends and rarest
+// byte but not the rest, alone and before the needle; the needle cut short at the end.
+void tst_KeywordSearch::findBytesFromEveryPlace_data() {
+    QTest::addColumn<QByteArray>("needle");
+    QTest::addColumn<QByteArray>("haystack");
+    QList<QByteArray> needles;
+    for (const Needle& needle : kNeedles)
+        needles.append(needle.bytes().toByteArray());
+    needles += {"ab", "0123456789abcdefghijklmnopqrst"};
+    for (const QByteArray& needle : std::as_const(needles)) {
+        const qsizetype size = needle.size();
+        const QByteArray near = spoiled(needle, detail::rarestByteOffset(needle.constData(), size));
+        const auto row = [&](const QString& what) -> QTestData& {
+            return QTest::newRow(qPrintable(QString::fromLatin1(needle) + QStringLiteral(": ") + what)) << needle;
+        };
+        for (const qsizetype length : {15, 16, 17, 31, 32, 33, 48}) {
+            for (qsizetype at = 0; at <= 40 && at + size <= length; ++at)
+                row(QStringLiteral("at %1 of %2").arg(at).arg(length)) << dotsWith(length, needle, at);
+        }
+        for (const qsizetype length : QList<qsizetype>{size, size + 14, size + 15, size + 16, 47, 100, 300, 512, 513})
+            row(QStringLiteral("last of %1").arg(length)) << dotsWith(length, needle, length - size);
+        if (near == needle)
+            continue;
+        for (qsizetype at = 0; at <= 20; ++at)
+            row(QStringLiteral("near miss at %1 of 40").arg(at)) << dotsWith(40, near, at);
+        for (qsizetype gap = 1; gap <= 17; ++gap) {
+            row(QStringLiteral("near miss at 10, needle at %1").arg(10 + gap))
+                << dotsWith(60, near, 10).replace(10 + gap, size, needle);
+        }
+        row(QStringLiteral("near misses only")) << near.repeated(64 / size + 1).first(64);
+        row(QStringLiteral("cut short at the end")) << dotsWith(40, needle.chopped(1), 40 - size + 1);
+    }
+}
+
+// What findBytes finds, by bytes and, for a Needle, by the Needle, is what a search at every start finds, from
+// every place (and from before and after the text).
+void tst_KeywordSearch::findBytesFromEveryPlace() {
+    QFETCH(QByteArray, needle);
+    QFETCH(QByteArray, haystack);
+    // A copy of the exact size: under a sanitizer a read past its end fails.
+    const std::vector<char> exact(haystack.cbegin(), haystack.cend());
+    const QByteArrayView text(exact.data(), static_cast<qsizetype>(exact.size()));
+    const Needle* known = nullptr;
+    for (const Needle& candidate : kNeedles)
+        known = candidate.bytes() == needle ? &candidate : known;
+    QList<qsizetype> expected;
+    QList<qsizetype> byBytes;
+    QList<qsizetype> byNeedle;
+    for (qsizetype from = -2; from <= text.size() + 2; ++from) {
+        expected.append(naiveFind(text, needle, from));
+        byBytes.append(findBytes(text, needle, from));
+        byNeedle.append(known ? findBytes(text, *known, from) : expected.back());
+    }
+    QCOMPARE(byBytes, expected);
+    QCOMPARE(byNeedle, expected);
 }
 
 QTEST_GUILESS_MAIN(tst_KeywordSearch)
