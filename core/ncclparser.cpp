@@ -565,9 +565,11 @@ void NcclLogParser::takeCommInit(const Header& header, QByteArrayView message) {
     }
     NcclCommunicator& comm = *found;
     comm.nranks = nranks;
-    for (NcclCommRank& known : comm.ranks) {
-        if (known.rank != rankNumber)
-            continue;
+    // Sorted by rank, each rank once.
+    const auto at = std::lower_bound(comm.ranks.begin(), comm.ranks.end(), rankNumber,
+                                     [](const NcclCommRank& r, int value) { return r.rank < value; });
+    if (at != comm.ranks.end() && at->rank == rankNumber) {
+        NcclCommRank& known = *at;
         if (known.init != QLatin1String("COMPLETE") && !init.isEmpty())
             known.init = init;
         if (known.busId.isEmpty())
@@ -583,8 +585,6 @@ void NcclLogParser::takeCommInit(const Header& header, QByteArrayView message) {
     rank.cudaDev = cudaDev >= 0 ? static_cast<int>(cudaDev) : -1;
     rank.busId = str(busId);
     rank.init = init;
-    const auto at = std::lower_bound(comm.ranks.begin(), comm.ranks.end(), rank.rank,
-                                     [](const NcclCommRank& r, int value) { return r.rank < value; });
     comm.ranks.insert(at, rank);
 }
 
