@@ -125,7 +125,7 @@ bool stripOne(QByteArrayView text, StrippedLine& out) {
 
 } // namespace
 
-StrippedLine stripLogPrefix(QByteArrayView line) {
+StrippedLine detail::stripLogPrefixes(QByteArrayView line) {
     StrippedLine result{line, -1};
     for (int i = 0; i < kMaxPrefixes; ++i) {
         StrippedLine next{result.text, -1};

@@ -12,12 +12,21 @@ struct StrippedLine {
     int rank = -1; // the rank named by a prefix ("[1,3]<stdout>:", "[default3]:", "[rank3]:"); -1 when none does
 };
 
+namespace detail {
+[[nodiscard]] StrippedLine stripLogPrefixes(QByteArrayView line); // stripLogPrefix's work, out of line
+} // namespace detail
+
 // Removes launcher prefixes from the front of a line, repeatedly (a line can carry several, e.g. a timestamp
 // and then "[rank3]:"): Open MPI's "[JOB,RANK]<stdout>:", torchrun's "[default3]:" (torchrun prints the local
 // rank there), "[rank3]:", Ray's "(pid=…)" and "(Worker pid=…, ip=…)", timestamps "[2024-05-08 08:47:31,261] "
 // and "2025-11-12 20:42:20,261 - INFO - ". Glog and c10 prefixes ("[E ProcessGroupNCCL.cpp:458]") are kept:
 // they are part of the message. No allocation, no regular expression.
-[[nodiscard]] StrippedLine stripLogPrefix(QByteArrayView line);
+// Every prefix starts with '[', '(' or a digit: a line that starts otherwise (most lines) is told without a call.
+[[nodiscard]] inline StrippedLine stripLogPrefix(QByteArrayView line) {
+    if (line.isEmpty() || (line.front() != '[' && line.front() != '(' && (line.front() < '0' || line.front() > '9')))
+        return {line, -1};
+    return detail::stripLogPrefixes(line);
+}
 
 // What a terminal would show of a line: the text after the last carriage return that is followed by text
 // (progress bars redraw with '\r'), without ANSI escape sequences. Returns `line` itself when it has neither;
