@@ -62,17 +62,21 @@ bool isSourceLocation(QByteArrayView token) {
     return colon > 0 && indexOfByte(token.first(colon), '.') >= 0 && toNumber(token.sliced(colon + 1)) >= 0;
 }
 
+#ifdef __SSE2__
+// Bit i set: the byte at text[i] (of the 16 from `text`) is a space or a tab.
+unsigned blanksIn16(const char* text) {
+    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(text));
+    return static_cast<unsigned>(_mm_movemask_epi8(
+        _mm_or_si128(_mm_cmpeq_epi8(bytes, _mm_set1_epi8(' ')), _mm_cmpeq_epi8(bytes, _mm_set1_epi8('\t')))));
+}
+#endif
+
 // Where the last space or tab before `end` is, or -1. The token before a record's marker is its
 // "host:pid:tid", often tens of bytes: 16 of them a step.
 qsizetype blankBefore(const char* text, qsizetype end) {
 #ifdef __SSE2__
-    const __m128i space = _mm_set1_epi8(' ');
-    const __m128i tab = _mm_set1_epi8('\t');
     for (; end >= 16; end -= 16) {
-        const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(text + end - 16));
-        const int blanks =
-            _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(bytes, space), _mm_cmpeq_epi8(bytes, tab)));
-        if (blanks != 0)
+        if (const unsigned blanks = blanksIn16(text + end - 16); blanks != 0)
             return end - 16 + (31 - qCountLeadingZeroBits(static_cast<quint32>(blanks)));
     }
 #endif
@@ -114,13 +118,8 @@ template <typename Take> void forEachWordStart(QByteArrayView text, Take take) {
         take(qsizetype(0));
     qsizetype at = 0;
 #ifdef __SSE2__
-    const __m128i space = _mm_set1_epi8(' ');
-    const __m128i tab = _mm_set1_epi8('\t');
     for (; at + 16 <= size; at += 16) {
-        const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(data + at));
-        for (auto blanks = static_cast<unsigned>(
-                 _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(bytes, space), _mm_cmpeq_epi8(bytes, tab))));
-             blanks != 0; blanks &= blanks - 1) {
+        for (unsigned blanks = blanksIn16(data + at); blanks != 0; blanks &= blanks - 1) {
             const qsizetype next = at + qCountTrailingZeroBits(blanks) + 1;
             if (next < size)
                 take(next);
