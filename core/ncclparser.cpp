@@ -221,7 +221,7 @@ bool NcclFacts::isEmpty() const {
            warnings.isEmpty() && orphanChains.isEmpty();
 }
 
-NcclLogParser::NcclLogParser() : m_scanner({this}), m_lastHost(&m_hostBytes.emplace_back()) {}
+NcclLogParser::NcclLogParser() : m_scanner({this}) { m_recentHosts.front() = &m_hostBytes.emplace_back(); }
 
 QList<QByteArray> NcclLogParser::keywords() const {
     return {QByteArrayLiteral("NCCL"), QByteArrayLiteral("NCCL version")};
@@ -331,7 +331,7 @@ void NcclLogParser::readHeader(QByteArrayView line, qsizetype at, qsizetype& sta
 }
 
 inline bool NcclLogParser::reuseLastHeader(QByteArrayView line, qsizetype at, qsizetype& start, Header& header,
-                                    QByteArrayView& source) const {
+                                           QByteArrayView& source) const {
     const LastHeader& last = m_lastHeader;
     const qsizetype from = at - last.size;
     // The same bytes, and its token not going on before them.
@@ -346,7 +346,7 @@ inline bool NcclLogParser::reuseLastHeader(QByteArrayView line, qsizetype at, qs
 }
 
 inline void NcclLogParser::keepLastHeader(QByteArrayView line, qsizetype at, qsizetype start, const Header& header,
-                                   QByteArrayView source) {
+                                          QByteArrayView source) {
     LastHeader& last = m_lastHeader;
     last.size = header.pid >= 0 && at - start <= qsizetype(last.bytes.size()) ? at - start : 0;
     if (last.size == 0)
@@ -361,7 +361,7 @@ inline void NcclLogParser::keepLastHeader(QByteArrayView line, qsizetype at, qsi
 
 void NcclLogParser::takeRecord(const Header& header, QByteArrayView source, bool warn, QByteArrayView message,
                                const LogLine& line) {
-    if (!header.host.isEmpty() && !sameBytes(header.host, m_lastHost->bytes))
+    if (!header.host.isEmpty() && !sameBytes(header.host, lastHost()->bytes))
         findHost(header.host);
     if (warn) {
         // A job repeats its warnings: their host and source strings are shared, not made again for each.
@@ -369,7 +369,7 @@ void NcclLogParser::takeRecord(const Header& header, QByteArrayView source, bool
             m_lastSource = source.toByteArray();
             m_lastSourceName = str(source);
         }
-        m_warnings.append({header.host.isEmpty() ? QString() : m_lastHost->name,
+        m_warnings.append({header.host.isEmpty() ? QString() : lastHost()->name,
                            header.pid,
                            line.rank,
                            m_lastSourceName,
@@ -381,7 +381,7 @@ void NcclLogParser::takeRecord(const Header& header, QByteArrayView source, bool
         if (OpenWarning* open = openWarning(header)) {
             open->index = m_warnings.size() - 1;
         } else {
-            m_openWarnings[{header.pid, header.tid}].append({m_lastHost->key, m_warnings.size() - 1});
+            m_openWarnings[{header.pid, header.tid}].append({lastHost()->key, m_warnings.size() - 1});
             ++m_openPerSlot[threadSlot(header)];
         }
         return;
@@ -410,27 +410,22 @@ void NcclLogParser::takeRecord(const Header& header, QByteArrayView source, bool
             m_channels = std::max<int>(m_channels, static_cast<int>(toNumber(trimmedBlanks(message.sliced(slash + 1, colon - slash - 1)))));
         return;
     }
-    // "16 coll channels, …": a message holding " coll channels" is not read further, and only one that starts with
-    // the count is read at all. Any other is looked at for it only where a check below would take the message.
-    const bool countFirst = !message.isEmpty() && isDigit(message.front());
-    if (countFirst && containsBytes(message, kCollChannels)) {
+    // "16 coll channels, 16 collnet channels, …": the most channels of any rank.
+    if (!message.isEmpty() && isDigit(message.front()) && containsBytes(message, kCollChannels)) {
         const qsizetype space = indexOfByte(message, ' ');
         m_channels = std::max<int>(m_channels, static_cast<int>(toNumber(message.first(space))));
         return;
     }
-    const auto taken = [&] { return countFirst || !containsBytes(message, kCollChannels); };
     if (startsWithLiteral(message, "Connected NVLS")) {
-        if (taken())
-            ++m_common[NVLS];
+        ++m_common[NVLS];
         return;
     }
     if (containsBytes(message, kComm) && containsBytes(message, kNranksWord)) {
-        if (taken())
-            takeCommInit(header, message);
+        takeCommInit(header, message);
         return;
     }
     const bool network = startsWithLiteral(message, "Using network ");
-    if ((!network && !startsWithLiteral(message, "NET/")) || !taken())
+    if (!network && !startsWithLiteral(message, "NET/"))
         return;
     if (network) {
         // Every rank prints it, mostly with the same name as the last: that one is counted without a lookup.
@@ -484,27 +479,25 @@ void NcclLogParser::takeRecord(const Header& header, QByteArrayView source, bool
 // The host of a record whose host differs from the last record's. Ranks of a few hosts interleave: the hosts seen
 // most recently are compared before the table is looked up, which hashes the name.
 void NcclLogParser::findHost(QByteArrayView host) {
-    for (const Host* recent : m_recentHosts) {
-        if (recent && sameBytes(host, recent->bytes)) {
-            m_lastHost = recent;
-            return;
+    auto recent = std::find_if(m_recentHosts.begin() + 1, m_recentHosts.end(),
+                               [host](const Host* seen) { return seen && sameBytes(host, seen->bytes); });
+    if (recent == m_recentHosts.end()) {
+        --recent; // the oldest makes room
+        const auto found = m_hostsByBytes.constFind(QByteArray::fromRawData(host.data(), host.size()));
+        if (found != m_hostsByBytes.cend()) {
+            *recent = *found;
+        } else {
+            Host& added = m_hostBytes.emplace_back();
+            added.bytes = host.toByteArray();
+            added.key = canonicalUtf8(host, m_canonical).toByteArray();
+            added.name = str(host);
+            if (!m_hosts.contains(added.name))
+                m_hosts.append(added.name);
+            m_hostsByBytes.insert(added.bytes, &added);
+            *recent = &added;
         }
     }
-    const auto found = m_hostsByBytes.constFind(QByteArray::fromRawData(host.data(), host.size()));
-    if (found != m_hostsByBytes.cend()) {
-        m_lastHost = *found;
-    } else {
-        Host& added = m_hostBytes.emplace_back();
-        added.bytes = host.toByteArray();
-        added.key = canonicalUtf8(host, m_canonical).toByteArray();
-        added.name = str(host);
-        if (!m_hosts.contains(added.name))
-            m_hosts.append(added.name);
-        m_hostsByBytes.insert(added.bytes, &added);
-        m_lastHost = &added;
-    }
-    std::move_backward(m_recentHosts.begin(), m_recentHosts.end() - 1, m_recentHosts.end());
-    m_recentHosts.front() = m_lastHost;
+    std::rotate(m_recentHosts.begin(), recent, recent + 1); // to the front: it is the last host now
 }
 
 void NcclLogParser::takeConnection(QByteArrayView via) {
@@ -606,12 +599,12 @@ void NcclLogParser::takeVersion(QByteArrayView text, qsizetype at) {
     }
 }
 
-// "host:pid" of the record being taken; its host is m_lastHost. A chain repeats it: made once per change.
+// "host:pid" of the record being taken; its host is lastHost(). A chain repeats it: made once per change.
 const QString& NcclLogParser::orphanKey(const Header& header) {
-    if (m_orphanHost != m_lastHost || m_orphanPid != header.pid) {
+    if (m_orphanHost != lastHost() || m_orphanPid != header.pid) {
         // Joined, not QString::arg: a '%' in the host would be read as a placeholder by a second arg().
-        m_orphanKey = m_lastHost->name + QLatin1Char(':') + QString::number(header.pid);
-        m_orphanHost = m_lastHost;
+        m_orphanKey = lastHost()->name + QLatin1Char(':') + QString::number(header.pid);
+        m_orphanHost = lastHost();
         m_orphanPid = header.pid;
     }
     return m_orphanKey;
@@ -624,7 +617,7 @@ NcclLogParser::OpenWarning* NcclLogParser::openWarning(const Header& header) {
     if (found == m_openWarnings.end())
         return nullptr;
     for (OpenWarning& open : *found) {
-        if (open.host == m_lastHost->key)
+        if (open.host == lastHost()->key)
             return &open;
     }
     return nullptr;
@@ -638,7 +631,7 @@ void NcclLogParser::closeWarning(const Header& header) {
     if (found == m_openWarnings.end())
         return;
     m_openPerSlot[slot] -=
-        static_cast<int>(found->removeIf([this](const OpenWarning& open) { return open.host == m_lastHost->key; }));
+        static_cast<int>(found->removeIf([this](const OpenWarning& open) { return open.host == lastHost()->key; }));
     if (found->isEmpty())
         m_openWarnings.erase(found);
 }

@@ -109,10 +109,10 @@ private:
     void takeConnection(QByteArrayView message);
     void takeSocketOrIbDevices(QByteArrayView list);
     void takeVersion(QByteArrayView text, qsizetype at); // at: where "NCCL version" starts
-    void findHost(QByteArrayView host);                  // sets m_lastHost
+    void findHost(QByteArrayView host);                  // makes it lastHost()
 
     // The last warning of a thread "host:pid:tid", for its chain. Found by pid and tid (two numbers to hash),
-    // then by host among the few with those numbers: a record's host is then the last host, m_lastHost->key.
+    // then by host among the few with those numbers: a record's host is then the last host, lastHost()->key.
     struct OpenWarning {
         QByteArray host; // canonical UTF-8
         qsizetype index;
@@ -140,8 +140,10 @@ private:
     QStringList m_hosts;
     std::deque<Host> m_hostBytes;                  // every host printed (first an empty one); never moved
     QHash<QByteArray, const Host*> m_hostsByBytes; // into m_hostBytes
-    const Host* m_lastHost;                        // of the last record that had one: most records repeat it
-    std::array<const Host*, 4> m_recentHosts{};    // the last hosts that differed from the one before, newest first
+    // The hosts of the last records that had one, newest first (at first the empty host). Most records repeat the
+    // last; ranks of a few hosts interleave, so the others are compared before the table is looked up.
+    std::array<const Host*, 4> m_recentHosts{};
+    [[nodiscard]] const Host* lastHost() const { return m_recentHosts.front(); }
     LastHeader m_lastHeader;
     QByteArray m_lastSource;                     // the source location of the last warning
     QString m_lastSourceName;

@@ -306,13 +306,17 @@ void tst_LogParsers::messyLines_data() {
     QTest::newRow("repeated header keeps its source")
         << QByteArray("h:1:2 [0] misc/a.cc:1 NCCL WARN first\nh:1:2 [0] misc/a.cc:1 NCCL WARN second\n")
         << "nccl.warnings.1.source" << "misc/a.cc:1";
-    // " coll channels" ends a record's reading; only a record that starts with the count gives channels.
-    QTest::newRow("coll channels stop other readings")
+    // "N coll channels" gives channels only where the record starts with the count; other records holding the
+    // words are read as usual.
+    QTest::newRow("coll channels only from a record starting with the count")
         << QByteArray("h:1:2 [0] NCCL INFO Connected NVLS, 16 coll channels\n"
-                      "h:1:2 [0] NCCL INFO Using network IB 2 coll channels\n"
                       "h:1:2 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1000 coll channels\n"
-                      "h:1:2 [0] NCCL INFO 8 coll channels, 8 nvls channels\n")
-        << "nccl" << R"({"channels":8,"hosts":["h"]})";
+                      "h:1:2 [0] NCCL INFO 8 coll channels, 8 nvls channels\n"
+                      "h:1:2 [0] NCCL INFO x 4 coll channels\n")
+        << "nccl"
+        << R"({"channels":8,"communicators":[{"nranks":2,"ranks":[)"
+           R"({"bus_id":"1000","cuda_dev":0,"host":"h","pid":1,"rank":0}]}],)"
+           R"("hosts":["h"],"nranks":2,"ranks":[0],"transports":{"NVLS":1}})";
     QTest::newRow("shm and socket")
         << QByteArray("h:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via SHM/direct/direct\n"
                       "h:1:2 [0] NCCL INFO Channel 00/0 : 1[1] -> 2[0] [send] via NET/Socket/0\n")
