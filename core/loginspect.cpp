@@ -112,6 +112,9 @@ LogInspection LogInspector::result() const {
         qint64 line;
         const LogError* error;
     };
+    const auto before = [](const Placed& a, const Placed& b) {
+        return a.file != b.file ? a.file < b.file : a.line < b.line;
+    };
     const QList<LogError> watchdogErrors = m_watchdog.errors();
     const QList<LogError> tracebackErrors = m_traceback.errors();
     std::vector<Placed> placed;
@@ -120,21 +123,29 @@ LogInspection LogInspector::result() const {
     qsizetype lastIndex = -1;
     for (const QList<LogError>* list : {&watchdogErrors, &tracebackErrors}) {
         for (const LogError& error : *list) {
-            if (!lastFile || error.file != *lastFile) {
+            // A parser's errors share its file name's string: most need no comparison of the characters.
+            if (!lastFile || (error.file.constData() != lastFile->constData() && error.file != *lastFile)) {
                 lastFile = &error.file;
                 lastIndex = m_files.indexOf(error.file);
             }
             placed.push_back({lastIndex, error.line, &error});
         }
     }
-    std::stable_sort(placed.begin(), placed.end(), [](const Placed& a, const Placed& b) {
-        return a.file != b.file ? a.file < b.file : a.line < b.line;
-    });
+    // Each parser's errors come in stream order, which is file and line order: the two runs are merged. The sort
+    // is kept for errors out of that order.
+    const auto middle = placed.begin() + watchdogErrors.size();
+    if (std::is_sorted(placed.begin(), middle, before) && std::is_sorted(middle, placed.end(), before))
+        std::inplace_merge(placed.begin(), middle, placed.end(), before);
+    else
+        std::stable_sort(placed.begin(), placed.end(), before);
     inspection.errors.reserve(static_cast<qsizetype>(placed.size()));
+    const Placed* kept = nullptr;
     for (const Placed& next : placed) {
-        if (inspection.errors.isEmpty() || inspection.errors.back().file != next.error->file ||
-            inspection.errors.back().line != next.error->line)
+        if (!kept || kept->file != next.file || kept->line != next.line ||
+            (next.file < 0 && kept->error->file != next.error->file)) {
             inspection.errors.append(*next.error);
+            kept = &next;
+        }
     }
     inspection.bytes = m_bytes;
     inspection.lines = m_lines;
