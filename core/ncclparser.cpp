@@ -87,6 +87,28 @@ qsizetype blankBefore(const char* text, qsizetype end) {
     return -1;
 }
 
+// How many of the 8 bytes before `end` are digits, counted back from it (8: all of them). Little-endian only.
+int digitsBefore(const char* end) {
+    quint64 bytes;
+    std::memcpy(&bytes, end - 8, 8);
+    bytes ^= 0x3030303030303030ULL; // a digit's byte becomes its value, 0 to 9
+    // A byte's high nibble set: it is no digit. Adding 6 to a low nibble above 9 carries into the high one and no
+    // further.
+    const quint64 others = (bytes | (bytes + 0x0606060606060606ULL)) & 0xf0f0f0f0f0f0f0f0ULL;
+    return others == 0 ? 8 : static_cast<int>(qCountLeadingZeroBits(others) / 8); // the last byte is the highest
+}
+
+// The number the last `count` (1 to 8) bytes before `end` spell, all digits: the bytes before them are read as
+// leading zeros, and the digits are added in pairs, then fours, then eights. Little-endian only.
+qint64 digitsValue(const char* end, int count) {
+    quint64 bytes;
+    std::memcpy(&bytes, end - 8, 8);
+    bytes = (bytes & 0x0f0f0f0f0f0f0f0fULL) & (~quint64(0) << (8 * (8 - count)));
+    bytes = (bytes * (10 * 256 + 1)) >> 8;
+    bytes = ((bytes & 0x00ff00ff00ff00ffULL) * (100 * 65536 + 1)) >> 16;
+    return static_cast<qint64>(((bytes & 0x0000ffff0000ffffULL) * (10000 * (quint64(1) << 32) + 1)) >> 32);
+}
+
 // Where " -> " starts, found from its '>', which is rare in NCCL's messages.
 qsizetype findArrow(QByteArrayView text) {
     const char* const begin = text.data();
@@ -154,8 +176,72 @@ void takeCommField(QByteArrayView text, qsizetype at, const char (&key)[N], QByt
     field = text.sliced(at + kKey, end - at - kKey);
 }
 
+// Where the first space or tab at or after `from` is, or text.size(): 16 bytes a step, none read past the end.
+qsizetype blankFrom(QByteArrayView text, qsizetype from) {
+#ifdef __SSE2__
+    for (; from + 16 <= text.size(); from += 16) {
+        if (const unsigned blanks = blanksIn16(text.data() + from); blanks != 0)
+            return from + qCountTrailingZeroBits(blanks);
+    }
+#endif
+    while (from < text.size() && !isSpace(text[from]))
+        ++from;
+    return from;
+}
+
+// Reads a comm init line left to right as NCCL prints it, "[ncclCommInitRank ]comm 0x… rank R nranks N cudaDev D
+// [nvmlDev V ]busId B [commId C ]- Init START|COMPLETE", one space between words and nothing after. False when the
+// text differs in any way: the caller then reads it word by word. Where it succeeds the two readings agree: no value
+// is a key (checked) or "Init" (the word before each value is a key), so each key is read where it is printed.
+bool readCommInitAsPrinted(QByteArrayView text, CommInitFields& fields) {
+    qsizetype at = startsWithLiteral(text, "ncclCommInitRank ") ? 17 : 0;
+    const auto key = [&](const auto& literal) {
+        constexpr qsizetype size = sizeof literal - 1;
+        if (!startsWithLiteral(text.sliced(at), literal))
+            return false;
+        at += size;
+        return true;
+    };
+    // A value and the one space after it.
+    const auto value = [&](QByteArrayView& field) {
+        const qsizetype end = blankFrom(text, at);
+        if (end == at || end == text.size() || text[end] != ' ')
+            return false;
+        field = text.sliced(at, end - at);
+        at = end + 1;
+        switch (field.front()) { // the keys' first letters
+        case 'r':
+        case 'n':
+        case 'c':
+        case 'b':
+            for (const QByteArrayView word : {"rank", "nranks", "cudaDev", "busId", "commId"}) {
+                if (sameBytes(field, word))
+                    return false;
+            }
+            break;
+        default:
+            break;
+        }
+        return true;
+    };
+    QByteArrayView comm;
+    QByteArrayView nvmlDev;
+    if (!key("comm ") || !value(comm) || !key("rank ") || !value(fields.rank) || !key("nranks ") ||
+        !value(fields.nranks) || !key("cudaDev ") || !value(fields.cudaDev) ||
+        (key("nvmlDev ") && !value(nvmlDev)) || !key("busId ") || !value(fields.busId) ||
+        (key("commId ") && !value(fields.commId)) || !key("- Init "))
+        return false;
+    const QByteArrayView state = text.sliced(at);
+    fields.start = state == "START";
+    fields.complete = state == "COMPLETE";
+    return fields.start || fields.complete;
+}
+
 CommInitFields readCommInit(QByteArrayView text) {
     CommInitFields fields;
+    if (readCommInitAsPrinted(text, fields))
+        return fields;
+    fields = {};
     forEachWordStart(text, [text, &fields](qsizetype at) {
         switch (text[at]) {
         case 'r':
@@ -303,16 +389,27 @@ void NcclLogParser::readHeader(QByteArrayView line, qsizetype at, qsizetype& sta
     }
     qsizetype idStart = 0;
     const qsizetype idEnd = tokenBefore(tokenStart, idStart);
-    // "host:pid:tid": each number found backwards up to the colon before it, then read; no more than 18 digits.
+    // "host:pid:tid": each number read backwards up to the colon before it; 1 to 18 digits.
     const auto numberBefore = [text, idStart](qsizetype& end) {
-        qsizetype colon = end - 1;
-        while (colon > idStart && isDigit(text[colon]))
-            --colon;
-        if (colon <= idStart || text[colon] != ':' || end - colon - 1 < 1 || end - colon - 1 > 18)
-            return qint64(-1);
         qint64 value = 0;
-        for (qsizetype i = colon + 1; i < end; ++i)
-            value = value * 10 + (text[i] - '0');
+        qsizetype colon = end - 1;
+        const int run = Q_BYTE_ORDER == Q_LITTLE_ENDIAN && end >= 8 ? digitsBefore(text + end) : 8;
+        if (run < 8) {
+            // Up to 7 digits (all a Linux pid or tid has), found and read without a loop.
+            colon -= run;
+            if (run > 0)
+                value = digitsValue(text + end, run);
+        } else {
+            qint64 place = 1;
+            for (; colon > idStart && isDigit(text[colon]); --colon) {
+                if (end - colon > 18)
+                    return qint64(-1);
+                value += (text[colon] - '0') * place;
+                place *= 10;
+            }
+        }
+        if (colon <= idStart || text[colon] != ':' || colon == end - 1)
+            return qint64(-1);
         end = colon;
         return value;
     };
@@ -512,17 +609,21 @@ void NcclLogParser::takeConnection(QByteArrayView via) {
         ++m_common[NetSocket];
     } else if (startsWithLiteral(via, "NET/IB/")) {
         ++m_common[NetIB];
-    } else if (startsWithLiteral(via, "NET/")) {
-        qsizetype end = 4;
-        while (end < via.size() && via[end] != '/' && !isSpace(via[end]))
-            ++end;
-        ++m_transports[str(via.first(end))];
     } else {
-        qsizetype end = 0;
+        // "NET/IBext/2/GDRDMA" is "NET/IBext"; other names end at their first '/'.
+        qsizetype end = startsWithLiteral(via, "NET/") ? 4 : 0;
         while (end < via.size() && via[end] != '/' && !isSpace(via[end]))
             ++end;
-        if (end > 0)
-            ++m_transports[str(via.first(end))];
+        if (end == 0)
+            return;
+        // Counted by the bytes, most often the same as the last: no string is made for a name seen before.
+        const QByteArrayView name = via.first(end);
+        if (m_lastTransport == m_otherTransports.end() || !sameBytes(name, m_lastTransport.key())) {
+            m_lastTransport = m_otherTransports.find(QByteArray::fromRawData(name.data(), name.size()));
+            if (m_lastTransport == m_otherTransports.end())
+                m_lastTransport = m_otherTransports.insert(name.toByteArray(), 0);
+        }
+        ++*m_lastTransport;
     }
 }
 
@@ -544,18 +645,24 @@ void NcclLogParser::takeCommInit(const Header& header, QByteArrayView message) {
     const QByteArrayView commId = fields.commId;
     if (commId == "0x")
         return; // the id was cut by a wrapped line: which communicator this is is not known
-    if (commId.isEmpty()) {
-        setBytes(m_key, "nranks:");
-        appendNumber(m_key, nranks);
-    } else {
-        setBytes(m_key, canonicalUtf8(commId, m_canonical));
+    NcclCommunicator* communicator = m_lastComm;
+    if (!communicator || commId.isEmpty() || !sameBytes(commId, m_lastCommId)) {
+        if (commId.isEmpty()) {
+            setBytes(m_key, "nranks:");
+            appendNumber(m_key, nranks);
+        } else {
+            setBytes(m_key, canonicalUtf8(commId, m_canonical));
+        }
+        auto found = m_comms.find(m_key);
+        if (found == m_comms.end()) {
+            found = m_comms.insert(m_key, {});
+            found->commId = str(commId);
+        }
+        communicator = &*found;
+        m_lastComm = commId.isEmpty() ? nullptr : communicator;
+        setBytes(m_lastCommId, commId);
     }
-    auto found = m_comms.find(m_key);
-    if (found == m_comms.end()) {
-        found = m_comms.insert(m_key, {});
-        found->commId = str(commId);
-    }
-    NcclCommunicator& comm = *found;
+    NcclCommunicator& comm = *communicator;
     comm.nranks = nranks;
     // Sorted by rank, each rank once.
     const auto at = std::lower_bound(comm.ranks.begin(), comm.ranks.end(), rankNumber,
@@ -680,7 +787,8 @@ NcclFacts NcclLogParser::facts() const {
         facts.interfaces.append(str(device));
     facts.interfaces.sort();
     facts.ibNoDevice = m_ibNoDevice;
-    facts.transports = m_transports;
+    for (auto it = m_otherTransports.cbegin(); it != m_otherTransports.cend(); ++it)
+        facts.transports[str(it.key())] += it.value(); // names that differ only in invalid UTF-8 are one string
     const char* const commonNames[kCommonTransports] = {"P2P", "SHM", "NET/Socket", "NET/IB", "GDRDMA", "NVLS"};
     for (int i = 0; i < kCommonTransports; ++i) {
         if (m_common[i] > 0)

@@ -148,6 +148,11 @@ private:
     QByteArray m_lastSource;                     // the source location of the last warning
     QString m_lastSourceName;
     QHash<QByteArray, NcclCommunicator> m_comms; // by commId, or "nranks:N" when no commId was printed
+    // The communicator of the last comm init line, when that line printed a commId, and the id as printed: a job's
+    // ranks print theirs one after another. Set again by every lookup in m_comms, so that it never points where an
+    // insert has moved the table.
+    NcclCommunicator* m_lastComm = nullptr;
+    QByteArray m_lastCommId;
     QList<QByteArray> m_networkOrder;              // each network as first chosen
     QList<int> m_networkVotes;                    // how often each was chosen
     QHash<QByteArray, qsizetype> m_networkIndex;  // into both
@@ -155,7 +160,10 @@ private:
     QByteArray m_lastNetworkBytes;
     QList<QByteArray> m_interfaces;
     bool m_ibNoDevice = false;
-    QMap<QString, qint64> m_transports; // all but the common ones below
+    // The transports other than the common ones below, by their names' bytes, and the last one counted. An
+    // iterator into a QHash stays valid until the next insert, which sets it again.
+    QHash<QByteArray, qint64> m_otherTransports;
+    QHash<QByteArray, qint64>::iterator m_lastTransport = m_otherTransports.end();
     enum CommonTransport { P2P, SHM, NetSocket, NetIB, GDRDMA, NVLS, kCommonTransports };
     qint64 m_common[kCommonTransports] = {};
     int m_channels = 0;

@@ -291,6 +291,45 @@ void tst_LogParsers::messyLines_data() {
     QTest::newRow("comm init: Init START at the end of a word")
         << QByteArray("h:1:2 [0] NCCL INFO comm 0x1 rank 1 nranks 2 cudaDev 1 busId 2000 commId 0xab - reInit START\n")
         << "nccl.communicators.0.ranks.0.init" << "START";
+    // A line as NCCL prints it is read left to right; any other is read word by word, with the same result.
+    QTest::newRow("comm init as printed by ncclCommInitRank")
+        << QByteArray("h:1:2 [0] NCCL INFO ncclCommInitRank comm 0x55d5 rank 4 nranks 8 cudaDev 0 nvmlDev 0 busId 42000 "
+                      "commId 0x996e - Init START\n")
+        << "nccl.communicators"
+        << R"([{"comm_id":"0x996e","nranks":8,"ranks":[)"
+           R"({"bus_id":"42000","cuda_dev":0,"host":"h","init":"START","pid":1,"rank":4}]}])";
+    QTest::newRow("comm init as printed by NCCL 2.4")
+        << QByteArray("h:1:2 [0] NCCL INFO comm 0x7f rank 1 nranks 2 cudaDev 1 busId 0000:3b:00.0 - Init COMPLETE\n")
+        << "nccl.communicators"
+        << R"([{"nranks":2,"ranks":[)"
+           R"({"bus_id":"0000:3b:00.0","cuda_dev":1,"host":"h","init":"COMPLETE","pid":1,"rank":1}]}])";
+    QTest::newRow("comm init: a value that is a key")
+        << QByteArray("h:1:2 [0] NCCL INFO comm 0x1 rank 1 nranks 2 cudaDev busId busId 2000 commId 0xab - Init START\n")
+        << "nccl.communicators.0.ranks.0.bus_id" << "busId";
+    QTest::newRow("comm init: words after the state")
+        << QByteArray("h:1:2 [0] NCCL INFO comm 0x1 rank 1 nranks 2 cudaDev 1 busId 2000 commId 0xab - Init START "
+                      "Init COMPLETE\n")
+        << "nccl.communicators.0.ranks.0.init" << "COMPLETE";
+    QTest::newRow("comm init: two spaces between words")
+        << QByteArray("h:1:2 [0] NCCL INFO comm 0x1 rank 1  nranks 2 cudaDev 3 busId 2000 commId 0xab - Init START\n")
+        << "nccl.communicators.0.ranks.0.cuda_dev" << "3";
+    // The last communicator is looked up again only when the next line names another: its ranks go to it, also
+    // after other communicators were added in between.
+    QTest::newRow("comm init: communicators interleaved")
+        << [] {
+               QByteArray log;
+               for (int comm = 0; comm < 40; ++comm) {
+                   for (int rank = 0; rank < 2; ++rank)
+                       log += QByteArrayLiteral("h:1:2 [0] NCCL INFO comm 0x1 rank ") + QByteArray::number(rank) +
+                              " nranks 2 cudaDev 0 busId 1000 commId 0x" + QByteArray::number(comm % 20) +
+                              " - Init COMPLETE\n";
+               }
+               return log;
+           }()
+        << "nccl.communicators.19"
+        << R"({"comm_id":"0x9","nranks":2,"ranks":[)"
+           R"({"bus_id":"1000","cuda_dev":0,"host":"h","init":"COMPLETE","pid":1,"rank":0},)"
+           R"({"bus_id":"1000","cuda_dev":0,"host":"h","init":"COMPLETE","pid":1,"rank":1}]})";
     // A header's pid and tid are read backwards up to their colons: 18 digits at most.
     QTest::newRow("pid of 18 digits")
         << QByteArray("h:123456789012345678:2 [0] NCCL INFO Using network IB\n") << "nccl.hosts" << R"(["h"])";
@@ -298,6 +337,25 @@ void tst_LogParsers::messyLines_data() {
         << QByteArray("h:1234567890123456789:2 [0] NCCL INFO Using network IB\n") << "nccl.hosts" << "<absent>";
     QTest::newRow("tid without digits: no header")
         << QByteArray("h:12: [0] NCCL INFO Using network IB\n") << "nccl.hosts" << "<absent>";
+    // Up to 7 digits are read 8 bytes at a time; more, or a header that starts fewer than 8 bytes into the line, one
+    // at a time.
+    QTest::newRow("pid and tid of 1 to 9 digits")
+        << QByteArray("host-name:1:1234567 [0] NCCL INFO Using network IB\nhost-name:1234567:12345678 [0] NCCL INFO "
+                      "comm 0x1 rank 0 nranks 1 cudaDev 0 busId 1 - Init START\nhost-name:123456789:1 [0] NCCL INFO "
+                      "comm 0x1 rank 0 nranks 1 cudaDev 0 busId 1 commId 0x2 - Init START\n")
+        << "nccl.communicators"
+        << R"([{"comm_id":"0x2","nranks":1,"ranks":[)"
+           R"({"bus_id":"1","cuda_dev":0,"host":"host-name","init":"START","pid":123456789,"rank":0}]},)"
+           R"({"nranks":1,"ranks":[)"
+           R"({"bus_id":"1","cuda_dev":0,"host":"host-name","init":"START","pid":1234567,"rank":0}]}])";
+    QTest::newRow("header near the line's start")
+        << QByteArray("h:1:2 [0] NCCL INFO Using network IB\nh:12:3 [0] NCCL INFO Using network IB\n:1:2 [0] NCCL INFO "
+                      "Using network IB\n9:8:7 [0] NCCL INFO comm 0x1 rank 0 nranks 1 cudaDev 0 busId 1 - Init START\n")
+        << "nccl.communicators.0.ranks.0" << R"({"bus_id":"1","cuda_dev":0,"host":"9","init":"START","pid":8,"rank":0})";
+    QTest::newRow("digits of the host are not the pid's")
+        << QByteArray("step 1 node12345:678 [0] NCCL INFO Using network IB\nx 1234567:1:2 [0] NCCL INFO Using network "
+                      "IB\n")
+        << "nccl.hosts" << R"(["1234567"])";
     // A header whose bytes repeat the last one read is not read again, unless its token goes on before them.
     QTest::newRow("repeated header bytes inside a longer token")
         << QByteArray("h:1:2 [0] NCCL INFO Using network IB\nxh:1:2 [0] NCCL INFO Using network IB\n"
@@ -321,6 +379,18 @@ void tst_LogParsers::messyLines_data() {
         << QByteArray("h:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via SHM/direct/direct\n"
                       "h:1:2 [0] NCCL INFO Channel 00/0 : 1[1] -> 2[0] [send] via NET/Socket/0\n")
         << "nccl.transports" << R"({"NET/Socket":1,"SHM":1})";
+    // Transports other than the common ones are counted by name: the name up to its first '/' ("NET/" and the
+    // plugin's name for a network plugin), and names that read as the same string are one.
+    QTest::newRow("plugin transports")
+        << QByteArray("h:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 8[0] [send] via NET/IBext/0/GDRDMA\n"
+                      "h:1:2 [0] NCCL INFO Channel 01/0 : 0[0] -> 8[0] [send] via NET/IBext/1/GDRDMA\n"
+                      "h:1:2 [0] NCCL INFO Channel 02/0 : 0[0] -> 8[0] [send] via NET/AWS Libfabric/0\n"
+                      "h:1:2 [0] NCCL INFO Channel 03/0 : 0[0] -> 8[0] [send] via COLLNET/x\n"
+                      "h:1:2 [0] NCCL INFO Channel 04/0 : 0[0] -> 8[0] [send] via NET/IBext/2/GDRDMA\n"
+                      "h:1:2 [0] NCCL INFO Channel 05/0 : 0[0] -> 8[0] [send] via X\xff/1\n"
+                      "h:1:2 [0] NCCL INFO Channel 06/0 : 0[0] -> 8[0] [send] via X\xfe/1\n")
+        << "nccl.transports" << QStringLiteral(R"({"COLLNET":1,"GDRDMA":3,"NET/AWS":1,"NET/IBext":3,"X%1":2})")
+                                    .arg(QChar(0xFFFD));
     QTest::newRow("nccl version in info") << QByteArray("h:1:1 [0] NCCL INFO NCCL version 2.18.3+cuda12.2\n")
                                           << "nccl.versions" << R"(["2.18.3"])";
     QTest::newRow("ib no device is not a network") << QByteArray("h:1:1 [0] NCCL INFO NET/IB : No device found.\n")
