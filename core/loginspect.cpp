@@ -141,8 +141,8 @@ LogInspection LogInspector::result() const {
     inspection.errors.reserve(static_cast<qsizetype>(placed.size()));
     const Placed* kept = nullptr;
     for (const Placed& next : placed) {
-        if (!kept || kept->file != next.file || kept->line != next.line ||
-            (next.file < 0 && kept->error->file != next.error->file)) {
+        // Equal indices are equal names: a parser's file is always one that beginFile() listed (or none).
+        if (!kept || kept->file != next.file || kept->line != next.line) {
             inspection.errors.append(*next.error);
             kept = &next;
         }

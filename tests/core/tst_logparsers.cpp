@@ -78,6 +78,7 @@ private slots:
     void everySplitPointGivesTheSameResult();
     void singleByteChunks();
     void severalFilesKeepTheirLineNumbers();
+    void aFileReadTwiceListsItsErrorsOnce();
     void ncclErrorChainsFollowTheirThread();
     void ncclHostsInterleaved();
     void ncclChainsOfManyThreadsAndHosts();
@@ -556,6 +557,29 @@ void tst_LogParsers::singleByteChunks() {
     QCOMPARE(inspectJson(bytes, 7), whole);
     QVERIFY(whole.contains("\"failures\""));
     QVERIFY(whole.contains("\"timeouts\""));
+}
+
+// The same name fed twice (`inspect a.log a.log`): one list of errors in line order, each line's error once, as if
+// the file had been read once; another name keeps its own.
+void tst_LogParsers::aFileReadTwiceListsItsErrorsOnce() {
+    const QByteArray log = "Traceback (most recent call last):\n"
+                           "  File \"x.py\", line 1, in <module>\n"
+                           "RuntimeError: NCCL error in: a.cpp:1, unhandled system error\n"
+                           "torch.distributed.DistBackendError: NCCL error in: b.cpp:2, remote process exited\n"
+                           "Traceback (most recent call last):\n"
+                           "  File \"y.py\", line 2, in f\n"
+                           "ValueError: bad\n";
+    LogInspector inspector;
+    for (const QString& name : {QStringLiteral("a.log"), QStringLiteral("a.log"), QStringLiteral("b.log")}) {
+        inspector.beginFile(name);
+        inspector.feed(log);
+        inspector.endFile();
+    }
+    const LogInspection result = inspector.result();
+    QStringList found;
+    for (const LogError& error : result.errors)
+        found.append(QStringLiteral("%1:%2").arg(error.file).arg(error.line));
+    QCOMPARE(found, QStringList({"a.log:3", "a.log:4", "a.log:7", "b.log:3", "b.log:4", "b.log:7"}));
 }
 
 void tst_LogParsers::severalFilesKeepTheirLineNumbers() {
