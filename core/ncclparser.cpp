@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstring>
+#include <optional>
 
 #ifdef __SSE2__
 #include <emmintrin.h>
@@ -189,59 +190,63 @@ qsizetype blankFrom(QByteArrayView text, qsizetype from) {
     return from;
 }
 
+// The literal `key` at `at`, then `at` after it.
+template <qsizetype N> Q_ALWAYS_INLINE bool skipKey(QByteArrayView text, qsizetype& at, const char (&key)[N]) {
+    if (!startsWithLiteral(text.sliced(at), key))
+        return false;
+    at += N - 1;
+    return true;
+}
+
+// A value at `at` and the one space after it, then `at` after them. No value may be a key of a comm init line.
+Q_ALWAYS_INLINE bool takeValue(QByteArrayView text, qsizetype& at, QByteArrayView& field) {
+    const qsizetype end = blankFrom(text, at);
+    if (end == at || end == text.size() || text[end] != ' ')
+        return false;
+    field = text.sliced(at, end - at);
+    at = end + 1;
+    switch (field.front()) { // the keys' first letters
+    case 'r':
+    case 'n':
+    case 'c':
+    case 'b':
+        for (const QByteArrayView word : {"rank", "nranks", "cudaDev", "busId", "commId"}) {
+            if (sameBytes(field, word))
+                return false;
+        }
+        break;
+    default:
+        break;
+    }
+    return true;
+}
+
 // Reads a comm init line left to right as NCCL prints it, "[ncclCommInitRank ]comm 0x… rank R nranks N cudaDev D
-// [nvmlDev V ]busId B [commId C ]- Init START|COMPLETE", one space between words and nothing after. False when the
+// [nvmlDev V ]busId B [commId C ]- Init START|COMPLETE", one space between words and nothing after. Nothing when the
 // text differs in any way: the caller then reads it word by word. Where it succeeds the two readings agree: no value
 // is a key (checked) or "Init" (the word before each value is a key), so each key is read where it is printed.
-bool readCommInitAsPrinted(QByteArrayView text, CommInitFields& fields) {
+std::optional<CommInitFields> readCommInitAsPrinted(QByteArrayView text) {
     qsizetype at = startsWithLiteral(text, "ncclCommInitRank ") ? 17 : 0;
-    const auto key = [&](const auto& literal) {
-        constexpr qsizetype size = sizeof literal - 1;
-        if (!startsWithLiteral(text.sliced(at), literal))
-            return false;
-        at += size;
-        return true;
-    };
-    // A value and the one space after it.
-    const auto value = [&](QByteArrayView& field) {
-        const qsizetype end = blankFrom(text, at);
-        if (end == at || end == text.size() || text[end] != ' ')
-            return false;
-        field = text.sliced(at, end - at);
-        at = end + 1;
-        switch (field.front()) { // the keys' first letters
-        case 'r':
-        case 'n':
-        case 'c':
-        case 'b':
-            for (const QByteArrayView word : {"rank", "nranks", "cudaDev", "busId", "commId"}) {
-                if (sameBytes(field, word))
-                    return false;
-            }
-            break;
-        default:
-            break;
-        }
-        return true;
-    };
-    QByteArrayView comm;
-    QByteArrayView nvmlDev;
-    if (!key("comm ") || !value(comm) || !key("rank ") || !value(fields.rank) || !key("nranks ") ||
-        !value(fields.nranks) || !key("cudaDev ") || !value(fields.cudaDev) ||
-        (key("nvmlDev ") && !value(nvmlDev)) || !key("busId ") || !value(fields.busId) ||
-        (key("commId ") && !value(fields.commId)) || !key("- Init "))
-        return false;
+    QByteArrayView comm, rank, nranks, cudaDev, nvmlDev, busId, commId;
+    if (!skipKey(text, at, "comm ") || !takeValue(text, at, comm) || !skipKey(text, at, "rank ") ||
+        !takeValue(text, at, rank) || !skipKey(text, at, "nranks ") || !takeValue(text, at, nranks) ||
+        !skipKey(text, at, "cudaDev ") || !takeValue(text, at, cudaDev) ||
+        (skipKey(text, at, "nvmlDev ") && !takeValue(text, at, nvmlDev)) || !skipKey(text, at, "busId ") ||
+        !takeValue(text, at, busId) || (skipKey(text, at, "commId ") && !takeValue(text, at, commId)) ||
+        !skipKey(text, at, "- Init "))
+        return std::nullopt;
     const QByteArrayView state = text.sliced(at);
-    fields.start = state == "START";
-    fields.complete = state == "COMPLETE";
-    return fields.start || fields.complete;
+    const bool complete = state == "COMPLETE";
+    const bool start = state == "START";
+    if (!complete && !start)
+        return std::nullopt;
+    return CommInitFields{rank, nranks, cudaDev, busId, commId, complete, start};
 }
 
 CommInitFields readCommInit(QByteArrayView text) {
+    if (const std::optional<CommInitFields> printed = readCommInitAsPrinted(text))
+        return *printed;
     CommInitFields fields;
-    if (readCommInitAsPrinted(text, fields))
-        return fields;
-    fields = {};
     forEachWordStart(text, [text, &fields](qsizetype at) {
         switch (text[at]) {
         case 'r':
