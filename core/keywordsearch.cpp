@@ -94,6 +94,9 @@ struct KeywordSearch::Teddy {
     alignas(64) std::array<std::array<quint8, 64>, kWidth> lo{};
     alignas(64) std::array<std::array<quint8, 64>, kWidth> hi{};
     std::array<std::vector<Check>, kBuckets> checks;
+    std::array<quint8, 64> bucketOf{}; // per keyword
+    // Per bucket, the places its tables let through in the text being searched.
+    std::array<qint64, kBuckets> candidates{};
 };
 
 namespace {
@@ -101,25 +104,24 @@ namespace {
 using Teddy = KeywordSearch::Teddy;
 using Hit = KeywordSearch::Hit;
 
-// The 1 to 3 bytes of a keyword made of its rarest bytes.
-struct Fingerprint {
-    QByteArray bytes;
-    qsizetype offset = 0;
-};
-
-Fingerprint fingerprintOf(const QByteArray& keyword) {
+// The rarity score of the `width` bytes of `keyword` at `offset`: the higher, the fewer places a search stops.
+qsizetype windowScore(const QByteArray& keyword, qsizetype offset, qsizetype width) {
     const auto rarity = [](char c) { return qsizetype(sizeof detail::kRareToCommon) - detail::commonness(c); };
-    const qsizetype width = std::min<qsizetype>(Teddy::kWidth, keyword.size());
-    Fingerprint best{keyword.first(width), 0};
-    qsizetype bestScore = -1;
-    for (qsizetype offset = 0; offset + width <= keyword.size(); ++offset) {
-        qsizetype score = 0;
-        for (qsizetype j = 0; j < width; ++j)
-            score += rarity(keyword[offset + j]);
-        if (score > bestScore) {
-            best = {keyword.sliced(offset, width), offset};
-            bestScore = score;
-        }
+    qsizetype score = 0;
+    for (qsizetype j = 0; j < width; ++j)
+        score += rarity(keyword[offset + j]);
+    return score;
+}
+
+qsizetype fingerprintWidth(const QByteArray& keyword) { return std::min<qsizetype>(Teddy::kWidth, keyword.size()); }
+
+// Where the 1 to 3 bytes of a keyword made of its rarest bytes start: its fingerprint until the text shows better.
+qsizetype rarestWindow(const QByteArray& keyword) {
+    const qsizetype width = fingerprintWidth(keyword);
+    qsizetype best = 0;
+    for (qsizetype offset = 1; offset + width <= keyword.size(); ++offset) {
+        if (windowScore(keyword, offset, width) > windowScore(keyword, best, width))
+            best = offset;
     }
     return best;
 }
@@ -158,7 +160,8 @@ struct BucketShape {
     }
 };
 
-std::unique_ptr<const Teddy> buildTeddy(const QList<QByteArray>& keywords) {
+// `offsets`: where each keyword's fingerprint starts (unused for an empty one).
+std::unique_ptr<Teddy> buildTeddy(const QList<QByteArray>& keywords, const QList<qsizetype>& offsets) {
     // Keywords with the same fingerprint share a group; groups are merged into 8 buckets, each time the two that
     // together let through the fewest byte triples more than apart.
     QList<QByteArray> fingerprints;
@@ -166,14 +169,14 @@ std::unique_ptr<const Teddy> buildTeddy(const QList<QByteArray>& keywords) {
     for (qsizetype k = 0; k < std::min<qsizetype>(keywords.size(), KeywordSearch::kMaxKeywords); ++k) {
         if (keywords[k].isEmpty())
             continue;
-        const Fingerprint print = fingerprintOf(keywords[k]);
-        qsizetype group = fingerprints.indexOf(print.bytes);
+        const QByteArray print = keywords[k].sliced(offsets[k], fingerprintWidth(keywords[k]));
+        qsizetype group = fingerprints.indexOf(print);
         if (group < 0) {
             group = fingerprints.size();
-            fingerprints.append(print.bytes);
+            fingerprints.append(print);
             groups.append(QList<Teddy::Check>());
         }
-        groups[group].append({static_cast<int>(k), print.offset});
+        groups[group].append({static_cast<int>(k), offsets[k]});
     }
     QList<BucketShape> buckets;
     for (qsizetype g = 0; g < groups.size(); ++g) {
@@ -211,8 +214,11 @@ std::unique_ptr<const Teddy> buildTeddy(const QList<QByteArray>& keywords) {
                     teddy->hi[j][nibble] |= bit;
             }
         }
-        for (const qsizetype g : std::as_const(buckets[b].groups))
+        for (const qsizetype g : std::as_const(buckets[b].groups)) {
             teddy->checks[b].insert(teddy->checks[b].end(), groups[g].cbegin(), groups[g].cend());
+            for (const Teddy::Check& check : std::as_const(groups[g]))
+                teddy->bucketOf[static_cast<size_t>(check.keyword)] = static_cast<quint8>(b);
+        }
         for (Teddy::Check& check : teddy->checks[b]) {
             check.bytes = keywords[check.keyword].constData();
             check.size = keywords[check.keyword].size();
@@ -223,11 +229,12 @@ std::unique_ptr<const Teddy> buildTeddy(const QList<QByteArray>& keywords) {
 
 // Compares the keywords of `buckets` whose fingerprint would start at `at`. Hits come in the order of their
 // fingerprints; one that starts before the hits already found moves back among the few it passed.
-inline void checkCandidate(const Teddy& teddy, QByteArrayView text, qsizetype at, unsigned buckets,
+inline void checkCandidate(Teddy& teddy, QByteArrayView text, qsizetype at, unsigned buckets,
                            std::vector<Hit>& hits, size_t first) {
     while (buckets != 0) {
         const int bucket = qCountTrailingZeroBits(buckets);
         buckets &= buckets - 1;
+        ++teddy.candidates[static_cast<size_t>(bucket)];
         for (const Teddy::Check& check : teddy.checks[bucket]) {
             const qsizetype start = at - check.offset;
             const qsizetype size = check.size;
@@ -251,7 +258,7 @@ inline void checkCandidate(const Teddy& teddy, QByteArrayView text, qsizetype at
 
 // The positions from `from` on that a vector step does not cover, one at a time. A byte past the end matches
 // any table: the comparison then rejects keywords that would not fit.
-void teddyTail(const Teddy& teddy, QByteArrayView text, qsizetype from, std::vector<Hit>& hits, size_t first,
+void teddyTail(Teddy& teddy, QByteArrayView text, qsizetype from, std::vector<Hit>& hits, size_t first,
                std::vector<qsizetype>* lineEnds) {
     for (qsizetype at = from; at < text.size(); ++at) {
         if (lineEnds && text[at] == '\n')
@@ -269,7 +276,7 @@ void teddyTail(const Teddy& teddy, QByteArrayView text, qsizetype from, std::vec
 #ifdef RANKSCOPE_TEDDY
 
 // Line ends come from the first of the three loads.
-__attribute__((target("avx2"))) void teddyAvx2(const Teddy& teddy, QByteArrayView text, std::vector<Hit>& hits,
+__attribute__((target("avx2"))) void teddyAvx2(Teddy& teddy, QByteArrayView text, std::vector<Hit>& hits,
                                                std::vector<qsizetype>* lineEnds) {
     const size_t first = hits.size();
     const char* const data = text.data();
@@ -312,7 +319,7 @@ __attribute__((target("avx2"))) void teddyAvx2(const Teddy& teddy, QByteArrayVie
 }
 
 // As teddyAvx2, 64 positions per step.
-__attribute__((target("avx512f,avx512bw"))) void teddyAvx512(const Teddy& teddy, QByteArrayView text,
+__attribute__((target("avx512f,avx512bw"))) void teddyAvx512(Teddy& teddy, QByteArrayView text,
                                                              std::vector<Hit>& hits, std::vector<qsizetype>* lineEnds) {
     const size_t first = hits.size();
     const char* const data = text.data();
@@ -352,7 +359,7 @@ __attribute__((target("avx512f,avx512bw"))) void teddyAvx512(const Teddy& teddy,
     teddyTail(teddy, text, at, hits, first, lineEnds);
 }
 
-__attribute__((target("ssse3"))) void teddySsse3(const Teddy& teddy, QByteArrayView text, std::vector<Hit>& hits,
+__attribute__((target("ssse3"))) void teddySsse3(Teddy& teddy, QByteArrayView text, std::vector<Hit>& hits,
                                                  std::vector<qsizetype>* lineEnds) {
     const size_t first = hits.size();
     const char* const data = text.data();
@@ -439,7 +446,9 @@ qsizetype findBytes(QByteArrayView haystack, const Needle& needle, qsizetype fro
 KeywordSearch::KeywordSearch(QList<QByteArray> keywords, Method method) : m_keywords(std::move(keywords)) {
     Q_ASSERT(m_keywords.size() <= kMaxKeywords);
     if (method != Method::Portable && isAvailable(method)) {
-        m_teddy = buildTeddy(m_keywords);
+        for (const QByteArray& keyword : std::as_const(m_keywords))
+            m_fingerprints.append(keyword.isEmpty() ? 0 : rarestWindow(keyword));
+        m_teddy = buildTeddy(m_keywords, m_fingerprints);
         m_method = method;
     }
     const qsizetype count = std::min<qsizetype>(m_keywords.size(), kMaxKeywords);
@@ -476,18 +485,78 @@ KeywordSearch::KeywordSearch(QList<QByteArray> keywords, Method method) : m_keyw
 
 KeywordSearch::~KeywordSearch() = default;
 
-void KeywordSearch::findAll(QByteArrayView text, std::vector<Hit>& hits, std::vector<qsizetype>* lineEnds) const {
+void KeywordSearch::findAll(QByteArrayView text, std::vector<Hit>& hits, std::vector<qsizetype>* lineEnds) {
 #ifdef RANKSCOPE_TEDDY
-    if (m_method == Method::Avx512)
-        return teddyAvx512(*m_teddy, text, hits, lineEnds);
-    if (m_method == Method::Avx2)
-        return teddyAvx2(*m_teddy, text, hits, lineEnds);
-    if (m_method == Method::Ssse3)
-        return teddySsse3(*m_teddy, text, hits, lineEnds);
+    if (m_teddy) {
+        const size_t first = hits.size();
+        m_teddy->candidates.fill(0);
+        if (m_method == Method::Avx512)
+            teddyAvx512(*m_teddy, text, hits, lineEnds);
+        else if (m_method == Method::Avx2)
+            teddyAvx2(*m_teddy, text, hits, lineEnds);
+        else
+            teddySsse3(*m_teddy, text, hits, lineEnds);
+        if (text.size() >= kTuningText)
+            tuneFingerprints(text, hits.data() + first, hits.data() + hits.size());
+        return;
+    }
 #endif
     findAllPortable(text, hits);
     if (lineEnds)
         findLineEnds(text, *lineEnds);
+}
+
+// A bucket whose places mostly fail wastes the search's time: its keywords' fingerprints are common in this text
+// ("ugh", the rarest bytes of "atchdog caught", is in every "throughput"). Each of them moves to the place in its
+// keyword whose bytes the text holds least often, and the tables are built again. Where a keyword is found makes
+// no difference to what is found, only to how fast.
+void KeywordSearch::tuneFingerprints(QByteArrayView text, const Hit* hits, const Hit* hitsEnd) {
+    Teddy& teddy = *m_teddy;
+    // A place can hold several keywords of its bucket: a bucket with more hits than places failed at none.
+    std::array<qint64, Teddy::kBuckets> failed = teddy.candidates;
+    for (const Hit* hit = hits; hit != hitsEnd; ++hit)
+        --failed[teddy.bucketOf[static_cast<size_t>(hit->keyword)]];
+    // The places are counted in the text's first kTuningText bytes: enough to rank them, and a fraction of a chunk.
+    const QByteArrayView sample = text.first(std::min(text.size(), kTuningText));
+    bool moved = false;
+    for (int bucket = 0; bucket < Teddy::kBuckets && m_tunings < kMaxTunings; ++bucket) {
+        if (failed[static_cast<size_t>(bucket)] * kTolerableFailureGap <= text.size())
+            continue;
+        for (const Teddy::Check& check : teddy.checks[static_cast<size_t>(bucket)]) {
+            const QByteArray& keyword = m_keywords[check.keyword];
+            const qsizetype width = fingerprintWidth(keyword);
+            // The places by rarity: of those the text holds equally often, the rarest.
+            QList<qsizetype> offsets;
+            for (qsizetype offset = 0; offset + width <= keyword.size(); ++offset)
+                offsets.append(offset);
+            std::stable_sort(offsets.begin(), offsets.end(), [&](qsizetype a, qsizetype b) {
+                return windowScore(keyword, a, width) > windowScore(keyword, b, width);
+            });
+            qsizetype best = m_fingerprints[check.keyword];
+            qsizetype bestCount = -1;
+            for (const qsizetype offset : std::as_const(offsets)) {
+                const QByteArrayView window = QByteArrayView(keyword).sliced(offset, width);
+                qsizetype count = 0;
+                for (qsizetype at = findBytes(sample, window); at >= 0 && (bestCount < 0 || count < bestCount);
+                     at = findBytes(sample, window, at + 1))
+                    ++count;
+                if (bestCount < 0 || count < bestCount) {
+                    best = offset;
+                    bestCount = count;
+                }
+            }
+            moved = moved || best != m_fingerprints[check.keyword];
+            m_fingerprints[check.keyword] = best;
+        }
+    }
+    if (moved) {
+        ++m_tunings;
+        m_teddy = buildTeddy(m_keywords, m_fingerprints);
+    }
+}
+
+qsizetype KeywordSearch::fingerprintOffset(int keyword) const {
+    return m_teddy && keyword >= 0 && keyword < m_fingerprints.size() ? m_fingerprints[keyword] : -1;
 }
 
 void KeywordSearch::findLineEnds(QByteArrayView text, std::vector<qsizetype>& lineEnds) {
@@ -531,7 +600,7 @@ void KeywordSearch::findAllPortable(QByteArrayView text, std::vector<Hit>& hits)
         std::sort(begin, hits.end(), before);
 }
 
-quint64 KeywordSearch::maskOf(QByteArrayView text) const {
+quint64 KeywordSearch::maskOf(QByteArrayView text) {
     std::vector<Hit> hits;
     findAll(text, hits);
     quint64 mask = 0;

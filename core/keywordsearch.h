@@ -116,9 +116,18 @@ public:
 
     // Appends every occurrence in `text` (overlapping ones too) to `hits`, sorted by start, then by keyword. With
     // `lineEnds`, also appends the position of every '\n' in `text` to it, in order: the same pass finds them.
-    void findAll(QByteArrayView text, std::vector<Hit>& hits, std::vector<qsizetype>* lineEnds = nullptr) const;
+    // The vector methods learn from the texts they search (of kTuningText bytes or more): a keyword whose
+    // fingerprint is common in them gets another one. What is found does not change, only how fast.
+    void findAll(QByteArrayView text, std::vector<Hit>& hits, std::vector<qsizetype>* lineEnds = nullptr);
     // Bit i set: keyword i occurs in `text`.
-    [[nodiscard]] quint64 maskOf(QByteArrayView text) const;
+    [[nodiscard]] quint64 maskOf(QByteArrayView text);
+    // Where the vector methods' fingerprint of keyword `keyword` starts in it now; -1 for the portable method.
+    [[nodiscard]] qsizetype fingerprintOffset(int keyword) const;
+
+    static constexpr qsizetype kTuningText = 64 * 1024;
+    // A bucket's fingerprints move when more than one place in this many bytes fails.
+    static constexpr qsizetype kTolerableFailureGap = 512;
+    static constexpr int kMaxTunings = 4; // times the tables are built again, at most
 
     struct Teddy; // the tables of the one-pass method, in keywordsearch.cpp
 
@@ -129,11 +138,14 @@ private:
     };
 
     void findAllPortable(QByteArrayView text, std::vector<Hit>& hits) const;
+    void tuneFingerprints(QByteArrayView text, const Hit* hits, const Hit* hitsEnd); // hits: those found in text
     static void findLineEnds(QByteArrayView text, std::vector<qsizetype>& lineEnds);
 
     QList<QByteArray> m_keywords;
     Method m_method = Method::Portable;
-    std::unique_ptr<const Teddy> m_teddy;
+    std::unique_ptr<Teddy> m_teddy;
+    QList<qsizetype> m_fingerprints; // per keyword: where its fingerprint starts (vector methods only)
+    int m_tunings = 0;
     QList<int> m_searched;             // the keywords that hold no other one
     QList<qsizetype> m_rareOffsets;    // per keyword searched: where its rarest byte is
     QList<QList<Covered>> m_coveredBy; // per keyword searched: the keywords that hold it

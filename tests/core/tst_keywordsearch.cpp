@@ -47,7 +47,7 @@ QList<Method> availableMethods() {
 }
 
 Hits hitsBy(Method method, QByteArrayView text, const QList<QByteArray>& keywords) {
-    const KeywordSearch search(keywords, method);
+    KeywordSearch search(keywords, method);
     if (search.method() != method)
         return {{-1, -1}};
     Hits hits{{-7, -7}}; // findAll appends: what was there stays
@@ -182,6 +182,8 @@ private slots:
     void needleFindsWhatTheBytesFind();
     void findBytesFromEveryPlace_data();
     void findBytesFromEveryPlace();
+    void fingerprintsMoveOffCommonBytes();
+    void fingerprintsMoveAFewTimesOnly();
 };
 
 void tst_KeywordSearch::initTestCase() {
@@ -290,7 +292,7 @@ void tst_KeywordSearch::sixtyFourKeywords() {
 
 void tst_KeywordSearch::maskOf() {
     for (const Method method : availableMethods()) {
-        const KeywordSearch search({"NCCL", "NCCL version", "what():", "x"}, method);
+        KeywordSearch search({"NCCL", "NCCL version", "what():", "x"}, method);
         QCOMPARE(search.maskOf("nothing here"), quint64(0));
         QCOMPARE(search.maskOf("NCCL version 2.18.1"), quint64(0b0011));
         QCOMPARE(search.maskOf("  what(): NCCL"), quint64(0b0101));
@@ -392,6 +394,58 @@ void tst_KeywordSearch::findBytesFromEveryPlace() {
     }
     QCOMPARE(byBytes, expected);
     QCOMPARE(byNeedle, expected);
+}
+
+
+// "ugh", the rarest bytes of "atchdog caught" by the byte table, is in every "throughput" of a progress log: after
+// one big text the vector methods look for the keyword elsewhere, and find the same as before and as a naive search,
+// in that text and in the next ones. "NCCL", found wherever its fingerprint is, keeps it.
+void tst_KeywordSearch::fingerprintsMoveOffCommonBytes() {
+    const QList<QByteArray> keywords = {"atchdog caught", "NCCL", "caused the desync are:"};
+    QByteArray progress;
+    for (int step = 0; progress.size() < 2 * KeywordSearch::kTuningText; ++step)
+        progress += "[rank3]: step " + QByteArray::number(step) + " loss 0.25 throughput 1234.5 samples/s NCCL\n";
+    progress.insert(progress.size() / 2, "Watchdog caught collective operation timeout NCCL\n");
+    QByteArray later = "atchdog caughtatchdog caught NCCLatchdog caught throughput NCCL ";
+    later = later.repeated(3) + "caused the desync are:atchdog caught";
+    for (const Method method : availableMethods()) {
+        if (method == Method::Portable)
+            continue;
+        KeywordSearch search(keywords, method);
+        QCOMPARE(search.fingerprintOffset(0), 10); // "ugh"
+        for (const QByteArray& text : {progress, later, progress}) {
+            Hits hits;
+            search.findAll(text, hits);
+            QCOMPARE(describe(hits), describe(naiveHits(text, keywords)));
+        }
+        const QByteArray print = keywords[0].sliced(search.fingerprintOffset(0), 3);
+        QVERIFY2(progress.count(print) * 100 < progress.count("ugh"), print.constData());
+        QCOMPARE(search.fingerprintOffset(1), KeywordSearch(keywords, method).fingerprintOffset(1)); // it stays
+    }
+}
+
+// A text full of a keyword's fingerprint moves it, at most kMaxTunings times: then the tables stay as they are.
+void tst_KeywordSearch::fingerprintsMoveAFewTimesOnly() {
+    const QByteArray keyword = "terminate called after throwing";
+    for (const Method method : availableMethods()) {
+        if (method == Method::Portable)
+            continue;
+        KeywordSearch search({keyword}, method);
+        QList<qsizetype> offsets = {search.fingerprintOffset(0)};
+        for (int text = 0; text < KeywordSearch::kMaxTunings + 3; ++text) {
+            const QByteArray print = keyword.sliced(offsets.back(), 3);
+            const QByteArray common = (print + " ").repeated(KeywordSearch::kTuningText / 4 + 1);
+            Hits hits;
+            search.findAll(common, hits);
+            QCOMPARE(describe(hits), describe(naiveHits(common, {keyword})));
+            offsets.append(search.fingerprintOffset(0));
+        }
+        qsizetype moves = 0;
+        for (qsizetype i = 1; i < offsets.size(); ++i)
+            moves += offsets[i] != offsets[i - 1];
+        QCOMPARE(moves, qsizetype(KeywordSearch::kMaxTunings));
+        QCOMPARE(offsets.back(), offsets[KeywordSearch::kMaxTunings]);
+    }
 }
 
 QTEST_GUILESS_MAIN(tst_KeywordSearch)
