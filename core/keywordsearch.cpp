@@ -508,8 +508,8 @@ void KeywordSearch::findAll(QByteArrayView text, std::vector<Hit>& hits, std::ve
 
 // A bucket whose places mostly fail wastes the search's time: its keywords' fingerprints are common in this text
 // ("ugh", the rarest bytes of "atchdog caught", is in every "throughput"). Each of them moves to the place in its
-// keyword whose bytes the text holds least often, and the tables are built again. Where a keyword is found makes
-// no difference to what is found, only to how fast.
+// keyword whose bytes the text holds least often, and the tables are built again; at most kMaxTunings looks. Where
+// a keyword is found makes no difference to what is found, only to how fast.
 void KeywordSearch::tuneFingerprints(QByteArrayView text, const Hit* hits, const Hit* hitsEnd) {
     Teddy& teddy = *m_teddy;
     // A place can hold several keywords of its bucket: a bucket with more hits than places failed at none.
@@ -518,10 +518,12 @@ void KeywordSearch::tuneFingerprints(QByteArrayView text, const Hit* hits, const
         --failed[teddy.bucketOf[static_cast<size_t>(hit->keyword)]];
     // The places are counted in the text's first kTuningText bytes: enough to rank them, and a fraction of a chunk.
     const QByteArrayView sample = text.first(std::min(text.size(), kTuningText));
+    bool looked = false;
     bool moved = false;
     for (int bucket = 0; bucket < Teddy::kBuckets && m_tunings < kMaxTunings; ++bucket) {
         if (failed[static_cast<size_t>(bucket)] * kTolerableFailureGap <= text.size())
             continue;
+        looked = true;
         for (const Teddy::Check& check : teddy.checks[static_cast<size_t>(bucket)]) {
             const QByteArray& keyword = m_keywords[check.keyword];
             const qsizetype width = fingerprintWidth(keyword);
@@ -549,10 +551,11 @@ void KeywordSearch::tuneFingerprints(QByteArrayView text, const Hit* hits, const
             m_fingerprints[check.keyword] = best;
         }
     }
-    if (moved) {
-        ++m_tunings;
+    // Each look counts, also one that moved nothing (a bucket can fail where no fingerprint is better): a text
+    // that no place suits costs a few looks, not one per chunk.
+    m_tunings += looked;
+    if (moved)
         m_teddy = buildTeddy(m_keywords, m_fingerprints);
-    }
 }
 
 qsizetype KeywordSearch::fingerprintOffset(int keyword) const {

@@ -127,7 +127,7 @@ public:
     static constexpr qsizetype kTuningText = 64 * 1024;
     // A bucket's fingerprints move when more than one place in this many bytes fails.
     static constexpr qsizetype kTolerableFailureGap = 512;
-    static constexpr int kMaxTunings = 4; // times the tables are built again, at most
+    static constexpr int kMaxTunings = 4; // looks at a search's failed places, each maybe moving fingerprints
 
     struct Teddy; // the tables of the one-pass method, in keywordsearch.cpp
 
@@ -145,7 +145,7 @@ private:
     Method m_method = Method::Portable;
     std::unique_ptr<Teddy> m_teddy;
     QList<qsizetype> m_fingerprints; // per keyword: where its fingerprint starts (vector methods only)
-    int m_tunings = 0;
+    int m_tunings = 0; // looks so far
     QList<int> m_searched;             // the keywords that hold no other one
     QList<qsizetype> m_rareOffsets;    // per keyword searched: where its rarest byte is
     QList<QList<Covered>> m_coveredBy; // per keyword searched: the keywords that hold it
