@@ -3,8 +3,9 @@
 """Writes a large log in which the recorded samples of tests/data are sparse, for rankscope_parser_bench --log.
 
 The bench's own log is the samples end to end: a third of its lines hold "NCCL". A long training log is mostly
-the trainer's progress. This one puts one line of the samples (in their order, from the start again when they run
-out) after every EVERY-1 lines of background:
+the trainer's progress. This one holds one line of the samples in EVERY, in runs of RUN lines in their order (from
+the start again when they run out), so that tracebacks and failure tables mostly stay whole, among lines of
+background:
 
   trainer   what the bundled trainer prints at every step (from tests/data/logs/trainer-ok-rank*.out and .err: its
             "@rankscope" step and heartbeat events and "[rank 0] epoch 1/1 step 1/8 loss 2.2317 783 img/s"), the
@@ -12,7 +13,7 @@ out) after every EVERY-1 lines of background:
   progress  a progress line as many training scripts print it: "[rank3]: epoch 0 step 123/5000 loss 0.4321 lr
             1.0e-04 throughput 1234.5 samples/s"
 
-  sparse_log.py --kind trainer|progress [--every 200] [--size-mib 100] OUT
+  sparse_log.py --kind trainer|progress [--every 200] [--run 50] [--size-mib 100] OUT
 """
 
 import argparse
@@ -45,11 +46,14 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--kind", choices=("trainer", "progress"), required=True)
     parser.add_argument("--every", type=int, default=200, help="one sample line in this many (default 200)")
+    parser.add_argument("--run", type=int, default=50, help="sample lines that come together (default 50)")
     parser.add_argument("--size-mib", type=int, default=100)
     parser.add_argument("out")
     args = parser.parse_args()
     if args.every < 1:
         parser.error("--every must be at least 1")
+    if args.run < 1:
+        parser.error("--run must be at least 1")
     recorded = samples()
     background = trainer_lines()
     rng = random.Random(1)
@@ -58,7 +62,7 @@ def main():
     index = 0
     taken = 0
     while size < args.size_mib * 1024 * 1024:
-        if index % args.every == 0:
+        if index % (args.every * args.run) < args.run:
             line = recorded[taken % len(recorded)]
             taken += 1
         elif args.kind == "trainer":
