@@ -88,9 +88,10 @@ template <qsizetype N> [[nodiscard]] inline bool startsWithLiteral(QByteArrayVie
 // Every occurrence of a fixed set of keywords (at most 64, none empty) in a buffer.
 // On x86-64 with SSSE3, AVX2 or AVX-512 one pass finds them all: a "Teddy" filter (from Hyperscan, as in Rust's
 // aho-corasick) looks up each byte's two nibbles in small tables, 16, 32 or 64 positions per step, to find where a
-// 3-byte fingerprint of some keyword starts; only there are keywords compared. Elsewhere (the portable method)
-// each keyword that holds no other one is searched with memchr on its rarest byte, and the others only where
-// the one they hold was found.
+// 3-byte fingerprint of some keyword starts; only there are keywords compared. A keyword's fingerprint is its
+// rarest bytes by a table of byte rarity, until a searched text holds them often (see findAll). Elsewhere (the
+// portable method) each keyword that holds no other one is searched with memchr on its rarest byte, and the others
+// only where the one they hold was found.
 class KeywordSearch final {
 public:
     static constexpr int kMaxKeywords = 64;
