@@ -294,8 +294,8 @@ void tst_LogParsers::messyLines_data() {
         << "nccl.communicators.0.ranks.0.init" << "START";
     // A line as NCCL prints it is read left to right; any other is read word by word, with the same result.
     QTest::newRow("comm init as printed by ncclCommInitRank")
-        << QByteArray("h:1:2 [0] NCCL INFO ncclCommInitRank comm 0x55d5 rank 4 nranks 8 cudaDev 0 nvmlDev 0 busId 42000 "
-                      "commId 0x996e - Init START\n")
+        << QByteArray("h:1:2 [0] NCCL INFO ncclCommInitRank comm 0x55d5 rank 4 nranks 8 cudaDev 0 nvmlDev 0 "
+                      "busId 42000 commId 0x996e - Init START\n")
         << "nccl.communicators"
         << R"([{"comm_id":"0x996e","nranks":8,"ranks":[)"
            R"({"bus_id":"42000","cuda_dev":0,"host":"h","init":"START","pid":1,"rank":4}]}])";
@@ -305,7 +305,8 @@ void tst_LogParsers::messyLines_data() {
         << R"([{"nranks":2,"ranks":[)"
            R"({"bus_id":"0000:3b:00.0","cuda_dev":1,"host":"h","init":"COMPLETE","pid":1,"rank":1}]}])";
     QTest::newRow("comm init: a value that is a key")
-        << QByteArray("h:1:2 [0] NCCL INFO comm 0x1 rank 1 nranks 2 cudaDev busId busId 2000 commId 0xab - Init START\n")
+        << QByteArray("h:1:2 [0] NCCL INFO comm 0x1 rank 1 nranks 2 cudaDev busId busId 2000 commId 0xab - "
+                      "Init START\n")
         << "nccl.communicators.0.ranks.0.bus_id" << "busId";
     QTest::newRow("comm init: words after the state")
         << QByteArray("h:1:2 [0] NCCL INFO comm 0x1 rank 1 nranks 2 cudaDev 1 busId 2000 commId 0xab - Init START "
@@ -352,7 +353,8 @@ void tst_LogParsers::messyLines_data() {
     QTest::newRow("header near the line's start")
         << QByteArray("h:1:2 [0] NCCL INFO Using network IB\nh:12:3 [0] NCCL INFO Using network IB\n:1:2 [0] NCCL INFO "
                       "Using network IB\n9:8:7 [0] NCCL INFO comm 0x1 rank 0 nranks 1 cudaDev 0 busId 1 - Init START\n")
-        << "nccl.communicators.0.ranks.0" << R"({"bus_id":"1","cuda_dev":0,"host":"9","init":"START","pid":8,"rank":0})";
+        << "nccl.communicators.0.ranks.0"
+        << R"({"bus_id":"1","cuda_dev":0,"host":"9","init":"START","pid":8,"rank":0})";
     QTest::newRow("digits of the host are not the pid's")
         << QByteArray("step 1 node12345:678 [0] NCCL INFO Using network IB\nx 1234567:1:2 [0] NCCL INFO Using network "
                       "IB\n")
