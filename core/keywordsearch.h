@@ -85,6 +85,32 @@ template <qsizetype N> [[nodiscard]] inline bool startsWithLiteral(QByteArrayVie
     return a.size() == b.size() && (a.isEmpty() || std::memcmp(a.data(), b.data(), static_cast<size_t>(a.size())) == 0);
 }
 
+// Reads text from `at` on, one expected piece after another: a line printed in a known form, read without a search.
+struct TextCursor {
+    QByteArrayView text;
+    qsizetype at;
+
+    // The literal at `at`, then `at` after it.
+    template <qsizetype N> bool skip(const char (&literal)[N]) {
+        if (!startsWithLiteral(text.sliced(at), literal))
+            return false;
+        at += N - 1;
+        return true;
+    }
+    // 1 to 18 digits at `at`, then `at` after them.
+    bool number(qint64& value) {
+        const qsizetype start = at;
+        qint64 result = 0;
+        for (; at < text.size() && text[at] >= '0' && text[at] <= '9'; ++at) {
+            if (at - start == 18)
+                return false;
+            result = result * 10 + (text[at] - '0');
+        }
+        value = result;
+        return at > start;
+    }
+};
+
 // Every occurrence of a fixed set of keywords (at most 64, none empty) in a buffer.
 // On x86-64 with SSSE3, AVX2 or AVX-512 one pass finds them all: a "Teddy" filter (from Hyperscan, as in Rust's
 // aho-corasick) looks up each byte's two nibbles in small tables, 16, 32 or 64 positions per step, to find where a

@@ -190,21 +190,14 @@ qsizetype blankFrom(QByteArrayView text, qsizetype from) {
     return from;
 }
 
-// The literal `key` at `at`, then `at` after it.
-template <qsizetype N> Q_ALWAYS_INLINE bool skipKey(QByteArrayView text, qsizetype& at, const char (&key)[N]) {
-    if (!startsWithLiteral(text.sliced(at), key))
+// The value at the cursor and the one space after it, then the cursor after them. No value may be a key of a comm
+// init line.
+Q_ALWAYS_INLINE bool takeValue(TextCursor& in, QByteArrayView& field) {
+    const qsizetype end = blankFrom(in.text, in.at);
+    if (end == in.at || end == in.text.size() || in.text[end] != ' ')
         return false;
-    at += N - 1;
-    return true;
-}
-
-// A value at `at` and the one space after it, then `at` after them. No value may be a key of a comm init line.
-Q_ALWAYS_INLINE bool takeValue(QByteArrayView text, qsizetype& at, QByteArrayView& field) {
-    const qsizetype end = blankFrom(text, at);
-    if (end == at || end == text.size() || text[end] != ' ')
-        return false;
-    field = text.sliced(at, end - at);
-    at = end + 1;
+    field = in.text.sliced(in.at, end - in.at);
+    in.at = end + 1;
     switch (field.front()) { // the keys' first letters
     case 'r':
     case 'n':
@@ -226,16 +219,15 @@ Q_ALWAYS_INLINE bool takeValue(QByteArrayView text, qsizetype& at, QByteArrayVie
 // text differs in any way: the caller then reads it word by word. Where it succeeds the two readings agree: no value
 // is a key (checked) or "Init" (the word before each value is a key), so each key is read where it is printed.
 std::optional<CommInitFields> readCommInitAsPrinted(QByteArrayView text) {
-    qsizetype at = startsWithLiteral(text, "ncclCommInitRank ") ? 17 : 0;
+    TextCursor in{text, 0};
+    in.skip("ncclCommInitRank ");
     QByteArrayView comm, rank, nranks, cudaDev, nvmlDev, busId, commId;
-    if (!skipKey(text, at, "comm ") || !takeValue(text, at, comm) || !skipKey(text, at, "rank ") ||
-        !takeValue(text, at, rank) || !skipKey(text, at, "nranks ") || !takeValue(text, at, nranks) ||
-        !skipKey(text, at, "cudaDev ") || !takeValue(text, at, cudaDev) ||
-        (skipKey(text, at, "nvmlDev ") && !takeValue(text, at, nvmlDev)) || !skipKey(text, at, "busId ") ||
-        !takeValue(text, at, busId) || (skipKey(text, at, "commId ") && !takeValue(text, at, commId)) ||
-        !skipKey(text, at, "- Init "))
+    if (!in.skip("comm ") || !takeValue(in, comm) || !in.skip("rank ") || !takeValue(in, rank) ||
+        !in.skip("nranks ") || !takeValue(in, nranks) || !in.skip("cudaDev ") || !takeValue(in, cudaDev) ||
+        (in.skip("nvmlDev ") && !takeValue(in, nvmlDev)) || !in.skip("busId ") || !takeValue(in, busId) ||
+        (in.skip("commId ") && !takeValue(in, commId)) || !in.skip("- Init "))
         return std::nullopt;
-    const QByteArrayView state = text.sliced(at);
+    const QByteArrayView state = text.sliced(in.at);
     const bool complete = state == "COMPLETE";
     const bool start = state == "START";
     if (!complete && !start)

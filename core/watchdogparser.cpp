@@ -62,37 +62,14 @@ int rankBefore(QByteArrayView text, qsizetype before, int fallback) {
     return fallback;
 }
 
-// Reads text from `at` on, one expected piece after another.
-struct FieldCursor {
-    QByteArrayView text;
-    qsizetype at;
-
-    template <qsizetype N> bool skip(const char (&literal)[N]) {
-        if (!startsWithLiteral(text.sliced(at), literal))
-            return false;
-        at += N - 1;
-        return true;
-    }
-    // 1 to 18 digits, read as numberAt() reads them where no space comes first.
-    bool number(qint64& value) {
-        const qsizetype start = at;
-        qint64 result = 0;
-        for (; at < text.size() && isDigit(text[at]); ++at) {
-            if (at - start == 18)
-                return false;
-            result = result * 10 + (text[at] - '0');
-        }
-        value = result;
-        return at > start;
-    }
-};
 
 // "WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=2, NumelOut=2, Timeout(ms)=600000) ran for 600035" as PyTorch
 // prints it (older versions leave out the Numel fields), read in one pass from "WorkNCCL(" at `work`. False when the
 // text differs in any way: the caller then searches for each field. A field read here is the one that search finds
 // first, since no other field's name fits before it: the op is the only free text and a '=' ends the pass.
 bool readWorkFields(QByteArrayView text, qsizetype work, CollectiveTimeout& timeout, QByteArrayView& op) {
-    FieldCursor in{text, work + kWorkNccl.size()};
+    // Its numbers are read as numberAt() reads them where no space comes first.
+    TextCursor in{text, work + kWorkNccl.size()};
     if (!in.skip("SeqNum=") || !in.number(timeout.seq) || !in.skip(", OpType="))
         return false;
     const qsizetype opStart = in.at;
