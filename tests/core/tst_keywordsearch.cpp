@@ -184,6 +184,7 @@ private slots:
     void findBytesFromEveryPlace();
     void fingerprintsMoveOffCommonBytes();
     void fingerprintsMoveAFewTimesOnly();
+    void tunedSearchesFindWhatANaiveSearchFinds();
 };
 
 void tst_KeywordSearch::initTestCase() {
@@ -445,6 +446,32 @@ void tst_KeywordSearch::fingerprintsMoveAFewTimesOnly() {
             moves += offsets[i] != offsets[i - 1];
         QCOMPARE(moves, qsizetype(KeywordSearch::kMaxTunings));
         QCOMPARE(offsets.back(), offsets[KeywordSearch::kMaxTunings]);
+    }
+}
+
+// One search object over texts of keyword pieces (prefixes and single bytes of the parsers' keywords: places that
+// fail), one after another: its fingerprints move, and each text, searched with the tables of the texts before it,
+// gives what a naive search gives.
+void tst_KeywordSearch::tunedSearchesFindWhatANaiveSearchFinds() {
+    QList<QByteArray> keywords = parserKeywords();
+    keywords += QList<QByteArray>{"a", "NC", "CCL", "e"};
+    for (const Method method : availableMethods()) {
+        if (method == Method::Portable)
+            continue;
+        KeywordSearch search(keywords, method);
+        QList<qsizetype> first;
+        for (int k = 0; k < keywords.size(); ++k)
+            first.append(search.fingerprintOffset(k));
+        for (quint32 seed = 1; seed <= 6; ++seed) {
+            const QByteArray text = textOfKeywordPieces(keywords, seed, KeywordSearch::kTuningText + 9000);
+            Hits hits;
+            search.findAll(text, hits);
+            QCOMPARE(describe(hits), describe(naiveHits(text, keywords)));
+        }
+        bool moved = false;
+        for (int k = 0; k < keywords.size(); ++k)
+            moved = moved || search.fingerprintOffset(k) != first[k];
+        QVERIFY2(moved, "the texts moved no fingerprint: the tuned tables were not searched");
     }
 }
 
