@@ -88,6 +88,19 @@ qsizetype blankBefore(const char* text, qsizetype end) {
     return -1;
 }
 
+// Where the first space or tab at or after `from` is, or text.size(): 16 bytes a step, none read past the end.
+qsizetype blankFrom(QByteArrayView text, qsizetype from) {
+#ifdef __SSE2__
+    for (; from + 16 <= text.size(); from += 16) {
+        if (const unsigned blanks = blanksIn16(text.data() + from); blanks != 0)
+            return from + qCountTrailingZeroBits(blanks);
+    }
+#endif
+    while (from < text.size() && !isSpace(text[from]))
+        ++from;
+    return from;
+}
+
 // How many of the 8 bytes before `end` are digits, counted back from it (8: all of them). Little-endian only.
 int digitsBefore(const char* end) {
     quint64 bytes;
@@ -171,23 +184,7 @@ void takeCommField(QByteArrayView text, qsizetype at, const char (&key)[N], QByt
     constexpr qsizetype kKey = N - 1;
     if (field.data() || text.size() - at < kKey || std::memcmp(text.data() + at, key, kKey) != 0)
         return;
-    qsizetype end = at + kKey;
-    while (end < text.size() && !isSpace(text[end]))
-        ++end;
-    field = text.sliced(at + kKey, end - at - kKey);
-}
-
-// Where the first space or tab at or after `from` is, or text.size(): 16 bytes a step, none read past the end.
-qsizetype blankFrom(QByteArrayView text, qsizetype from) {
-#ifdef __SSE2__
-    for (; from + 16 <= text.size(); from += 16) {
-        if (const unsigned blanks = blanksIn16(text.data() + from); blanks != 0)
-            return from + qCountTrailingZeroBits(blanks);
-    }
-#endif
-    while (from < text.size() && !isSpace(text[from]))
-        ++from;
-    return from;
+    field = text.sliced(at + kKey, blankFrom(text, at + kKey) - at - kKey);
 }
 
 // The value at the cursor and the one space after it, then the cursor after them. No value may be a key of a comm

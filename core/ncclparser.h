@@ -107,7 +107,6 @@ private:
                     const LogLine& line);
     void takeCommInit(const Header& header, QByteArrayView message);
     void takeConnection(QByteArrayView message);
-    void takeSocketOrIbDevices(QByteArrayView list);
     void takeVersion(QByteArrayView text, qsizetype at); // at: where "NCCL version" starts
     void findHost(QByteArrayView host);                  // makes it lastHost()
 

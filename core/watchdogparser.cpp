@@ -62,7 +62,6 @@ int rankBefore(QByteArrayView text, qsizetype before, int fallback) {
     return fallback;
 }
 
-
 // "WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=2, NumelOut=2, Timeout(ms)=600000) ran for 600035" as PyTorch
 // prints it (older versions leave out the Numel fields), read in one pass from "WorkNCCL(" at `work`. False when the
 // text differs in any way: the caller then searches for each field. A field read here is the one that search finds
