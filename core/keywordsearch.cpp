@@ -276,6 +276,7 @@ void teddyTail(Teddy& teddy, QByteArrayView text, qsizetype from, std::vector<Hi
 #ifdef RANKSCOPE_TEDDY
 
 // Line ends come from the first of the three loads.
+template <bool kLineEnds>
 __attribute__((target("avx2"))) void teddyAvx2(Teddy& teddy, QByteArrayView text, std::vector<Hit>& hits,
                                                std::vector<qsizetype>* lineEnds) {
     const size_t first = hits.size();
@@ -292,9 +293,10 @@ __attribute__((target("avx2"))) void teddyAvx2(Teddy& teddy, QByteArrayView text
     qsizetype at = 0;
     for (; at + 32 + Teddy::kWidth - 1 <= text.size(); at += 32) {
         __m256i found = _mm256_set1_epi8(-1);
+#pragma GCC unroll 3
         for (int j = 0; j < Teddy::kWidth; ++j) {
             const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(data + at + j));
-            if (j == 0 && lineEnds) {
+            if (kLineEnds && j == 0) {
                 for (unsigned ends = static_cast<unsigned>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(bytes, newline)));
                      ends != 0; ends &= ends - 1)
                     lineEnds->push_back(at + qCountTrailingZeroBits(ends));
@@ -319,6 +321,7 @@ __attribute__((target("avx2"))) void teddyAvx2(Teddy& teddy, QByteArrayView text
 }
 
 // As teddyAvx2, 64 positions per step.
+template <bool kLineEnds>
 __attribute__((target("avx512f,avx512bw"))) void teddyAvx512(Teddy& teddy, QByteArrayView text,
                                                              std::vector<Hit>& hits, std::vector<qsizetype>* lineEnds) {
     const size_t first = hits.size();
@@ -335,9 +338,10 @@ __attribute__((target("avx512f,avx512bw"))) void teddyAvx512(Teddy& teddy, QByte
     qsizetype at = 0;
     for (; at + 64 + Teddy::kWidth - 1 <= text.size(); at += 64) {
         __m512i found = _mm512_set1_epi8(-1);
+#pragma GCC unroll 3
         for (int j = 0; j < Teddy::kWidth; ++j) {
             const __m512i bytes = _mm512_loadu_si512(data + at + j);
-            if (j == 0 && lineEnds) {
+            if (kLineEnds && j == 0) {
                 for (quint64 ends = _mm512_cmpeq_epi8_mask(bytes, newline); ends != 0; ends &= ends - 1)
                     lineEnds->push_back(at + qCountTrailingZeroBits(ends));
             }
@@ -359,6 +363,7 @@ __attribute__((target("avx512f,avx512bw"))) void teddyAvx512(Teddy& teddy, QByte
     teddyTail(teddy, text, at, hits, first, lineEnds);
 }
 
+template <bool kLineEnds>
 __attribute__((target("ssse3"))) void teddySsse3(Teddy& teddy, QByteArrayView text, std::vector<Hit>& hits,
                                                  std::vector<qsizetype>* lineEnds) {
     const size_t first = hits.size();
@@ -375,9 +380,10 @@ __attribute__((target("ssse3"))) void teddySsse3(Teddy& teddy, QByteArrayView te
     qsizetype at = 0;
     for (; at + 16 + Teddy::kWidth - 1 <= text.size(); at += 16) {
         __m128i found = _mm_set1_epi8(-1);
+#pragma GCC unroll 3
         for (int j = 0; j < Teddy::kWidth; ++j) {
             const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(data + at + j));
-            if (j == 0 && lineEnds) {
+            if (kLineEnds && j == 0) {
                 for (unsigned ends = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(bytes, newline)));
                      ends != 0; ends &= ends - 1)
                     lineEnds->push_back(at + qCountTrailingZeroBits(ends));
@@ -490,12 +496,14 @@ void KeywordSearch::findAll(QByteArrayView text, std::vector<Hit>& hits, std::ve
     if (m_teddy) {
         const size_t first = hits.size();
         m_teddy->candidates.fill(0);
-        if (m_method == Method::Avx512)
-            teddyAvx512(*m_teddy, text, hits, lineEnds);
-        else if (m_method == Method::Avx2)
-            teddyAvx2(*m_teddy, text, hits, lineEnds);
-        else
-            teddySsse3(*m_teddy, text, hits, lineEnds);
+        // Each with and without the line ends: a loop that finds them in every step branches only where one is.
+        const auto search = lineEnds ? (m_method == Method::Avx512 ? teddyAvx512<true>
+                                        : m_method == Method::Avx2 ? teddyAvx2<true>
+                                                                   : teddySsse3<true>)
+                                     : (m_method == Method::Avx512 ? teddyAvx512<false>
+                                        : m_method == Method::Avx2 ? teddyAvx2<false>
+                                                                   : teddySsse3<false>);
+        search(*m_teddy, text, hits, lineEnds);
         if (text.size() >= kTuningText)
             tuneFingerprints(text, hits.data() + first, hits.data() + hits.size());
         return;
