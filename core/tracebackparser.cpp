@@ -3,6 +3,8 @@
 
 #include <QStringBuilder>
 
+#include <algorithm>
+#include <limits>
 #include <utility>
 
 namespace rankscope {
@@ -28,11 +30,16 @@ QList<QByteArray> TracebackLogParser::keywords() const {
 
 void TracebackLogParser::takeLine(const LogLine& line) {
     const QByteArrayView text = line.text;
+    if (m_openTracebacks > 0 && line.number > m_cutAfter)
+        closeCutTracebacks(line.number);
     if (line.holds(kTraceback)) {
         RankState& state = *stateOf(line.rank, true);
-        if (state.tracebackLines < 0)
-            ++m_openTracebacks;
+        if (state.tracebackLines < 0) {
+            if (m_openTracebacks++ == 0)
+                m_cutAfter = line.number + kMaxTracebackGap;
+        }
         state.tracebackLines = 0;
+        state.lastLine = line.number;
         return;
     }
     if (line.holds(kTerminateKeyword)) {
@@ -55,6 +62,7 @@ void TracebackLogParser::takeLine(const LogLine& line) {
     RankState* state = m_openTracebacks > 0 ? stateOf(line.rank, false) : nullptr;
     if (!state || state->tracebackLines < 0)
         return;
+    state->lastLine = line.number;
     if (text.isEmpty() || text.startsWith(' ') || text.startsWith('\t')) {
         if (++state->tracebackLines > kMaxTracebackLines)
             closeTraceback(*state);
@@ -84,6 +92,25 @@ TracebackLogParser::RankState* TracebackLogParser::stateOf(int rank, bool create
 void TracebackLogParser::closeTraceback(RankState& state) {
     state.tracebackLines = -1;
     --m_openTracebacks;
+}
+
+// Runs when the earliest an open traceback could be cut off has passed: one look at every rank's state, then
+// none until the next such line.
+void TracebackLogParser::closeCutTracebacks(qint64 lineNumber) {
+    qint64 next = std::numeric_limits<qint64>::max();
+    const auto look = [&](RankState& state) {
+        if (state.tracebackLines < 0)
+            return;
+        if (lineNumber - state.lastLine > kMaxTracebackGap)
+            closeTraceback(state);
+        else
+            next = std::min(next, state.lastLine + kMaxTracebackGap);
+    };
+    for (RankState& state : m_flatRanks)
+        look(state);
+    for (RankState& state : m_otherRanks)
+        look(state);
+    m_cutAfter = next;
 }
 
 void TracebackLogParser::addError(const LogLine& line, QString text) {

@@ -14,10 +14,14 @@ namespace rankscope {
 
 // Python tracebacks (their final exception line) and C++ exceptions that ended a process
 // ("terminate called after throwing an instance of 'T'" and its "what():" line). Lines of different ranks
-// may interleave: a traceback is followed per rank named by the launcher prefix.
+// may interleave: a traceback is followed per rank named by the launcher prefix. A traceback whose rank prints no
+// line for kMaxTracebackGap lines of the stream was cut off (the process died, or the log was cut): it ends
+// without an error, and a line of its rank much later is not taken for its exception.
 class TracebackLogParser final : public LogLineSink {
 public:
     TracebackLogParser();
+
+    static constexpr qint64 kMaxTracebackGap = 2000;
 
     void setSource(const QString& file) { m_source = file; }
     void feed(QByteArrayView chunk) { m_scanner.feed(chunk); }
@@ -34,11 +38,13 @@ private:
     // What is being read of one rank's output.
     struct RankState {
         int tracebackLines = -1; // lines of its open traceback so far; -1: none is open
+        qint64 lastLine = 0;     // the stream's line number of its open traceback's last line
         QString pendingThrow;    // exception type of "terminate called after throwing"
     };
     // The state of `rank` (-1: none named); nullptr where it has none yet and create is false.
     RankState* stateOf(int rank, bool create);
     void closeTraceback(RankState& state);
+    void closeCutTracebacks(qint64 lineNumber); // those whose rank printed nothing since before the gap
     void addError(const LogLine& line, QString text);
 
     LogLineScanner m_scanner;
@@ -48,6 +54,7 @@ private:
     std::vector<RankState> m_flatRanks;
     QHash<int, RankState> m_otherRanks; // any other rank a launcher prefix names
     int m_openTracebacks = 0;
+    qint64 m_cutAfter = 0; // no open traceback is cut off up to this line number
     QList<LogError> m_errors;
 };
 

@@ -428,6 +428,21 @@ void tst_LogParsers::messyLines_data() {
         << R"([{"file":"log","line":3,"rank":7000,"text":"c10::Error: bad"},)"
            R"({"file":"log","line":4,"rank":1,"text":"std::runtime_error: worse"},)"
            R"({"file":"log","line":5,"rank":1,"text":"again"},{"file":"log","line":6,"rank":9000,"text":"alone"}])";
+    // A traceback whose rank prints nothing for kMaxTracebackGap lines was cut off: a line of its rank after that
+    // is not its exception. Up to the gap, other ranks' lines in between change nothing.
+    const QByteArray cutTraceback = "Traceback (most recent call last):\n  File \"a.py\", line 1, in <module>\n";
+    const QByteArray otherRank = "[rank3]: epoch 0 step 1 loss 0.5\n";
+    QTest::newRow("traceback cut off")
+        << cutTraceback + otherRank.repeated(TracebackLogParser::kMaxTracebackGap) + "RuntimeError: late\n"
+        << "errors" << "<absent>";
+    QTest::newRow("traceback up to the gap")
+        << cutTraceback + otherRank.repeated(TracebackLogParser::kMaxTracebackGap - 1) + "RuntimeError: late\n"
+        << "errors.0" << R"({"file":"log","line":2002,"text":"RuntimeError: late"})";
+    // The gap counts from the rank's last line of the traceback, not its first.
+    QTest::newRow("traceback with a line in the gap")
+        << cutTraceback + otherRank.repeated(1500) + "  File \"b.py\", line 2, in f\n" + otherRank.repeated(1500) +
+               "RuntimeError: late\n"
+        << "errors.0.text" << "RuntimeError: late";
     QTest::newRow("chained traceback")
         << QByteArray("Traceback (most recent call last):\n  File \"a.py\", line 1\nOSError: first\n\n"
                       "During handling of the above exception, another exception occurred:\n\n"
