@@ -275,6 +275,33 @@ void teddyTail(Teddy& teddy, QByteArrayView text, qsizetype from, std::vector<Hi
 
 #ifdef RANKSCOPE_TEDDY
 
+// Vector steps that found candidates: where each step starts, which of its positions are candidates and the
+// buckets of each position.
+template <int kStep> struct CandidateBatch {
+    static constexpr int kSize = 32;
+    alignas(64) quint8 buckets[kSize][kStep];
+    qsizetype starts[kSize];
+    quint64 candidates[kSize];
+    int count = 0;
+
+    // Where to store the step's buckets.
+    quint8* add(qsizetype start, quint64 positions) {
+        starts[count] = start;
+        candidates[count] = positions;
+        return buckets[count++];
+    }
+    [[nodiscard]] bool isFull() const { return count == kSize; }
+    __attribute__((noinline)) void check(Teddy& teddy, QByteArrayView text, std::vector<Hit>& hits, size_t first) {
+        for (int step = 0; step < count; ++step) {
+            for (quint64 positions = candidates[step]; positions != 0; positions &= positions - 1) {
+                const int i = qCountTrailingZeroBits(positions);
+                checkCandidate(teddy, text, starts[step] + i, buckets[step][i], hits, first);
+            }
+        }
+        count = 0;
+    }
+};
+
 // Line ends come from the first of the three loads.
 template <bool kLineEnds>
 __attribute__((target("avx2"))) void teddyAvx2(Teddy& teddy, QByteArrayView text, std::vector<Hit>& hits,
@@ -289,7 +316,7 @@ __attribute__((target("avx2"))) void teddyAvx2(Teddy& teddy, QByteArrayView text
         lo[j] = _mm256_load_si256(reinterpret_cast<const __m256i*>(teddy.lo[j].data()));
         hi[j] = _mm256_load_si256(reinterpret_cast<const __m256i*>(teddy.hi[j].data()));
     }
-    alignas(32) quint8 buckets[32];
+    CandidateBatch<32> batch;
     qsizetype at = 0;
     for (; at + 32 + Teddy::kWidth - 1 <= text.size(); at += 32) {
         __m256i found = _mm256_set1_epi8(-1);
@@ -306,17 +333,15 @@ __attribute__((target("avx2"))) void teddyAvx2(Teddy& teddy, QByteArrayView text
             found = _mm256_and_si256(
                 found, _mm256_and_si256(_mm256_shuffle_epi8(lo[j], low), _mm256_shuffle_epi8(hi[j], high)));
         }
-        unsigned candidates =
+        const unsigned candidates =
             ~static_cast<unsigned>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(found, _mm256_setzero_si256())));
         if (candidates == 0)
             continue;
-        _mm256_store_si256(reinterpret_cast<__m256i*>(buckets), found);
-        do {
-            const int i = qCountTrailingZeroBits(candidates);
-            checkCandidate(teddy, text, at + i, buckets[i], hits, first);
-            candidates &= candidates - 1;
-        } while (candidates != 0);
+        _mm256_store_si256(reinterpret_cast<__m256i*>(batch.add(at, candidates)), found);
+        if (batch.isFull())
+            batch.check(teddy, text, hits, first);
     }
+    batch.check(teddy, text, hits, first);
     teddyTail(teddy, text, at, hits, first, lineEnds);
 }
 
@@ -334,7 +359,9 @@ __attribute__((target("avx512f,avx512bw"))) void teddyAvx512(Teddy& teddy, QByte
         lo[j] = _mm512_load_si512(teddy.lo[j].data());
         hi[j] = _mm512_load_si512(teddy.hi[j].data());
     }
-    alignas(64) quint8 buckets[64];
+    // Steps with candidates are kept and compared in batches: a call in the loop would make every step reload the
+    // tables, which no register keeps across a call.
+    CandidateBatch<64> batch;
     qsizetype at = 0;
     for (; at + 64 + Teddy::kWidth - 1 <= text.size(); at += 64) {
         __m512i found = _mm512_set1_epi8(-1);
@@ -350,16 +377,14 @@ __attribute__((target("avx512f,avx512bw"))) void teddyAvx512(Teddy& teddy, QByte
             found = _mm512_and_si512(
                 found, _mm512_and_si512(_mm512_shuffle_epi8(lo[j], low), _mm512_shuffle_epi8(hi[j], high)));
         }
-        quint64 candidates = _mm512_test_epi8_mask(found, found);
+        const quint64 candidates = _mm512_test_epi8_mask(found, found);
         if (candidates == 0)
             continue;
-        _mm512_store_si512(buckets, found);
-        do {
-            const int i = qCountTrailingZeroBits(candidates);
-            checkCandidate(teddy, text, at + i, buckets[i], hits, first);
-            candidates &= candidates - 1;
-        } while (candidates != 0);
+        _mm512_store_si512(batch.add(at, candidates), found);
+        if (batch.isFull())
+            batch.check(teddy, text, hits, first);
     }
+    batch.check(teddy, text, hits, first);
     teddyTail(teddy, text, at, hits, first, lineEnds);
 }
 
@@ -376,7 +401,7 @@ __attribute__((target("ssse3"))) void teddySsse3(Teddy& teddy, QByteArrayView te
         lo[j] = _mm_load_si128(reinterpret_cast<const __m128i*>(teddy.lo[j].data()));
         hi[j] = _mm_load_si128(reinterpret_cast<const __m128i*>(teddy.hi[j].data()));
     }
-    alignas(16) quint8 buckets[16];
+    CandidateBatch<16> batch;
     qsizetype at = 0;
     for (; at + 16 + Teddy::kWidth - 1 <= text.size(); at += 16) {
         __m128i found = _mm_set1_epi8(-1);
@@ -392,17 +417,15 @@ __attribute__((target("ssse3"))) void teddySsse3(Teddy& teddy, QByteArrayView te
             const __m128i high = _mm_and_si128(_mm_srli_epi16(bytes, 4), nibble);
             found = _mm_and_si128(found, _mm_and_si128(_mm_shuffle_epi8(lo[j], low), _mm_shuffle_epi8(hi[j], high)));
         }
-        unsigned candidates =
+        const unsigned candidates =
             ~static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(found, _mm_setzero_si128()))) & 0xffff;
         if (candidates == 0)
             continue;
-        _mm_store_si128(reinterpret_cast<__m128i*>(buckets), found);
-        do {
-            const int i = qCountTrailingZeroBits(candidates);
-            checkCandidate(teddy, text, at + i, buckets[i], hits, first);
-            candidates &= candidates - 1;
-        } while (candidates != 0);
+        _mm_store_si128(reinterpret_cast<__m128i*>(batch.add(at, candidates)), found);
+        if (batch.isFull())
+            batch.check(teddy, text, hits, first);
     }
+    batch.check(teddy, text, hits, first);
     teddyTail(teddy, text, at, hits, first, lineEnds);
 }
 
