@@ -3,6 +3,7 @@
 
 #include "core/logprefix.h"
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
@@ -93,26 +94,56 @@ void LogLineScanner::feed(QByteArrayView chunk) {
         appendPartial(chunk.sliced(std::max(pos, end)));
 }
 
+namespace {
+
+// The index of the first of `ends` from `from` on that is after `at`; ends.size() when none is. Galloping: the
+// next line with a hit is near in a dense log and far in a sparse one.
+size_t firstEndAfter(const std::vector<qsizetype>& ends, size_t from, qsizetype at) {
+    size_t step = 1;
+    size_t low = from;
+    size_t high = from;
+    while (high < ends.size() && ends[high] <= at) {
+        low = high + 1;
+        high += step;
+        step *= 2;
+    }
+    const auto begin = ends.begin();
+    const auto last = begin + static_cast<std::ptrdiff_t>(std::min(high, ends.size()));
+    return static_cast<size_t>(std::upper_bound(begin + static_cast<std::ptrdiff_t>(low), last, at) - begin);
+}
+
+} // namespace
+
 // `lines` ends with a newline. One search over all of it finds every keyword and every line end; each line then
-// takes the hits that start in it.
+// takes the hits that start in it. Outside blocks only lines with hits are looked at: the next is found from the
+// next hit, not by walking the lines in between.
 void LogLineScanner::scanLines(QByteArrayView lines) {
     m_hits.clear();
     m_lineEnds.clear();
     m_search->findAll(lines, m_hits, &m_lineEnds);
     const Hit* hit = m_hits.data();
     const Hit* const hitsEnd = hit + m_hits.size();
-    qsizetype pos = 0;
-    for (const qsizetype newline : m_lineEnds) {
-        ++m_lineNumber;
+    const qint64 firstNumber = m_lineNumber + 1;
+    for (size_t line = 0; line < m_lineEnds.size(); ++line) {
+        if (m_wanting == 0) {
+            if (hit == hitsEnd)
+                break;
+            line = firstEndAfter(m_lineEnds, line, hit->start);
+            if (line == m_lineEnds.size()) // a hit on the last newline: a keyword that starts with '\n'
+                break;
+        }
+        const qsizetype newline = m_lineEnds[line];
+        const qsizetype pos = line == 0 ? 0 : m_lineEnds[line - 1] + 1;
+        m_lineNumber = firstNumber + static_cast<qint64>(line);
         const Hit* const lineHits = hit;
         while (hit != hitsEnd && hit->start < newline)
             ++hit;
         if (lineHits != hit || m_wanting != 0) {
-            const QByteArrayView line = withoutCr(lines.sliced(pos, newline - pos));
-            takeRawLine(line.first(std::min(line.size(), m_maxLineBytes)), lineHits, hit, pos);
+            const QByteArrayView text = withoutCr(lines.sliced(pos, newline - pos));
+            takeRawLine(text.first(std::min(text.size(), m_maxLineBytes)), lineHits, hit, pos);
         }
-        pos = newline + 1;
     }
+    m_lineNumber = firstNumber - 1 + static_cast<qint64>(m_lineEnds.size());
 }
 
 // `hits` are where keywords start in the bytes the line was cut from, `offset` bytes before the line.

@@ -113,6 +113,7 @@ private slots:
     void longLinesAreCut();
     void aSinkMayLookForTheBytesTheScannerCleans();
     void countsLinesPerStream();
+    void linesFarApartKeepTheirNumbers();
     void keywordPositions_data();
     void keywordPositions();
     void keywordPositionsDoNotDependOnChunks();
@@ -205,6 +206,42 @@ void tst_LogLines::countsLinesPerStream() {
     scanner.feed("x\n"); // the next stream counts from 1 again
     QCOMPARE(scanner.finish(), 1);
     QCOMPARE(sink.lines(), QStringLiteral("1 -1 1 x|end|1 -1 1 x|end"));
+}
+
+// Outside blocks the scanner goes from one line with a hit to the next without walking the lines in between; the
+// lines it gets to keep their numbers, near and far apart, across chunks, and a block still gets every line.
+void tst_LogLines::linesFarApartKeepTheirNumbers() {
+    const QList<int> withError = {1, 2, 3, 17, 1000, 4097, 4098, 9000, 9999, 10000};
+    QByteArray log;
+    QStringList expected;
+    for (int number = 1; number <= 10000; ++number) {
+        QByteArray line = "plain line " + QByteArray::number(number);
+        if (withError.contains(number))
+            line += " Error";
+        if (number == 5000)
+            line = "BEGIN";
+        if (number == 5003)
+            line = "END";
+        log += line + '\n';
+        if (withError.contains(number))
+            expected.append(QStringLiteral("%1 -1 1 %2").arg(number).arg(QString::fromUtf8(line)));
+    }
+    QStringList block;
+    for (int number = 5000; number <= 5003; ++number) {
+        const QByteArray line = log.split('\n')[number - 1];
+        block.append(
+            QStringLiteral("%1 -1 %2 %3").arg(number).arg(number == 5000 ? "100" : "0").arg(QString::fromUtf8(line)));
+    }
+    for (const qsizetype chunk : {log.size(), qsizetype(4093), qsizetype(65536)}) {
+        RecordingSink first({"NCCL", "NCCL version", "BEGIN"});
+        RecordingSink second({"Error"});
+        LogLineScanner scanner({&first, &second});
+        for (qsizetype at = 0; at < log.size(); at += chunk)
+            scanner.feed(QByteArrayView(log).sliced(at, std::min(chunk, log.size() - at)));
+        QCOMPARE(scanner.finish(), 10000);
+        QCOMPARE(second.lines(), (expected + QStringList{QStringLiteral("end")}).join(QLatin1Char('|')));
+        QCOMPARE(first.lines(), (block + QStringList{QStringLiteral("end")}).join(QLatin1Char('|')));
+    }
 }
 
 void tst_LogLines::keywordPositions_data() {
