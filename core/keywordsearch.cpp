@@ -94,9 +94,9 @@ struct KeywordSearch::Teddy {
     alignas(64) std::array<std::array<quint8, 64>, kWidth> lo{};
     alignas(64) std::array<std::array<quint8, 64>, kWidth> hi{};
     std::array<std::vector<Check>, kBuckets> checks;
-    std::array<quint8, 64> bucketOf{}; // per keyword
-    // Per bucket, the places its tables let through in the text being searched.
-    std::array<qint64, kBuckets> candidates{};
+    // Per bucket, the places its tables let through in the text being searched, less the keywords found there. A
+    // place can hold several keywords of its bucket: a bucket with more hits than places failed at none.
+    std::array<qint64, kBuckets> failures{};
 };
 
 namespace {
@@ -214,11 +214,8 @@ std::unique_ptr<Teddy> buildTeddy(const QList<QByteArray>& keywords, const QList
                     teddy->hi[j][nibble] |= bit;
             }
         }
-        for (const qsizetype g : std::as_const(buckets[b].groups)) {
+        for (const qsizetype g : std::as_const(buckets[b].groups))
             teddy->checks[b].insert(teddy->checks[b].end(), groups[g].cbegin(), groups[g].cend());
-            for (const Teddy::Check& check : std::as_const(groups[g]))
-                teddy->bucketOf[static_cast<size_t>(check.keyword)] = static_cast<quint8>(b);
-        }
         for (Teddy::Check& check : teddy->checks[b]) {
             check.bytes = keywords[check.keyword].constData();
             check.size = keywords[check.keyword].size();
@@ -234,7 +231,8 @@ inline void checkCandidate(Teddy& teddy, QByteArrayView text, qsizetype at, unsi
     while (buckets != 0) {
         const int bucket = qCountTrailingZeroBits(buckets);
         buckets &= buckets - 1;
-        ++teddy.candidates[static_cast<size_t>(bucket)];
+        qint64& failures = teddy.failures[static_cast<size_t>(bucket)];
+        ++failures;
         for (const Teddy::Check& check : teddy.checks[bucket]) {
             const qsizetype start = at - check.offset;
             const qsizetype size = check.size;
@@ -243,6 +241,7 @@ inline void checkCandidate(Teddy& teddy, QByteArrayView text, qsizetype at, unsi
                 text[start] != check.bytes[0] ||
                 std::memcmp(text.data() + start, check.bytes, static_cast<size_t>(size)) != 0)
                 continue;
+            --failures;
             // Field by field: a hit built on the stack and copied is read back before its stores land.
             size_t i = hits.size();
             hits.emplace_back();
@@ -517,8 +516,7 @@ KeywordSearch::~KeywordSearch() = default;
 void KeywordSearch::findAll(QByteArrayView text, std::vector<Hit>& hits, std::vector<qsizetype>* lineEnds) {
 #ifdef RANKSCOPE_TEDDY
     if (m_teddy) {
-        const size_t first = hits.size();
-        m_teddy->candidates.fill(0);
+        m_teddy->failures.fill(0);
         // Each with and without the line ends: a loop that finds them in every step branches only where one is.
         const auto search = lineEnds ? (m_method == Method::Avx512 ? teddyAvx512<true>
                                         : m_method == Method::Avx2 ? teddyAvx2<true>
@@ -527,8 +525,8 @@ void KeywordSearch::findAll(QByteArrayView text, std::vector<Hit>& hits, std::ve
                                         : m_method == Method::Avx2 ? teddyAvx2<false>
                                                                    : teddySsse3<false>);
         search(*m_teddy, text, hits, lineEnds);
-        if (text.size() >= kTuningText)
-            tuneFingerprints(text, hits.data() + first, hits.data() + hits.size());
+        if (text.size() >= kTuningText && m_tunings < kMaxTunings)
+            tuneFingerprints(text);
         return;
     }
 #endif
@@ -541,12 +539,9 @@ void KeywordSearch::findAll(QByteArrayView text, std::vector<Hit>& hits, std::ve
 // ("ugh", the rarest bytes of "atchdog caught", is in every "throughput"). Each of them moves to the place in its
 // keyword whose bytes the text holds least often, and the tables are built again; at most kMaxTunings looks. Where
 // a keyword is found makes no difference to what is found, only to how fast.
-void KeywordSearch::tuneFingerprints(QByteArrayView text, const Hit* hits, const Hit* hitsEnd) {
+void KeywordSearch::tuneFingerprints(QByteArrayView text) {
     Teddy& teddy = *m_teddy;
-    // A place can hold several keywords of its bucket: a bucket with more hits than places failed at none.
-    std::array<qint64, Teddy::kBuckets> failed = teddy.candidates;
-    for (const Hit* hit = hits; hit != hitsEnd; ++hit)
-        --failed[teddy.bucketOf[static_cast<size_t>(hit->keyword)]];
+    const std::array<qint64, Teddy::kBuckets>& failed = teddy.failures;
     // The places are counted in the text's first kTuningText bytes: enough to rank them, and a fraction of a chunk.
     const QByteArrayView sample = text.first(std::min(text.size(), kTuningText));
     bool looked = false;

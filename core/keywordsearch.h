@@ -165,7 +165,7 @@ private:
     };
 
     void findAllPortable(QByteArrayView text, std::vector<Hit>& hits) const;
-    void tuneFingerprints(QByteArrayView text, const Hit* hits, const Hit* hitsEnd); // hits: those found in text
+    void tuneFingerprints(QByteArrayView text); // after a search of `text`
     static void findLineEnds(QByteArrayView text, std::vector<qsizetype>& lineEnds);
 
     QList<QByteArray> m_keywords;
