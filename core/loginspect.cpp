@@ -293,7 +293,7 @@ QJsonArray errorsJson(const QList<LogError>& errors) {
         putString(o, "file", e.file);
         putNumber(o, "line", e.line);
         putNumber(o, "rank", e.rank);
-        o.insert(QStringLiteral("text"), e.text);
+        o.insert(QStringLiteral("text"), QString::fromUtf8(e.text));
         array.append(o);
     }
     return array;

@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "core/tracebackparser.h"
 
-#include <QStringBuilder>
-
 #include <algorithm>
 #include <limits>
 #include <utility>
@@ -45,17 +43,26 @@ void TracebackLogParser::takeLine(const LogLine& line) {
     if (line.holds(kTerminateKeyword)) {
         const qsizetype start = line.indexOf(kTerminateKeyword) + kTerminate.size();
         const qsizetype end = text.indexOf('\'', start);
-        if (end > start)
-            stateOf(line.rank, true)->pendingThrow = QString::fromUtf8(text.sliced(start, end - start));
+        if (end > start) {
+            QByteArray& type = stateOf(line.rank, true)->pendingThrow;
+            type.resize(0); // keeps its room: a job repeats its exceptions
+            type.append(text.sliced(start, end - start));
+        }
         return;
     }
     if (line.holds(kWhat)) {
         const QByteArrayView stripped = trimmedBlanks(text);
         if (startsWithLiteral(stripped, "what():")) {
-            const QString message = QString::fromUtf8(trimmedBlanks(stripped.sliced(7)));
+            const QByteArrayView message = trimmedBlanks(stripped.sliced(7));
             RankState* state = stateOf(line.rank, false);
-            const QString type = state ? std::exchange(state->pendingThrow, QString()) : QString();
-            addError(line, type.isEmpty() ? message : QString(type % QLatin1String(": ") % message)); // one allocation
+            if (!state || state->pendingThrow.isEmpty()) {
+                addError(line, message);
+                return;
+            }
+            QByteArray& type = state->pendingThrow;
+            type.append(": ").append(message);
+            addError(line, type);
+            type.resize(0);
             return;
         }
     }
@@ -69,7 +76,7 @@ void TracebackLogParser::takeLine(const LogLine& line) {
         return;
     }
     // The first line that is not indented ends the traceback: it names the exception.
-    addError(line, QString::fromUtf8(trimmedBlanks(text)));
+    addError(line, trimmedBlanks(text));
     closeTraceback(*state);
 }
 
@@ -113,9 +120,12 @@ void TracebackLogParser::closeCutTracebacks(qint64 lineNumber) {
     m_cutAfter = next;
 }
 
-void TracebackLogParser::addError(const LogLine& line, QString text) {
-    text.truncate(kMaxErrorText);
-    m_errors.append({m_source, line.number, line.rank, std::move(text)});
+// At most kMaxErrorText characters of the text as shown. UTF-8 takes at least one byte for each UTF-16 unit (an
+// invalid byte shows as one replacement character), so a text of no more bytes than that is whole.
+void TracebackLogParser::addError(const LogLine& line, QByteArrayView text) {
+    QByteArray kept = text.size() <= kMaxErrorText ? text.toByteArray()
+                                                   : QString::fromUtf8(text).left(kMaxErrorText).toUtf8();
+    m_errors.append({m_source, line.number, line.rank, std::move(kept)});
 }
 
 void TracebackLogParser::endOfStream() {

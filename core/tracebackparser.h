@@ -39,13 +39,13 @@ private:
     struct RankState {
         int tracebackLines = -1; // lines of its open traceback so far; -1: none is open
         qint64 lastLine = 0;     // the stream's line number of its open traceback's last line
-        QString pendingThrow;    // exception type of "terminate called after throwing"
+        QByteArray pendingThrow; // exception type of "terminate called after throwing"
     };
     // The state of `rank` (-1: none named); nullptr where it has none yet and create is false.
     RankState* stateOf(int rank, bool create);
     void closeTraceback(RankState& state);
     void closeCutTracebacks(qint64 lineNumber); // those whose rank printed nothing since before the gap
-    void addError(const LogLine& line, QString text);
+    void addError(const LogLine& line, QByteArrayView text);
 
     LogLineScanner m_scanner;
     QString m_source;

@@ -242,8 +242,8 @@ void WatchdogLogParser::takeDesyncLine(const LogLine& line) {
 
 void WatchdogLogParser::addError(const LogLine& line, QByteArrayView text) {
     const QByteArrayView trimmed = trimmedBlanks(text);
-    m_errors.append(
-        {m_source, line.number, line.rank, QString::fromUtf8(trimmed.first(std::min(trimmed.size(), kMaxErrorText)))});
+    const QByteArrayView kept = trimmed.first(std::min(trimmed.size(), kMaxErrorText));
+    m_errors.append({m_source, line.number, line.rank, kept.toByteArray()});
 }
 
 void WatchdogLogParser::endOfStream() {

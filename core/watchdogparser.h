@@ -28,7 +28,7 @@ struct LogError {
     QString file;
     qint64 line = 0;
     int rank = -1;
-    QString text;
+    QByteArray text; // the log's bytes (UTF-8, or whatever the program wrote): made a string where it is shown
 };
 
 // PyTorch's ProcessGroupNCCL watchdog and its errors: timeouts (also when a terminal wrapped the line, or

@@ -112,7 +112,7 @@ void appendErrors(QString& out, const QList<LogError>& errors) {
         out += QStringLiteral("  %1:%2%3: %4\n")
                    .arg(e.file)
                    .arg(e.line)
-                   .arg(e.rank >= 0 ? QStringLiteral(" rank %1").arg(e.rank) : QString(), e.text);
+                   .arg(e.rank >= 0 ? QStringLiteral(" rank %1").arg(e.rank) : QString(), QString::fromUtf8(e.text));
     }
 }
 
