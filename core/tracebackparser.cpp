@@ -10,7 +10,6 @@ namespace rankscope {
 namespace {
 
 constexpr int kMaxTracebackLines = 5000;
-constexpr qsizetype kMaxErrorText = 1000;
 constexpr int kFlatRanks = 4096; // -1 to 4094 kept in TracebackLogParser::m_flatRanks
 
 constexpr QByteArrayView kTerminate = "terminate called after throwing an instance of '";
@@ -120,12 +119,8 @@ void TracebackLogParser::closeCutTracebacks(qint64 lineNumber) {
     m_cutAfter = next;
 }
 
-// At most kMaxErrorText characters of the text as shown. UTF-8 takes at least one byte for each UTF-16 unit (an
-// invalid byte shows as one replacement character), so a text of no more bytes than that is whole.
 void TracebackLogParser::addError(const LogLine& line, QByteArrayView text) {
-    QByteArray kept = text.size() <= kMaxErrorText ? text.toByteArray()
-                                                   : QString::fromUtf8(text).left(kMaxErrorText).toUtf8();
-    m_errors.append({m_source, line.number, line.rank, std::move(kept)});
+    m_errors.append({m_source, line.number, line.rank, errorText(text)});
 }
 
 void TracebackLogParser::endOfStream() {

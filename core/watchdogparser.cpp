@@ -8,7 +8,6 @@ namespace rankscope {
 namespace {
 
 constexpr int kMaxWrappedLines = 3;
-constexpr qsizetype kMaxErrorText = 1000;
 
 bool isDigit(char c) { return c >= '0' && c <= '9'; }
 
@@ -242,8 +241,13 @@ void WatchdogLogParser::takeDesyncLine(const LogLine& line) {
 
 void WatchdogLogParser::addError(const LogLine& line, QByteArrayView text) {
     const QByteArrayView trimmed = trimmedBlanks(text);
-    const QByteArrayView kept = trimmed.first(std::min(trimmed.size(), kMaxErrorText));
-    m_errors.append({m_source, line.number, line.rank, kept.toByteArray()});
+    m_errors.append({m_source, line.number, line.rank, errorText(trimmed)});
+}
+
+// UTF-8 takes at least one byte for each UTF-16 unit (an invalid byte shows as one replacement character), so a
+// text of no more bytes than the limit is whole; a longer one is cut where it is shown.
+QByteArray errorText(QByteArrayView text) {
+    return text.size() <= kMaxErrorText ? text.toByteArray() : QString::fromUtf8(text).left(kMaxErrorText).toUtf8();
 }
 
 void WatchdogLogParser::endOfStream() {

@@ -31,6 +31,10 @@ struct LogError {
     QByteArray text; // the log's bytes (UTF-8, or whatever the program wrote): made a string where it is shown
 };
 
+// The text an error keeps of `text`: at most kMaxErrorText characters as it is shown, whichever parser found it.
+inline constexpr qsizetype kMaxErrorText = 1000;
+[[nodiscard]] QByteArray errorText(QByteArrayView text);
+
 // PyTorch's ProcessGroupNCCL watchdog and its errors: timeouts (also when a terminal wrapped the line, or
 // when it is repeated inside a "what():" of c10::DistBackendError: one timeout per rank and sequence number),
 // "last enqueued/completed work", "NCCL error in: …", DistBackendError lines and the ranks a desync report

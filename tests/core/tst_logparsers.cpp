@@ -443,8 +443,8 @@ void tst_LogParsers::messyLines_data() {
         << cutTraceback + otherRank.repeated(1500) + "  File \"b.py\", line 2, in f\n" + otherRank.repeated(1500) +
                "RuntimeError: late\n"
         << "errors.0.text" << "RuntimeError: late";
-    // An error keeps at most 1,000 characters of its text as shown: multi-byte characters count once, and the
-    // type and message of a C++ exception are cut together.
+    // An error keeps at most 1,000 characters of its text as shown, whichever parser found it: multi-byte characters
+    // count once, and the type and message of a C++ exception are cut together.
     const QString accents = QString(1500, QChar(0xe9));
     QTest::newRow("a long exception is cut at 1,000 characters")
         << "Traceback (most recent call last):\n  File \"a.py\", line 1\nValueError: " + accents.toUtf8() + "\n"
@@ -453,6 +453,9 @@ void tst_LogParsers::messyLines_data() {
         << "terminate called after throwing an instance of 'std::runtime_error'\n  what():  " + accents.toUtf8() +
                "\n"
         << "errors.0.text" << QString(QStringLiteral("std::runtime_error: ") + accents).left(1000);
+    QTest::newRow("a long NCCL error is cut at 1,000 characters")
+        << "NCCL error in: " + accents.toUtf8() + "\n"
+        << "errors.0.text" << QString(QStringLiteral("NCCL error in: ") + accents).left(1000);
     QTest::newRow("chained traceback")
         << QByteArray("Traceback (most recent call last):\n  File \"a.py\", line 1\nOSError: first\n\n"
                       "During handling of the above exception, another exception occurred:\n\n"
