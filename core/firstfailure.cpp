@@ -21,8 +21,8 @@ std::optional<FirstFailure> findFirstFailure(const QMap<int, RankExit>& exits,
     Candidate best;
     for (auto it = exits.begin(); it != exits.end(); ++it) {
         const RankExit& exit = it.value();
-        if (exit.status == 0)
-            continue;
+        if (exit.status == 0 || exit.stopped)
+            continue; // a rank the teardown ended did not fail
         const auto error = firstErrors.constFind(it.key());
         const bool hasError = error != firstErrors.cend();
         const QDateTime failedAt = hasError ? std::min(error->time, exit.seenAt) : exit.seenAt;

@@ -14,7 +14,8 @@ namespace {
 constexpr int kMinRateSamples = 3; // fewer steps than this say nothing about a rate
 
 bool isTerminal(RankLiveState state) {
-    return state == RankLiveState::Failed || state == RankLiveState::Lost || state == RankLiveState::Finished;
+    return state == RankLiveState::Failed || state == RankLiveState::Lost || state == RankLiveState::Finished ||
+           state == RankLiveState::Stopped;
 }
 
 } // namespace
@@ -35,6 +36,8 @@ QString rankLiveStateName(RankLiveState state) {
         return QStringLiteral("lost");
     case RankLiveState::Finished:
         return QStringLiteral("finished");
+    case RankLiveState::Stopped:
+        return QStringLiteral("stopped");
     }
     return {};
 }
@@ -140,13 +143,18 @@ void RankStatusTracker::applyHeartbeat(const TrainerEvent& event, RankLiveStatus
     history.collectiveFinished = finished;
 }
 
-void RankStatusTracker::rankExited(int rank, int exitStatus, const QString& host) {
+void RankStatusTracker::rankExited(int rank, int exitStatus, const QString& host, bool stopped) {
     RankLiveStatus& status = ensure(rank);
     History& history = m_history[rank];
     status.exitStatus = exitStatus;
     if (status.host.isEmpty())
         status.host = host;
-    if (exitStatus == kLostExitStatus) {
+    if (stopped && exitStatus != 0 && exitStatus != kLostExitStatus) {
+        if (!history.failed && !history.finished) {
+            history.stopped = true;
+            status.reason = QStringLiteral("stopped by the teardown: %1").arg(describeExitStatus(exitStatus));
+        }
+    } else if (exitStatus == kLostExitStatus) {
         if (!history.failed && !history.finished)
             status.reason = describeExitStatus(exitStatus);
     } else if (exitStatus != 0 && !history.failed) {
@@ -230,6 +238,8 @@ RankLiveState RankStatusTracker::evaluate(const RankLiveStatus& status, const Hi
         *finding = hang;
         return RankLiveState::Hung;
     }
+    if (history.stopped)
+        return RankLiveState::Stopped;
     *finding = waitingOn;
     if (straggler) {
         *finding = straggler;

@@ -13,7 +13,7 @@
 namespace rankscope {
 
 // What the rank grid shows for one rank. The order is the order of severity a tile is read by.
-enum class RankLiveState { Starting, Running, Slow, Hung, Failed, Lost, Finished };
+enum class RankLiveState { Starting, Running, Slow, Hung, Failed, Lost, Finished, Stopped };
 
 // "starting", "running", ...: the word the grid and the CSV use.
 [[nodiscard]] QString rankLiveStateName(RankLiveState state);
@@ -45,6 +45,8 @@ struct RankLiveStatus {
 //              the run's root cause (whose finding then gives the reason);
 //  - lost:     the exit status is kLostExitStatus (the node stopped answering), unless already failed;
 //  - finished: an end event with status "ok", or exit status 0, and nothing failed;
+//  - stopped:  ended by RankScope's teardown (RankExit::stopped: the user's stop, or the peers of a failed rank),
+//              not by itself. A hung rank that is stopped stays hung: the teardown did not end its hang;
 //  - hung:     a rank an open hang finding holds at fault (RunDiagnostics: the rank that never reached the
 //              collective the others wait in, or every rank when all of them are stuck inside it). The ranks
 //              that merely wait for it keep their state, with the finding as their reason;
@@ -60,7 +62,8 @@ public:
     [[nodiscard]] const RankStatusOptions& options() const { return m_options; }
 
     void addEvents(const QVector<TrainerEvent>& events);
-    void rankExited(int rank, int status, const QString& host = {});
+    // `stopped`: the teardown ended it (RankExit::stopped).
+    void rankExited(int rank, int status, const QString& host = {}, bool stopped = false);
     // New or changed findings (RunDiagnostics' output, or the engine's diagnoses signal); a resolved one lifts
     // the state it caused. Returns the ranks whose state changed.
     QVector<int> applyDiagnoses(const QVector<Diagnosis>& diagnoses);
@@ -83,6 +86,7 @@ private:
         qint64 collectiveFinished = -1;
         bool failed = false;
         bool finished = false;
+        bool stopped = false;
     };
 
     void apply(const TrainerEvent& event);

@@ -109,8 +109,12 @@ QJsonObject RunRecord::toJson() const {
     }
     QJsonObject exitObject;
     for (auto it = exits.begin(); it != exits.end(); ++it)
-        exitObject.insert(QString::number(it.key()),
-                          QJsonObject{{"status", it->status}, {"seen_at", it->seenAt.toString(Qt::ISODateWithMs)}});
+    {
+        QJsonObject exit{{"status", it->status}, {"seen_at", it->seenAt.toString(Qt::ISODateWithMs)}};
+        if (it->stopped)
+            exit.insert("stopped", true);
+        exitObject.insert(QString::number(it.key()), exit);
+    }
     QJsonObject object{{"id", id},
                        {"name", name},
                        {"mode", mode},
@@ -156,7 +160,8 @@ std::optional<RunRecord> RunRecord::fromJson(const QJsonObject& object) {
         const QJsonObject e = it.value().toObject();
         record.exits.insert(it.key().toInt(),
                             RankExit{e.value("status").toInt(),
-                                     QDateTime::fromString(e.value("seen_at").toString(), Qt::ISODateWithMs)});
+                                     QDateTime::fromString(e.value("seen_at").toString(), Qt::ISODateWithMs),
+                                     e.value("stopped").toBool()});
     }
     record.firstFailedRank = object.value("first_failed_rank").toInt(-1);
     record.summary = object.value("summary").toString();
@@ -200,6 +205,26 @@ QString RunStore::saveStacks(const QString& id, const QJsonObject& stacks, const
         return {};
     }
     return writeJson(path, stacks, error) ? path : QString();
+}
+
+bool RunStore::markStopRequested(const QString& id, const QDateTime& at, QString* error) {
+    if (stopRequestedAt(id).isValid())
+        return true;
+    QSaveFile file(runDir(id) + QStringLiteral("/stop-requested"));
+    if (!file.open(QIODevice::WriteOnly) || file.write(at.toUTC().toString(Qt::ISODateWithMs).toUtf8() + '\n') < 0 ||
+        !file.commit()) {
+        if (error)
+            *error = QStringLiteral("cannot write %1: %2").arg(file.fileName(), file.errorString());
+        return false;
+    }
+    return true;
+}
+
+QDateTime RunStore::stopRequestedAt(const QString& id) const {
+    QFile file(runDir(id) + QStringLiteral("/stop-requested"));
+    if (!file.open(QIODevice::ReadOnly))
+        return {};
+    return QDateTime::fromString(QString::fromUtf8(file.readAll().trimmed()), Qt::ISODateWithMs);
 }
 
 QString RunStore::saveKernelLog(const QString& id, const KernelLogCapture& capture, QString* error) {

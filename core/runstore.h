@@ -53,6 +53,8 @@ inline constexpr int kLostExitStatus = -1;
 struct RankExit {
     int status = 0; // wait status as the shell reports it: 128+N for signal N
     QDateTime seenAt;
+    // Ended by RankScope's teardown (the user's stop, or the peers of a failed rank), not by itself: no failure.
+    bool stopped = false;
     [[nodiscard]] int signal() const { return status > 128 && status < 160 ? status - 128 : 0; }
 };
 
@@ -122,6 +124,13 @@ public:
     QString saveKernelLog(const QString& id, const KernelLogCapture& capture, QString* error = nullptr);
     // Every node's, by node; a file that does not parse is left out.
     [[nodiscard]] QVector<KernelLogCapture> kernelLogs(const QString& id) const;
+
+    // The user asked to stop the run (ROOT/runs/ID/stop-requested, the UTC time in it), so that every front end
+    // following it, not only the one that stops it, takes the ranks' ends for the stop and not for failures.
+    // The first request's time is kept.
+    bool markStopRequested(const QString& id, const QDateTime& at, QString* error = nullptr);
+    // Invalid when no stop was asked for.
+    [[nodiscard]] QDateTime stopRequestedAt(const QString& id) const;
 
 private:
     void saveIndex() const;

@@ -461,7 +461,9 @@ void RunEngine::diagnose(double now) {
                 QStringLiteral(" (rank %1 is under the debugger: the others wait for it while it is stopped)")
                     .arg(debugRank);
     emit diagnoses(changed);
-    if (!m_options.captureStacksOnHang || !isActive() || m_offlineEvents || debugRank >= 0)
+    // Not while the ranks are being ended: their stacks would show the teardown, or nothing.
+    if (!m_options.captureStacksOnHang || !isActive() || m_offlineEvents || debugRank >= 0 || m_tearingDown ||
+        m_stopRequested)
         return;
     for (const Diagnosis& diagnosis : changed) {
         if (diagnosis.kind == DiagnosisKind::Hang && !diagnosis.resolved && !m_stackedHangs.contains(diagnosis.key)) {
@@ -508,12 +510,17 @@ void RunEngine::onStacksCaptured(int node, int job, const QVector<RankStackCaptu
         return;
     const QDateTime now = QDateTime::currentDateTimeUtc();
     m_stackTree.capturedAt = static_cast<double>(now.toMSecsSinceEpoch()) / 1000.0;
-    QString error;
-    const QString path = m_store->saveStacks(m_record.id, m_stackTree.toJson(), now, &error);
-    if (path.isEmpty())
-        emit stacksError(error);
-    if (m_stackTree.isEmpty())
+    // A capture with no stack of any rank (every process gone, or no debugger) is reported, not stored: the run's
+    // stored captures are the ones worth opening.
+    QString path;
+    if (!m_stackTree.isEmpty()) {
+        QString error;
+        path = m_store->saveStacks(m_record.id, m_stackTree.toJson(), now, &error);
+        if (path.isEmpty())
+            emit stacksError(error);
+    } else {
         emit stacksError(QStringLiteral("no stacks from any rank"));
+    }
     emit stacksCaptured(m_stackTree, path);
 }
 
@@ -547,7 +554,7 @@ void RunEngine::replayStreams() {
 void RunEngine::replayExits() {
     for (auto it = m_record.exits.cbegin(); it != m_record.exits.cend(); ++it) {
         m_diagnostics.rankExited(it.key(), it.value().status); // once more is harmless
-        emit rankExited(it.key(), hostOfRank(it.key()), it.value().status);
+        emit rankExited(it.key(), hostOfRank(it.key()), it.value().status, it.value().stopped);
     }
 }
 
@@ -655,12 +662,15 @@ void RunEngine::onRankExited(int /*node*/, int rank, int status, double unixTime
     if (m_record.exits.contains(rank))
         return; // seen before this attach
     const QDateTime when = QDateTime::fromMSecsSinceEpoch(static_cast<qint64>(unixTime * 1000), Qt::UTC);
-    m_record.exits.insert(rank, RankExit{status, when});
+    if (status != 0)
+        noticeStopRequest();
+    const bool genuine = status != 0 && !m_stopRequested && (!m_tearingDown || when < m_teardownAt);
+    const bool stopped = status != 0 && status != kLostExitStatus && !genuine;
+    m_record.exits.insert(rank, RankExit{status, when, stopped});
     m_diagnostics.rankExited(rank, status);
-    emit rankExited(rank, hostOfRank(rank), status);
+    emit rankExited(rank, hostOfRank(rank), status, stopped);
     if (m_debug && rank == m_debug->rank())
         m_debug->rankExited(status);
-    const bool genuine = status != 0 && !m_stopRequested && (!m_tearingDown || when < m_teardownAt);
     if (genuine) {
         // Before the teardown, which the worker runs after it: the node's kernel log as the death left it.
         m_kernelLogs->rankDied(m_record, rank, status, m_firstErrors.contains(rank),
@@ -671,6 +681,12 @@ void RunEngine::onRankExited(int /*node*/, int rank, int status, double unixTime
             teardown(m_options.failureGraceSeconds);
     }
     saveRecord();
+}
+
+void RunEngine::noticeStopRequest() {
+    // Another front end (`rankscope-cli stop` beside a `run`) may have asked: the ranks then end by its teardown.
+    if (!m_stopRequested && !m_record.id.isEmpty() && m_store->stopRequestedAt(m_record.id).isValid())
+        m_stopRequested = true;
 }
 
 void RunEngine::noteFailure() {
@@ -718,9 +734,10 @@ void RunEngine::onDrained(int node) {
         return; // finish once the teardown is verified
     if (m_kernelLogs->pending())
         return; // finish once the kernel logs asked for are in (bounded: the worker's read has a timeout)
+    noticeStopRequest();
     QString state = QStringLiteral("finished");
     const bool anyFailed = std::any_of(m_record.exits.begin(), m_record.exits.end(),
-                                       [](const RankExit& exit) { return exit.status != 0; });
+                                       [](const RankExit& exit) { return exit.status != 0 && !exit.stopped; });
     noteFailure(); // every error event is in now
     if (m_launchFailed || m_record.firstFailedRank >= 0)
         state = QStringLiteral("failed");
@@ -768,6 +785,11 @@ void RunEngine::stop() {
     if (m_finished || m_workers.isEmpty())
         return;
     m_stopRequested = !m_tearingDown || m_stopRequested;
+    if (m_stopRequested) {
+        QString error;
+        if (!m_store->markStopRequested(m_record.id, QDateTime::currentDateTimeUtc(), &error))
+            qWarning("rankscope: %s", qPrintable(error));
+    }
     teardown(m_options.stopGraceSeconds);
 }
 

@@ -102,7 +102,8 @@ signals:
     void events(const QVector<rankscope::TrainerEvent>& events); // a batch, any ranks, each in stream order
     void logLines(const QVector<rankscope::RankLogLine>& lines);
     void decodeErrors(int rank, const QVector<rankscope::DecodeError>& errors);
-    void rankExited(int rank, const QString& host, int status);
+    // `stopped`: the teardown ended it (RankExit::stopped), which is no failure.
+    void rankExited(int rank, const QString& host, int status, bool stopped);
     // A node's GPU readings (nvidia-smi, about one per GPU per second), `node` set to the node's name.
     void gpuSamples(int node, const QString& host, const QVector<rankscope::GpuSample>& samples);
     // Why a node that should sample its GPUs does not (the sampler's stderr, a line at a time: no nvidia-smi on
@@ -150,6 +151,7 @@ private:
     void replayExits();
     void teardown(int graceSeconds);
     void noteFailure();
+    void noticeStopRequest();
     void checkNccl(double now, bool force); // network findings from the ranks' NCCL lines, at most once a second
     void finish(const QString& state);
     void saveRecord();

@@ -32,17 +32,23 @@ RunMonitor::RunMonitor(remote::RunEngine* engine, bool interactive, FILE* out)
                               .arg(event.rank)
                               .arg(event.string("kind"), event.string("message")));
     });
-    connect(engine, &remote::RunEngine::rankExited, this, [this](int rank, const QString& host, int status) {
-        if (status != 0)
-            printLine(QStringLiteral("rank %1 on %2 ended: %3").arg(rank).arg(host, shortExitStatus(status)));
-    });
+    connect(engine, &remote::RunEngine::rankExited, this,
+            [this](int rank, const QString& host, int status, bool stopped) {
+                if (status != 0)
+                    printLine(QStringLiteral("rank %1 on %2 %3: %4")
+                                  .arg(rank)
+                                  .arg(host, stopped ? QStringLiteral("stopped") : QStringLiteral("ended"),
+                                       shortExitStatus(status)));
+            });
     connect(engine, &remote::RunEngine::diagnoses, this, [this](const QVector<Diagnosis>& found) {
         for (const Diagnosis& diagnosis : found)
             printLine(QStringLiteral("diagnosis: ") + diagnosis.toString());
     });
     connect(engine, &remote::RunEngine::stacksCaptured, this, [this](const StackTree& tree, const QString& path) {
-        printLine(QStringLiteral("stacks of every rank, merged%1:")
-                      .arg(path.isEmpty() ? QString() : QStringLiteral(" (saved to %1)").arg(path)));
+        // An empty capture was said by stacksError ("no stacks from any rank"); only each rank's reason follows.
+        if (!tree.isEmpty())
+            printLine(QStringLiteral("stacks of every rank, merged%1:")
+                          .arg(path.isEmpty() ? QString() : QStringLiteral(" (saved to %1)").arg(path)));
         clearBars();
         std::fprintf(m_out, "%s", tree.render().toUtf8().constData());
         redraw();

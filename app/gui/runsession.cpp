@@ -12,10 +12,11 @@ RunSession::RunSession(RunStore* store, remote::EngineOptions options, QObject* 
     connect(m_engine, &remote::RunEngine::events, this, &RunSession::events);
     connect(m_engine, &remote::RunEngine::logLines, this,
             [this](const QVector<RankLogLine>& lines) { m_pendingLines += lines; });
-    connect(m_engine, &remote::RunEngine::rankExited, this, [this](int rank, const QString& host, int status) {
-        flush(); // the lines a rank wrote before it ended come before its end
-        emit rankExited(rank, host, status);
-    });
+    connect(m_engine, &remote::RunEngine::rankExited, this,
+            [this](int rank, const QString& host, int status, bool stopped) {
+                flush(); // the lines a rank wrote before it ended come before its end
+                emit rankExited(rank, host, status, stopped);
+            });
     connect(m_engine, &remote::RunEngine::diagnoses, this, &RunSession::diagnoses);
     connect(m_engine, &remote::RunEngine::stacksCaptured, this, &RunSession::stacksCaptured);
     connect(m_engine, &remote::RunEngine::stacksError, this, &RunSession::stacksError);

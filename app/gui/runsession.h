@@ -52,7 +52,7 @@ signals:
     void runStarting(const rankscope::RunRecord& record);
     void events(const QVector<rankscope::TrainerEvent>& events);
     void logBatch(const QVector<rankscope::RankLogLine>& lines);
-    void rankExited(int rank, const QString& host, int status);
+    void rankExited(int rank, const QString& host, int status, bool stopped); // stopped: by the teardown
     // Straight on, like events: about one per GPU per second, and the charts draw on the run view's tick.
     void gpuSamples(const QVector<rankscope::GpuSample>& samples);
     void gpuTelemetryError(const QString& host, const QString& message);

@@ -534,9 +534,9 @@ BridgeServer::Run* BridgeServer::track(remote::RunEngine* engine, std::unique_pt
                                                      {"line", line.lineNumber},
                                                      {"text", line.text}});
     });
-    connect(engine, &RunEngine::rankExited, this, [this, run](int rank, const QString& host, int status) {
+    connect(engine, &RunEngine::rankExited, this, [this, run](int rank, const QString& host, int status, bool stopped) {
         scheduleFlush();
-        run->tracker.rankExited(rank, status, host);
+        run->tracker.rankExited(rank, status, host, stopped);
         run->changedRanks.insert(rank);
     });
     connect(engine, &RunEngine::diagnoses, this, [this, run](const QVector<Diagnosis>& found) {

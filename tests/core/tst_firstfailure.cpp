@@ -51,6 +51,17 @@ private slots:
         QCOMPARE(first->rank, 0); // rank 2's own error came after the teardown began: its doing
     }
 
+    // A rank the teardown ended (the user's stop, seen by a front end that did not stop it and so has no teardown
+    // time) is no candidate, whatever its status.
+    void ranksEndedByTheTeardownAreNotCandidates() {
+        QMap<int, RankExit> exits{{0, {143, at(50), true}}, {1, {137, at(60), true}}};
+        QVERIFY(!findFirstFailure(exits, {}, {}).has_value());
+        exits.insert(2, {1, at(70)});
+        const auto first = findFirstFailure(exits, {}, {});
+        QVERIFY(first);
+        QCOMPARE(first->rank, 2);
+    }
+
     void lastWordsOnStderrMakeARankTheCause() {
         QMap<int, RankExit> exits{{0, {1, at(20)}}, {3, {1, at(30)}}};
         QHash<int, ErrorEvent> errors{{0, {at(10), QStringLiteral("collective"), QStringLiteral("peer closed")}}};

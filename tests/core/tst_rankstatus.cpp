@@ -253,6 +253,35 @@ private Q_SLOTS:
         QCOMPARE(*tracker.rank(0)->exitStatus, status);
     }
 
+    // Ended by the teardown (the user's stop): no failure. The hung rank stays hung, the one that waited for it
+    // shows stopped with its exit, and an earlier failure is not hidden by the stop that followed it.
+    void teardownExitsAreStoppedNotFailed() {
+        RankStatusTracker tracker;
+        tracker.addEvents({step(0, 10.0, 4), step(1, 10.0, 4), step(2, 10.0, 4)});
+        const Diagnosis hang{DiagnosisKind::Hang, QStringLiteral("hang:9"), {1, 0}, QStringLiteral("node-b"), 12.0,
+                             QStringLiteral("rank 1 on node-b stuck at step 4"), false, 1};
+        tracker.applyDiagnoses({hang});
+        QCOMPARE(tracker.rank(0)->reason, hang.message); // waiting for rank 1
+        tracker.rankExited(2, 1, QStringLiteral("node-c"));
+        tracker.rankExited(0, 143, QStringLiteral("node-a"), true);
+        tracker.rankExited(1, 143, QStringLiteral("node-b"), true);
+        tracker.rankExited(2, 143, QStringLiteral("node-c"), true);
+        QCOMPARE(tracker.rank(0)->state, RankLiveState::Stopped);
+        QCOMPARE(tracker.rank(0)->reason, QStringLiteral("stopped by the teardown: killed by SIGTERM"));
+        QVERIFY(tracker.rank(0)->diagnosisKey.isEmpty());
+        QCOMPARE(tracker.rank(1)->state, RankLiveState::Hung);
+        QCOMPARE(tracker.rank(1)->reason, hang.message);
+        QCOMPARE(tracker.rank(2)->state, RankLiveState::Failed);
+        QCOMPARE(tracker.rank(2)->reason, describeExitStatus(1));
+        // Once the hang is resolved the hung rank shows how it ended: by the teardown. Stopped is terminal.
+        Diagnosis resolved = hang;
+        resolved.resolved = true;
+        tracker.applyDiagnoses({resolved});
+        QCOMPARE(tracker.rank(1)->state, RankLiveState::Stopped);
+        tracker.addEvents({step(0, 20.0, 5)});
+        QCOMPARE(tracker.rank(0)->state, RankLiveState::Stopped);
+    }
+
     // The first cause is kept: an error event followed by a kill still reads as the error.
     void firstFailureWins() {
         RankStatusTracker tracker;
@@ -266,6 +295,7 @@ private Q_SLOTS:
     void stateNames() {
         QCOMPARE(rankLiveStateName(RankLiveState::Hung), QStringLiteral("hung"));
         QCOMPARE(rankLiveStateName(RankLiveState::Lost), QStringLiteral("lost"));
+        QCOMPARE(rankLiveStateName(RankLiveState::Stopped), QStringLiteral("stopped"));
     }
 };
 

@@ -43,6 +43,7 @@ RunRecord fullRecord(const QString& id) {
     record.exits.insert(0, RankExit{0, utc("2024-03-01T12:34:50.000Z")});
     record.exits.insert(2, RankExit{137, utc("2024-03-01T12:34:55.500Z")});
     record.exits.insert(3, RankExit{1, utc("2024-03-01T12:34:56.001Z")});
+    record.exits.insert(1, RankExit{143, utc("2024-03-01T12:34:57.000Z"), true}); // ended by the teardown
     record.firstFailedRank = 2;
     record.summary = QStringLiteral("rank 2 on node-b killed by SIGKILL");
     return record;
@@ -82,6 +83,7 @@ void compareRecords(const RunRecord& actual, const RunRecord& expected) {
         QCOMPARE(actual.exits.value(it.key()).status, it->status);
         QCOMPARE(actual.exits.value(it.key()).seenAt, it->seenAt);
         QCOMPARE(actual.exits.value(it.key()).signal(), it->signal());
+        QCOMPARE(actual.exits.value(it.key()).stopped, it->stopped);
     }
     QCOMPARE(actual.firstFailedRank, expected.firstFailedRank);
     QCOMPARE(actual.summary, expected.summary);
@@ -146,6 +148,7 @@ private slots:
     void appendStreamGapIsRefused();
     void reattachNeverDuplicatesOrLosesBytes();
     void kernelLogsAreKeptPerNode();
+    void stopRequestIsSeenByEveryFollower();
     void defaultRootHonoursRankscopeHome();
 };
 
@@ -503,6 +506,27 @@ void tst_RunStore::appendStreamGapIsRefused() {
     // A negative offset is nonsense, not an overlap: refused too.
     QVERIFY(!store.appendStream(id, 3, RankStream::Err, -2, "xx12345678", &error));
     QCOMPARE(readAll(store.streamPath(id, 3, RankStream::Err)), QByteArray("12345"));
+}
+
+// `rankscope-cli stop` marks the run, and another front end following it reads the mark: the first request's
+// time is kept; a run never stopped has none.
+void tst_RunStore::stopRequestIsSeenByEveryFollower() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const QString id = QStringLiteral("20240301-120000-abcd");
+    RunStore stopper(dir.path());
+    QVERIFY(stopper.save(minimalRecord(id)));
+    RunStore follower(dir.path());
+    QVERIFY(!follower.stopRequestedAt(id).isValid());
+    QString error;
+    QVERIFY2(stopper.markStopRequested(id, utc("2024-03-01T12:40:00.250Z"), &error), qPrintable(error));
+    QCOMPARE(follower.stopRequestedAt(id), utc("2024-03-01T12:40:00.250Z"));
+    QVERIFY(stopper.markStopRequested(id, utc("2024-03-01T12:41:00.000Z")));
+    QCOMPARE(follower.stopRequestedAt(id), utc("2024-03-01T12:40:00.250Z"));
+    QVERIFY(!follower.stopRequestedAt(QStringLiteral("20240301-120000-ffff")).isValid());
+    // A run directory that cannot be written to: the error names the file.
+    QVERIFY(!stopper.markStopRequested(QStringLiteral("no-such-run/x"), utc("2024-03-01T12:40:00.250Z"), &error));
+    QVERIFY2(error.contains(QLatin1String("stop-requested")), qPrintable(error));
 }
 
 void tst_RunStore::kernelLogsAreKeptPerNode() {

@@ -5,6 +5,9 @@
 // runs are diagnosed the same way by `rankscope-cli diagnose`.
 #include "enginetestutil.h"
 
+#include "core/rankstatus.h"
+
+#include <QDir>
 #include <QProcess>
 #include <QRandomGenerator>
 #include <QTemporaryDir>
@@ -58,6 +61,53 @@ private:
         return QString::fromUtf8(cli.readAllStandardOutput() + cli.readAllStandardError());
     }
 
+    // `rankscope-cli stop RUN` beside the `run` that follows it: the follower takes the ranks' ends for the stop,
+    // not for a failure of the waiting rank; the grid keeps the hung rank hung and shows the other stopped; the
+    // stopping front end takes no stacks of ranks it is ending.
+    void stopFromAnotherFrontEnd(remote::RunEngine& follower, const QSignalSpy& diagnoses) {
+        QSignalSpy exits(&follower, &remote::RunEngine::rankExited);
+        QSignalSpy finished(&follower, &remote::RunEngine::finished);
+        const QStringList capturesBefore =
+            QDir(m_store.runDir(m_hangRun)).entryList({QStringLiteral("stacks-*.json")}, QDir::Files);
+        QTest::qWait(1000); // the user reads it, then stops the run from another terminal
+        remote::RunEngine stopper(&m_store, options());
+        QSignalSpy stopperCaptures(&stopper, &remote::RunEngine::stacksCaptured);
+        QSignalSpy stopperFinished(&stopper, &remote::RunEngine::finished);
+        QString error;
+        QVERIFY2(stopper.attach(m_hangRun, &error), qPrintable(error));
+        stopper.stop();
+        QVERIFY(finished.wait(60000));
+        QVERIFY(stopperFinished.size() == 1 || stopperFinished.wait(60000));
+
+        const RunRecord record = follower.record();
+        QCOMPARE(record.state, QStringLiteral("stopped"));
+        QCOMPARE(record.firstFailedRank, -1);
+        QVERIFY(collected(diagnoses, DiagnosisKind::RootCause).isEmpty());
+        QCOMPARE(record.exits.size(), 2);
+        for (const RankExit& exit : record.exits)
+            QVERIFY2(exit.status != 0 && exit.stopped, qPrintable(describeExitStatus(exit.status)));
+        QCOMPARE(exits.size(), 2);
+        RankStatusTracker grid;
+        for (const auto& call : diagnoses)
+            grid.applyDiagnoses(call.front().value<QVector<Diagnosis>>());
+        for (const auto& call : exits) {
+            QVERIFY(call.at(3).toBool());
+            grid.rankExited(call.at(0).toInt(), call.at(2).toInt(), call.at(1).toString(), call.at(3).toBool());
+        }
+        QCOMPARE(grid.rank(1)->state, RankLiveState::Hung);
+        QCOMPARE(grid.rank(0)->state, RankLiveState::Stopped);
+        QVERIFY2(grid.rank(0)->reason.startsWith(QLatin1String("stopped by the teardown: killed by SIGTERM")),
+                 qPrintable(grid.rank(0)->reason));
+
+        QCOMPARE(stopperCaptures.size(), 0);
+        QCOMPARE(QDir(m_store.runDir(m_hangRun)).entryList({QStringLiteral("stacks-*.json")}, QDir::Files),
+                 capturesBefore);
+        const auto stored = m_store.load(m_hangRun, &error);
+        QVERIFY2(stored, qPrintable(error));
+        QCOMPARE(stored->state, QStringLiteral("stopped"));
+        QCOMPARE(stored->firstFailedRank, -1);
+    }
+
 private slots:
     void initTestCase() {
         qRegisterMetaType<RunRecord>();
@@ -94,10 +144,10 @@ private slots:
         QVERIFY2(delay <= 2 * kHeartbeatSeconds + 0.1, qPrintable(QString::number(delay)));
 
         m_hangRun = engine.record().id;
-        QTest::qWait(2000); // the user reads it, then stops the run
-        QSignalSpy finished(&engine, &remote::RunEngine::finished);
-        engine.stop();
-        QVERIFY(finished.wait(60000));
+        // The hang's own capture, before the stop.
+        QSignalSpy captures(&engine, &remote::RunEngine::stacksCaptured);
+        QTRY_VERIFY_WITH_TIMEOUT(captures.size() >= 1, 60000);
+        stopFromAnotherFrontEnd(engine, diagnoses);
     }
 
     // The stored run, offline: the same hang, from the CLI.

@@ -21,6 +21,8 @@ QColor rankStateColor(RankLiveState state) {
         return QColor(0xa8, 0xa8, 0xa8);
     case RankLiveState::Finished:
         return QColor(0x9c, 0xc3, 0xe6);
+    case RankLiveState::Stopped:
+        return QColor(0xc9, 0xbf, 0xe0);
     }
     return {};
 }
@@ -158,9 +160,9 @@ void RankGridModel::addEvents(const QVector<TrainerEvent>& events) {
         emit dataChanged(index(0, 0), index(before - 1, ColumnCount - 1));
 }
 
-void RankGridModel::rankExited(int rank, const QString& host, int status) {
+void RankGridModel::rankExited(int rank, const QString& host, int status, bool stopped) {
     const int before = int(m_rows.size());
-    m_tracker.rankExited(rank, status, host);
+    m_tracker.rankExited(rank, status, host, stopped);
     syncRows();
     if (const int row = rowOfRank(rank); row >= 0 && row < before)
         emit dataChanged(index(row, 0), index(row, ColumnCount - 1));

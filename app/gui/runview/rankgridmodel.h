@@ -35,7 +35,7 @@ public:
 
     // One batch: at most one row insertion and one dataChanged.
     void addEvents(const QVector<rankscope::TrainerEvent>& events);
-    void rankExited(int rank, const QString& host, int status);
+    void rankExited(int rank, const QString& host, int status, bool stopped = false);
     // The run's findings: hung, slow and a root cause's failed come from them (RankStatusTracker's rules).
     void addDiagnoses(const QVector<rankscope::Diagnosis>& diagnoses);
     // The clock of the heartbeat ages and step rates, Unix seconds.

@@ -76,8 +76,8 @@ void RunView::addEvents(const QVector<TrainerEvent>& events) {
     m_pendingEvents += events;
 }
 
-void RunView::rankExited(int rank, const QString& host, int status) {
-    m_pendingExits.append({rank, host, status});
+void RunView::rankExited(int rank, const QString& host, int status, bool stopped) {
+    m_pendingExits.append({rank, host, status, stopped});
 }
 
 void RunView::addDiagnoses(const QVector<Diagnosis>& diagnoses) {
@@ -154,7 +154,7 @@ void RunView::applyPending() {
     }
     for (const PendingExit& exit : std::exchange(m_pendingExits, {})) {
         m_metrics->rankExited(exit.rank, exit.status);
-        m_gridModel->rankExited(exit.rank, exit.host, exit.status);
+        m_gridModel->rankExited(exit.rank, exit.host, exit.status, exit.stopped);
     }
     if (!m_pendingDiagnoses.isEmpty())
         m_gridModel->addDiagnoses(std::exchange(m_pendingDiagnoses, {}));

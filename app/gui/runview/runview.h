@@ -31,7 +31,7 @@ public:
     explicit RunView(QWidget* parent = nullptr);
 
     void addEvents(const QVector<rankscope::TrainerEvent>& events);
-    void rankExited(int rank, const QString& host, int status);
+    void rankExited(int rank, const QString& host, int status, bool stopped = false);
     // The engine's findings, applied after the events of the same tick: the grid's hung, slow and failed.
     void addDiagnoses(const QVector<rankscope::Diagnosis>& diagnoses);
     void addGpuSamples(const QVector<GpuSample>& samples);
@@ -82,6 +82,7 @@ private:
         int rank;
         QString host;
         int status;
+        bool stopped;
     };
     QVector<PendingExit> m_pendingExits;
     QVector<rankscope::Diagnosis> m_pendingDiagnoses;

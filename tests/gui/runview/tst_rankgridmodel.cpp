@@ -105,7 +105,10 @@ private Q_SLOTS:
         model.rankExited(5, QStringLiteral("node-c"), 137);
         model.rankExited(6, QStringLiteral("node-c"), kLostExitStatus);
         model.rankExited(70, QStringLiteral("node-d"), 0); // a rank never heard from
+        model.rankExited(7, QStringLiteral("node-c"), 143, true); // ended by the teardown
         QCOMPARE(model.rowCount(), 65);
+        QCOMPARE(cell(model, 7, RankGridModel::StateColumn), QStringLiteral("stopped"));
+        QVERIFY(rankStateColor(RankLiveState::Stopped) != rankStateColor(RankLiveState::Failed));
         QCOMPARE(cell(model, 5, RankGridModel::StateColumn), QStringLiteral("failed"));
         QCOMPARE(cell(model, 6, RankGridModel::StateColumn), QStringLiteral("lost"));
         QCOMPARE(cell(model, 70, RankGridModel::StateColumn), QStringLiteral("finished"));

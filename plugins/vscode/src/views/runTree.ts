@@ -195,6 +195,8 @@ function rankIcon(state: string | undefined): vscode.ThemeIcon {
       return new vscode.ThemeIcon('question', new vscode.ThemeColor('charts.orange'));
     case 'finished':
       return new vscode.ThemeIcon('pass', new vscode.ThemeColor('testing.iconPassed'));
+    case 'stopped':
+      return new vscode.ThemeIcon('debug-stop');
     default:
       return new vscode.ThemeIcon('circle-outline');
   }
