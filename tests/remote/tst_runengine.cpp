@@ -194,8 +194,8 @@ private slots:
         QVERIFY(!QFile::exists(QStringLiteral("/tmp/rankscope-pwned")));
     }
 
-    // NCCL's lines on a rank's stdout become network findings while the run goes on; a Gloo job without
-    // NCCL_DEBUG is spared the parsing. (No GPU here: a stand-in prints what NCCL prints.)
+    // NCCL's lines on a rank's stdout become network findings while the run goes on; a Gloo job whose ranks
+    // get no NCCL_DEBUG (none in its env, not a verbose debug run) is spared the parsing. (No GPU here: a stand-in prints what NCCL prints.)
     void ncclWarningsOnStdoutBecomeFindings() {
         const QString fake = m_dir.filePath(QStringLiteral("nccl says.sh"));
         QFile script(fake);
@@ -208,13 +208,13 @@ private slots:
                      "sleep 1.5\n");
         script.close();
         script.setPermissions(script.permissions() | QFileDevice::ExeOwner);
-        const auto runWith = [&](const QJsonObject& env) {
+        const auto runWith = [&](const QJsonObject& env, bool verbose = false) {
             QJsonObject job{{"version", 1},
                             {"name", "nccl-lines"},
                             {"mode", "debug"},
                             {"env", env},
                             {"trainer", trainerJson(1)},
-                            {"debug", QJsonObject{{"node", "local"}, {"procs", 2}, {"verbose", false}}}};
+                            {"debug", QJsonObject{{"node", "local"}, {"procs", 2}, {"verbose", verbose}}}};
             RunStore store(m_dir.filePath(QStringLiteral("store-nccl")));
             remote::EngineOptions options = engineOptions();
             options.localTrainer = fake;
@@ -259,6 +259,12 @@ private slots:
         QCOMPARE(plain.state, QStringLiteral("finished"));
         QVERIFY(std::none_of(none.begin(), none.end(),
                              [](const Diagnosis& d) { return d.kind == DiagnosisKind::Network; }));
+
+        // A verbose debug run gives its ranks NCCL_DEBUG=INFO itself: their lines are read, Gloo or not.
+        const auto [verboseRun, verboseFindings, verboseFacts] = runWith(QJsonObject{}, true);
+        QCOMPARE(verboseRun.state, QStringLiteral("finished"));
+        QCOMPARE(verboseFacts.size(), 2);
+        QCOMPARE(verboseFacts[1].versions, QStringList{QStringLiteral("2.18.1")});
     }
 
     void eventsAndLogLinesAreNeverMistakenForEachOther() {
