@@ -547,7 +547,10 @@ bool MainWindow::attachRun(const QString& runId, QString* error) {
 }
 
 bool MainWindow::openStoredRun(const QString& runId, QString* error) {
-    const auto stored = m_store->load(m_store->resolveId(runId), error);
+    const QString id = m_store->resolveId(runId, error); // "no run 'x'", "'2026' matches several runs: …"
+    if (id.isEmpty())
+        return false;
+    const auto stored = m_store->load(id, error);
     if (!stored)
         return false;
     // Offline, a rank is judged at the moment the run ended, not against today's clock.

@@ -190,6 +190,10 @@ private slots:
             QCOMPARE(gridState(window.runView()->gridModel(), rank), RankLiveState::Finished);
         }
         QVERIFY(window.logInspector()->model()->rowCount() > 0);
+
+        // A run that is not there is named in the error, as the CLI names it.
+        QVERIFY(!window.openStoredRun(QStringLiteral("no-such-run"), &error));
+        QVERIFY2(error.contains(QLatin1String("no-such-run")), qPrintable(error));
     }
 
     // A stored run with a stack capture (the recorded hung Gloo pair, saved as the engine saves its own):
