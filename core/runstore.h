@@ -26,7 +26,9 @@ struct RankLogLine {
     RankStream stream = RankStream::Out;
     qint64 lineNumber = 0; // 1-based within its stream
     QString text;
-    double receivedAt = 0.0; // Unix seconds when the engine read the line: the order of a merged view
+    // Unix seconds when the engine read the line: the order of a merged view. 0: not known, a line read back from
+    // the run store (a stored run opened, or the history replayed on attach), whose arrival was not recorded.
+    double receivedAt = 0.0;
     int severity = -1;       // a LogSeverity, as classifyLogLine() says; -1: not classified
     bool nccl = false;       // classifyLogLine()'s verdict, when classified
     bool endsLine = true;    // false: a piece of a line too long for one; the next piece has the same number

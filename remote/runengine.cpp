@@ -626,8 +626,8 @@ void RunEngine::parseGpu(int node, QByteArrayView bytes) {
 }
 
 void RunEngine::parse(int rank, RankStream stream, QByteArrayView bytes) {
-    const double now = static_cast<double>(QDateTime::currentMSecsSinceEpoch()) / 1000.0;
-    deliver(m_replayParsers.feed(rank, stream, bytes, now));
+    // Bytes read back from the run store: when they arrived was not recorded, and now would be a false time.
+    deliver(m_replayParsers.feed(rank, stream, bytes, 0.0));
 }
 
 void RunEngine::deliver(const RankStreamChunk& chunk) {

@@ -190,6 +190,10 @@ private slots:
             QCOMPARE(gridState(window.runView()->gridModel(), rank), RankLiveState::Finished);
         }
         QVERIFY(window.logInspector()->model()->rowCount() > 0);
+        // Lines read back from the store have no arrival time: they say so instead of showing today's.
+        const LogModel* logs = window.logInspector()->model();
+        for (int row = 0; row < logs->rowCount(); ++row)
+            QCOMPARE(logs->index(row, LogModel::TimeColumn).data().toString(), QStringLiteral("(stored)"));
 
         // A run that is not there is named in the error, as the CLI names it.
         QVERIFY(!window.openStoredRun(QStringLiteral("no-such-run"), &error));

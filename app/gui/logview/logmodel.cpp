@@ -56,6 +56,7 @@ LogModel::Line makeLine(const RankLogLine& piece) {
     LogModel::Line line;
     line.text = piece.text;
     line.receivedAt = piece.receivedAt;
+    line.older = piece.receivedAt <= 0.0; // read back from the run store: shown as "(stored)"
     line.lineNumber = piece.lineNumber;
     line.rank = piece.rank;
     line.stream = piece.stream;

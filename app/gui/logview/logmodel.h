@@ -41,7 +41,8 @@ public:
         RankStream stream = RankStream::Out;
         LogSeverity severity = LogSeverity::Info;
         bool nccl = false;
-        bool older = false; // read back from the run store (prependOlder): its arrival time is not known
+        // Read back from the run store (a replay, or prependOlder): its arrival time is not known.
+        bool older = false;
     };
 
     explicit LogModel(QObject* parent = nullptr);
