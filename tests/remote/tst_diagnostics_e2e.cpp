@@ -126,9 +126,9 @@ private slots:
         QTRY_VERIFY_WITH_TIMEOUT(!collected(diagnoses, DiagnosisKind::Hang).isEmpty(), 90000);
         const Diagnosis hang = collected(diagnoses, DiagnosisKind::Hang).front();
         QCOMPARE(hang.ranks.front(), 1);
-        QVERIFY2(hang.message.startsWith(QLatin1String("rank 1 on localhost stuck at step 5 in phase forward")),
+        QVERIFY2(hang.message.startsWith(QLatin1String("rank 1 on localhost stuck at step 6 in phase forward")),
                  qPrintable(hang.message));
-        QVERIFY2(hang.message.contains(QLatin1String("ranks 0 waiting in collective")), qPrintable(hang.message));
+        QVERIFY2(hang.message.contains(QLatin1String("; rank 0 waiting in collective")), qPrintable(hang.message));
 
         // From the first heartbeat showing rank 0 waiting for the collective rank 1 never joins.
         double waitingSince = 0.0;
@@ -154,7 +154,7 @@ private slots:
     void storedHangIsDiagnosedByTheCli() {
         QVERIFY(!m_hangRun.isEmpty());
         const QString out = cliDiagnose(m_hangRun);
-        QVERIFY2(out.contains(QLatin1String("hang: rank 1 on localhost stuck at step 5")), qPrintable(out));
+        QVERIFY2(out.contains(QLatin1String("hang: rank 1 on localhost stuck at step 6")), qPrintable(out));
     }
 
     void slowRankIsTheOnlyStraggler() {

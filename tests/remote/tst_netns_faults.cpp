@@ -207,7 +207,7 @@ private slots:
         QCOMPARE(QSet<int>(hang.ranks.cbegin(), hang.ranks.cend()), allRanksBut(kCulprit) + QSet<int>{kCulprit});
         QCOMPARE(hang.host, hostOf(kCulprit));
         const QString named =
-            QStringLiteral("rank %1 on %2 stuck at step 5 in phase forward").arg(kCulprit).arg(hostOf(kCulprit));
+            QStringLiteral("rank %1 on %2 stuck at step 6 in phase forward").arg(kCulprit).arg(hostOf(kCulprit));
         QVERIFY2(hang.message.startsWith(named), qPrintable(hang.message));
         QVERIFY2(hang.message.contains(QLatin1String("ranks 0-2 waiting in collective")), qPrintable(hang.message));
 
