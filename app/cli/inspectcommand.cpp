@@ -5,6 +5,7 @@
 
 #include "core/loginspect.h"
 
+#include <QFile>
 #include <QTextStream>
 
 #include <cstdio>
@@ -128,12 +129,36 @@ QString formatInspectionText(const LogInspection& inspection) {
     return out;
 }
 
+namespace {
+
+// "-": standard input, read in the inspector's chunks as a file is (a pipe from `kubectl logs`, `journalctl`).
+std::optional<QString> inspectStandardInput(LogInspector& inspector) {
+    QFile in;
+    if (!in.open(stdin, QIODevice::ReadOnly))
+        return QStringLiteral("-: %1").arg(in.errorString());
+    inspector.beginFile(QStringLiteral("-"));
+    QByteArray buffer(1024 * 1024, Qt::Uninitialized);
+    for (qint64 read; (read = in.read(buffer.data(), buffer.size())) != 0;) {
+        if (read < 0) {
+            inspector.endFile();
+            return QStringLiteral("-: %1").arg(in.errorString());
+        }
+        inspector.feed(QByteArrayView(buffer.constData(), read));
+    }
+    inspector.endFile();
+    return std::nullopt;
+}
+
+} // namespace
+
 int runInspectCommand(const QStringList& paths, bool json) {
+    // A file that cannot be read is named and the exit status says so, but what the others hold is still shown.
     LogInspector inspector;
+    bool unreadable = false;
     for (const QString& path : paths) {
-        if (const auto error = inspector.inspectFile(path)) {
+        if (const auto error = path == QLatin1String("-") ? inspectStandardInput(inspector) : inspector.inspectFile(path)) {
             QTextStream(stderr) << "rankscope-cli inspect: " << *error << '\n';
-            return kExitUsage;
+            unreadable = true;
         }
     }
     const LogInspection inspection = inspector.result();
@@ -143,7 +168,7 @@ int runInspectCommand(const QStringList& paths, bool json) {
     } else {
         QTextStream(stdout) << formatInspectionText(inspection);
     }
-    return kExitOk;
+    return unreadable ? kExitUsage : kExitOk;
 }
 
 } // namespace rankscope::cli

@@ -34,6 +34,8 @@ private slots:
     void exitCodes();
     void jsonOnSeveralFiles();
     void textReportHasItsSections();
+    void unreadableFileLosesNothingOfTheOthers();
+    void standardInputIsAFile();
 };
 
 void tst_CliInspect::exitCodes_data() {
@@ -94,6 +96,46 @@ void tst_CliInspect::textReportHasItsSections() {
     for (const char* section : {"NCCL\n", "\nTimeouts\n", "\nFailures\n", "\nErrors\n"})
         QVERIFY2(out.contains(QLatin1String(section)), section);
     QVERIFY(out.contains(QLatin1String("rank 1: ALLREDUCE #808 ran 600020 ms")));
+}
+
+// One missing file among several: it is named and the exit status says so, and the readable files are reported.
+void tst_CliInspect::unreadableFileLosesNothingOfTheOthers() {
+    const QString sample = kLogsDir + QStringLiteral("nccl-public-samples.log");
+    const QString missing = kLogsDir + QStringLiteral("no-such.log");
+    const CliRun run = runCli({"inspect", "--json", missing, sample});
+    QCOMPARE(run.exitCode, 2);
+    QVERIFY2(run.err.contains(missing.toUtf8()), run.err.constData());
+    const QJsonObject root = QJsonDocument::fromJson(run.out).object();
+    QCOMPARE(root.value("files").toArray(), QJsonArray{sample});
+    QCOMPARE(root.value("timeouts").toArray().at(0).toObject().value("seq").toInteger(), 808);
+}
+
+// "-" reads standard input, with the same result as the file.
+void tst_CliInspect::standardInputIsAFile() {
+    const QString sample = kLogsDir + QStringLiteral("public/pytorch-4921-runtimeerror-traceback.log");
+    QProcess process;
+    process.setStandardInputFile(sample);
+    process.start(QStringLiteral(RANKSCOPE_CLI_PATH), {"inspect", "--json", "-"});
+    QVERIFY(process.waitForFinished(30000));
+    QCOMPARE(process.exitCode(), 0);
+    QJsonObject fromStdin = QJsonDocument::fromJson(process.readAllStandardOutput()).object();
+    const CliRun file = runCli({"inspect", "--json", sample});
+    QJsonObject fromFile = QJsonDocument::fromJson(file.out).object();
+    QCOMPARE(fromStdin.value("files").toArray(), QJsonArray{"-"});
+    QVERIFY(!fromStdin.value("errors").toArray().isEmpty());
+    QCOMPARE(fromStdin.value("errors").toArray().at(0).toObject().value("file").toString(), QStringLiteral("-"));
+    // Apart from the file's name, the same facts.
+    for (QJsonObject* root : {&fromStdin, &fromFile}) {
+        root->remove("files");
+        QJsonArray errors = root->value("errors").toArray();
+        for (qsizetype i = 0; i < errors.size(); ++i) {
+            QJsonObject error = errors.at(i).toObject();
+            error.remove("file");
+            errors.replace(i, error);
+        }
+        root->insert("errors", errors);
+    }
+    QCOMPARE(fromStdin, fromFile);
 }
 
 QTEST_GUILESS_MAIN(tst_CliInspect)
