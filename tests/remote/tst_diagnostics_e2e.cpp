@@ -99,6 +99,12 @@ private:
         QVERIFY2(grid.rank(0)->reason.startsWith(QLatin1String("stopped by the teardown: killed by SIGTERM")),
                  qPrintable(grid.rank(0)->reason));
 
+        // The hung rank says where the stop found it with the step number the diagnosis gives (--hang-at-step 6).
+        QFile events(m_store.streamPath(m_hangRun, 1, RankStream::Events));
+        QVERIFY(events.open(QIODevice::ReadOnly));
+        const QByteArray said = events.readAll();
+        QVERIFY2(said.contains("SIGTERM received at step 6 in phase forward"), said.right(600).constData());
+
         QCOMPARE(stopperCaptures.size(), 0);
         QCOMPARE(QDir(m_store.runDir(m_hangRun)).entryList({QStringLiteral("stacks-*.json")}, QDir::Files),
                  capturesBefore);

@@ -557,10 +557,14 @@ void Trainer::emitEnd(std::string_view status, double checksum) {
 }
 
 void Trainer::terminated(int signal) {
-    const std::string phase(m_progress.phase());
+    const std::string current(m_progress.phase());
     m_heartbeat.stop();
+    // The progress counts the steps done; in a training step's own phases the rank is in the next one, the number
+    // its step event would carry (and RankScope's hang diagnosis names).
+    const bool inStep =
+        current == phase::kData || current == phase::kForward || current == phase::kBackward || current == phase::kOptimizer;
     const std::string message = std::string(signal == SIGINT ? "SIGINT" : "SIGTERM") + " received at step " +
-                                std::to_string(m_progress.step()) + " in phase " + phase;
+                                std::to_string(m_progress.step() + (inStep ? 1 : 0)) + " in phase " + current;
     log("stopping: " + message);
     JsonObject error;
     error.add(schema::error::kKind, schema::error_kind::kTerminated)
