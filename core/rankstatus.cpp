@@ -94,18 +94,25 @@ void RankStatusTracker::apply(const TrainerEvent& event) {
     case TrainerEventType::End:
         if (event.string(schema::end::kStatus) == jsonKey(schema::status::kOk)) {
             history.finished = true;
-        } else if (!history.failed) {
+        } else if (!history.failed && history.terminated.isEmpty()) {
             history.failed = true;
             status.reason = QStringLiteral("ended with status error");
         }
         break;
-    case TrainerEventType::Error:
-        if (event.boolean(schema::error::kFatal, true) && !history.failed) {
-            history.failed = true;
-            status.reason =
-                event.string(schema::error::kKind) + QStringLiteral(": ") + event.string(schema::error::kMessage);
+    case TrainerEventType::Error: {
+        if (!event.boolean(schema::error::kFatal, true) || history.failed)
+            break;
+        const QString kind = event.string(schema::error::kKind);
+        const QString said = kind + QStringLiteral(": ") + event.string(schema::error::kMessage);
+        if (kind == jsonKey(schema::error_kind::kTerminated)) {
+            // Told to stop (SIGTERM, SIGINT): its exit decides whether that was the teardown or a failure.
+            history.terminated = said;
+            break;
         }
+        history.failed = true;
+        status.reason = said;
         break;
+    }
     case TrainerEventType::Eval:
     case TrainerEventType::Checkpoint:
         status.lastProgress = event.time; // both only happen when the rank moves on
@@ -149,17 +156,18 @@ void RankStatusTracker::rankExited(int rank, int exitStatus, const QString& host
     status.exitStatus = exitStatus;
     if (status.host.isEmpty())
         status.host = host;
+    const QString how = history.terminated.isEmpty() ? describeExitStatus(exitStatus) : history.terminated;
     if (stopped && exitStatus != 0 && exitStatus != kLostExitStatus) {
         if (!history.failed && !history.finished) {
             history.stopped = true;
-            status.reason = QStringLiteral("stopped by the teardown: %1").arg(describeExitStatus(exitStatus));
+            status.reason = QStringLiteral("stopped by the teardown: %1").arg(how);
         }
     } else if (exitStatus == kLostExitStatus) {
         if (!history.failed && !history.finished)
             status.reason = describeExitStatus(exitStatus);
     } else if (exitStatus != 0 && !history.failed) {
-        history.failed = true;
-        status.reason = describeExitStatus(exitStatus);
+        history.failed = true; // a SIGTERM from anyone but the teardown is a failure
+        status.reason = how;
     } else if (exitStatus == 0) {
         history.finished = true;
     }

@@ -42,7 +42,8 @@ struct RankLiveStatus {
 
 // Folds event batches, exits and the run's diagnoses into a per-rank live state. Rules (evaluated by update()):
 //  - failed:   a fatal error event, an end event with status "error", a non-zero exit status, or the culprit of
-//              the run's root cause (whose finding then gives the reason);
+//              the run's root cause (whose finding then gives the reason). A rank's "terminated" error (it was sent
+//              SIGTERM or SIGINT) and the end after it wait for its exit: stopped when the teardown ended it;
 //  - lost:     the exit status is kLostExitStatus (the node stopped answering), unless already failed;
 //  - finished: an end event with status "ok", or exit status 0, and nothing failed;
 //  - stopped:  ended by RankScope's teardown (RankExit::stopped: the user's stop, or the peers of a failed rank),
@@ -87,6 +88,7 @@ private:
         bool failed = false;
         bool finished = false;
         bool stopped = false;
+        QString terminated; // "terminated: SIGTERM received at …", the rank's own word that it was told to stop
     };
 
     void apply(const TrainerEvent& event);

@@ -282,6 +282,32 @@ private Q_SLOTS:
         QCOMPARE(tracker.rank(0)->state, RankLiveState::Stopped);
     }
 
+    // What the trainer says when it is sent SIGTERM (a "terminated" error, then an end with status error) waits
+    // for its exit: the teardown's makes it stopped, with its words; anyone else's SIGTERM is a failure.
+    void terminatedRankWaitsForItsExit() {
+        RankStatusTracker tracker;
+        tracker.addEvents({step(0, 10.0, 4), step(1, 10.0, 4)});
+        const QString said = QStringLiteral("terminated: SIGTERM received at step 5 in phase backward");
+        for (int rank = 0; rank < 2; ++rank)
+            tracker.addEvents(
+                {decoded(QStringLiteral(R"({"v":"1.0","type":"error","rank":%1,"time":11,"kind":"terminated",)"
+                                        R"("message":"SIGTERM received at step 5 in phase backward","fatal":true})")
+                             .arg(rank)
+                             .toUtf8()
+                             .constData()),
+                 decoded(QStringLiteral(R"({"v":"1.0","type":"end","rank":%1,"time":11.1,"status":"error","steps":4,"images_per_sec":700,"wall_s":1.5,"param_checksum":"nan"})")
+                             .arg(rank)
+                             .toUtf8()
+                             .constData())});
+        QCOMPARE(tracker.rank(0)->state, RankLiveState::Running);
+        tracker.rankExited(0, 143, QStringLiteral("node-a"), true);
+        QCOMPARE(tracker.rank(0)->state, RankLiveState::Stopped);
+        QCOMPARE(tracker.rank(0)->reason, QStringLiteral("stopped by the teardown: ") + said);
+        tracker.rankExited(1, 143, QStringLiteral("node-a"));
+        QCOMPARE(tracker.rank(1)->state, RankLiveState::Failed);
+        QCOMPARE(tracker.rank(1)->reason, said);
+    }
+
     // The first cause is kept: an error event followed by a kill still reads as the error.
     void firstFailureWins() {
         RankStatusTracker tracker;

@@ -66,6 +66,7 @@ private:
     // stopping front end takes no stacks of ranks it is ending.
     void stopFromAnotherFrontEnd(remote::RunEngine& follower, const QSignalSpy& diagnoses) {
         QSignalSpy exits(&follower, &remote::RunEngine::rankExited);
+        QSignalSpy events(&follower, &remote::RunEngine::events);
         QSignalSpy finished(&follower, &remote::RunEngine::finished);
         const QStringList capturesBefore =
             QDir(m_store.runDir(m_hangRun)).entryList({QStringLiteral("stacks-*.json")}, QDir::Files);
@@ -87,22 +88,25 @@ private:
         for (const RankExit& exit : record.exits)
             QVERIFY2(exit.status != 0 && exit.stopped, qPrintable(describeExitStatus(exit.status)));
         QCOMPARE(exits.size(), 2);
+        // The grid as a front end builds it: the findings, the ranks' last words ("terminated: SIGTERM …"), exits.
         RankStatusTracker grid;
         for (const auto& call : diagnoses)
             grid.applyDiagnoses(call.front().value<QVector<Diagnosis>>());
+        for (const auto& call : events)
+            grid.addEvents(call.front().value<QVector<TrainerEvent>>());
         for (const auto& call : exits) {
             QVERIFY(call.at(3).toBool());
             grid.rankExited(call.at(0).toInt(), call.at(2).toInt(), call.at(1).toString(), call.at(3).toBool());
         }
         QCOMPARE(grid.rank(1)->state, RankLiveState::Hung);
         QCOMPARE(grid.rank(0)->state, RankLiveState::Stopped);
-        QVERIFY2(grid.rank(0)->reason.startsWith(QLatin1String("stopped by the teardown: killed by SIGTERM")),
+        QVERIFY2(grid.rank(0)->reason.startsWith(QLatin1String("stopped by the teardown: terminated: SIGTERM received")),
                  qPrintable(grid.rank(0)->reason));
 
         // The hung rank says where the stop found it with the step number the diagnosis gives (--hang-at-step 6).
-        QFile events(m_store.streamPath(m_hangRun, 1, RankStream::Events));
-        QVERIFY(events.open(QIODevice::ReadOnly));
-        const QByteArray said = events.readAll();
+        QFile eventsFile(m_store.streamPath(m_hangRun, 1, RankStream::Events));
+        QVERIFY(eventsFile.open(QIODevice::ReadOnly));
+        const QByteArray said = eventsFile.readAll();
         QVERIFY2(said.contains("SIGTERM received at step 6 in phase forward"), said.right(600).constData());
 
         QCOMPARE(stopperCaptures.size(), 0);
