@@ -38,33 +38,67 @@ void saveScreenshots(MainWindow* window, const QString& dir) {
     QApplication::exit(ok ? 0 : 1);
 }
 
+// The app's command line, described apart from the application object: `--help` needs no display.
+struct CommandLine {
+    QCommandLineParser parser;
+    const QCommandLineOption debug{QStringLiteral("debug"), QStringLiteral("Start a debug run of the job at once.")};
+    const QCommandLineOption submit{QStringLiteral("submit"), QStringLiteral("Submit the job at once.")};
+    const QCommandLineOption attach{QStringLiteral("attach"), QStringLiteral("Follow a stored run."),
+                                    QStringLiteral("run")};
+    const QCommandLineOption open{QStringLiteral("open"), QStringLiteral("Show a stored run offline."),
+                                  QStringLiteral("run")};
+    const QCommandLineOption fresh{QStringLiteral("no-restore"),
+                                   QStringLiteral("Do not restore the last layout and job, nor reattach.")};
+    const QCommandLineOption screenshots{
+        QStringLiteral("screenshots"),
+        QStringLiteral("When the run ends, save the run view and log inspector as PNGs in this folder and quit."),
+        QStringLiteral("dir")};
+    const QCommandLineOption viewEvents{QStringLiteral("view-events"),
+                                        QStringLiteral("Show event files of one run (one per rank) in the simple viewer.")};
+    const QCommandLineOption bridge{QStringLiteral("bridge"),
+                                    QStringLiteral("Host the IDE bridge for VS Code and Jupyter (docs/bridge.md).")};
+
+    CommandLine() {
+        parser.setApplicationDescription(QStringLiteral("RankScope: a debugger for distributed data-parallel training"));
+        parser.addHelpOption();
+        parser.addOptions({debug, submit, attach, open, fresh, screenshots, viewEvents, bridge});
+        parser.addPositionalArgument(QStringLiteral("job"), QStringLiteral("A job file (JSON)."), QStringLiteral("[job]"));
+    }
+};
+
+bool asksForHelp(int argc, char** argv) {
+    for (int i = 1; i < argc; ++i) {
+        const QByteArrayView arg(argv[i]);
+        if (arg == "-h" || arg == "-?" || arg == "--help" || arg == "--help-all")
+            return true;
+    }
+    return false;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
+    if (asksForHelp(argc, argv)) {
+        // Answered before the GUI starts, so that it works in a terminal without a display (over SSH).
+        QCoreApplication core(argc, argv);
+        QCoreApplication::setApplicationName(QStringLiteral("RankScope"));
+        CommandLine commandLine;
+        commandLine.parser.process(core); // prints the help and exits
+        return 0;
+    }
     QApplication app(argc, argv);
     QApplication::setApplicationName(QStringLiteral("RankScope"));
     QApplication::setOrganizationName(QStringLiteral("RankScope"));
-    QCommandLineParser parser;
-    parser.setApplicationDescription(QStringLiteral("RankScope: a debugger for distributed data-parallel training"));
-    parser.addHelpOption();
-    const QCommandLineOption debug(QStringLiteral("debug"), QStringLiteral("Start a debug run of the job at once."));
-    const QCommandLineOption submit(QStringLiteral("submit"), QStringLiteral("Submit the job at once."));
-    const QCommandLineOption attach(QStringLiteral("attach"), QStringLiteral("Follow a stored run."),
-                                    QStringLiteral("run"));
-    const QCommandLineOption open(QStringLiteral("open"), QStringLiteral("Show a stored run offline."),
-                                  QStringLiteral("run"));
-    const QCommandLineOption fresh(QStringLiteral("no-restore"),
-                                   QStringLiteral("Do not restore the last layout and job, nor reattach."));
-    const QCommandLineOption screenshots(
-        QStringLiteral("screenshots"),
-        QStringLiteral("When the run ends, save the run view and log inspector as PNGs in this folder and quit."),
-        QStringLiteral("dir"));
-    const QCommandLineOption viewEvents(QStringLiteral("view-events"),
-                                        QStringLiteral("Show event files of one run (one per rank) in the simple viewer."));
-    const QCommandLineOption bridge(QStringLiteral("bridge"),
-                                    QStringLiteral("Host the IDE bridge for VS Code and Jupyter (docs/bridge.md)."));
-    parser.addOptions({debug, submit, attach, open, fresh, screenshots, viewEvents, bridge});
-    parser.addPositionalArgument(QStringLiteral("job"), QStringLiteral("A job file (JSON)."), QStringLiteral("[job]"));
+    CommandLine commandLine;
+    QCommandLineParser& parser = commandLine.parser;
+    const QCommandLineOption& debug = commandLine.debug;
+    const QCommandLineOption& submit = commandLine.submit;
+    const QCommandLineOption& attach = commandLine.attach;
+    const QCommandLineOption& open = commandLine.open;
+    const QCommandLineOption& fresh = commandLine.fresh;
+    const QCommandLineOption& screenshots = commandLine.screenshots;
+    const QCommandLineOption& viewEvents = commandLine.viewEvents;
+    const QCommandLineOption& bridge = commandLine.bridge;
     parser.process(app);
 
     if (parser.isSet(viewEvents)) {
