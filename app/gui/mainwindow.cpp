@@ -42,6 +42,7 @@
 #include <QSortFilterProxyModel>
 #include <QSplitter>
 #include <QStatusBar>
+#include <QStyle>
 #include <QTabWidget>
 #include <QTableView>
 #include <QToolBar>
@@ -198,6 +199,7 @@ void MainWindow::buildTabs() {
     // The findings dock starts low, under the charts; a restored layout overrides it.
     resizeDocks({dock}, {170}, Qt::Vertical);
     m_runLabel = new QLabel(QStringLiteral("no run"));
+    m_runLabel->setObjectName(QStringLiteral("runLabel"));
     statusBar()->addPermanentWidget(m_runLabel);
     m_bridgeLabel = new QLabel;
     m_bridgeLabel->setObjectName(QStringLiteral("bridgeLabel"));
@@ -692,8 +694,15 @@ bool MainWindow::exportRankStreams(int rank, const QString& dir, QString* error)
 }
 
 void MainWindow::showMessage(const QString& text, bool error) {
-    statusBar()->setStyleSheet(error ? QStringLiteral("QStatusBar { color: #b71c1c; }") : QString());
-    statusBar()->showMessage(text, error ? 0 : 8000);
+    QStatusBar* bar = statusBar();
+    bar->setStyleSheet(error ? QStringLiteral("QStatusBar { color: #b71c1c; }") : QString());
+    // A long finding would be drawn under the run's label: it is cut to the room left of the permanent labels.
+    int room = bar->width() - 2 * bar->style()->pixelMetric(QStyle::PM_LayoutHorizontalSpacing) - 16;
+    for (const QLabel* label : {m_runLabel, m_bridgeLabel})
+        if (label && label->isVisible())
+            room -= label->sizeHint().width() + 8;
+    bar->showMessage(bar->fontMetrics().elidedText(text, Qt::ElideRight, std::max(room, 80)), error ? 0 : 8000);
+    bar->setToolTip(text);
 }
 
 void MainWindow::saveState() const {

@@ -54,6 +54,9 @@ public:
     enum Tab { JobTab, RunTab, LogsTab, HistoryTab };
 
     bool openJob(const QString& path, QString* error);
+    // In the status bar, left of the run's label: elided to the room there (whole in its tooltip); an error stays
+    // until the next message, anything else for 8 s.
+    void showMessage(const QString& text, bool error = false);
     // The editor's job, with `debugNode` ("local" or a node's name) for a debug run; `debugRank` starts that
     // rank under gdbserver, and its address and a gdb command line are shown once it waits.
     bool debugRun(QString* error, const QString& debugNode = QString(), std::optional<int> debugRank = std::nullopt);
@@ -114,7 +117,6 @@ private:
     void exportRankLog();
     void saveState() const;
     void restoreSavedState();
-    void showMessage(const QString& text, bool error = false);
 
     Options m_options;
     std::unique_ptr<RunStore> m_store;
