@@ -383,6 +383,7 @@ void MainWindow::onRunStarting(const RunRecord& record) {
     m_runView->clear();
     m_diagnostics->clear();
     m_stacks->clear();
+    m_stacks->setFocusRanks({});
     m_nccl->clear();
     m_logs->model()->clear();
     m_logs->model()->setRankHosts(RunSession::rankHosts(record));
@@ -421,6 +422,9 @@ void MainWindow::addDiagnoses(const QVector<Diagnosis>& diagnoses) {
         item->setForeground(0, colour);
         if (!d.resolved)
             showMessage(d.toString(), true);
+        // The stack tree opens where the hung ranks part from the others, for this capture and the next.
+        if (d.kind == DiagnosisKind::Hang && !d.resolved && d.culprits > 0)
+            m_stacks->setFocusRanks(QList<int>(d.ranks.cbegin(), d.ranks.cbegin() + std::min<qsizetype>(d.culprits, d.ranks.size())));
     }
 }
 

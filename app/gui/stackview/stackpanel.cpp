@@ -8,8 +8,11 @@
 #include <QLabel>
 #include <QMenu>
 #include <QPushButton>
+#include <QTimer>
 #include <QTreeView>
 #include <QVBoxLayout>
+
+#include <algorithm>
 
 namespace rankscope::gui {
 
@@ -92,6 +95,55 @@ void StackPanel::setTree(const StackTree& tree, const QString& path) {
     // Open the main threads' paths down to where they wait: that is what a hang is about. Helper threads
     // stay folded under their outermost frame.
     expandMainPaths({});
+    showFocusRanks();
+}
+
+void StackPanel::setFocusRanks(const QList<int>& ranks) {
+    m_focusRanks = ranks;
+    std::sort(m_focusRanks.begin(), m_focusRanks.end());
+    showFocusRanks();
+}
+
+// The outermost main-thread frame whose ranks are the focus ranks, or some of them: where they part.
+QModelIndex StackPanel::partingFrame(const QModelIndex& parent) const {
+    for (int row = 0; row < m_model->rowCount(parent); ++row) {
+        const QModelIndex child = m_model->index(row, StackTreeModel::FrameColumn, parent);
+        if (!child.data(StackTreeModel::MainThreadRole).toBool())
+            continue;
+        const QList<int> ranks = child.data(StackTreeModel::RanksRole).value<QList<int>>();
+        const bool within = std::all_of(ranks.cbegin(), ranks.cend(), [this](int rank) {
+            return std::binary_search(m_focusRanks.cbegin(), m_focusRanks.cend(), rank);
+        });
+        if (within && !ranks.isEmpty())
+            return child;
+        const bool holdsOne = std::any_of(ranks.cbegin(), ranks.cend(), [this](int rank) {
+            return std::binary_search(m_focusRanks.cbegin(), m_focusRanks.cend(), rank);
+        });
+        if (holdsOne)
+            if (const QModelIndex found = partingFrame(child); found.isValid())
+                return found;
+    }
+    return {};
+}
+
+void StackPanel::showFocusRanks() {
+    if (m_focusRanks.isEmpty())
+        return;
+    const QModelIndex frame = partingFrame({});
+    if (!frame.isValid())
+        return;
+    m_view->setCurrentIndex(frame);
+    m_view->scrollTo(frame, QAbstractItemView::PositionAtTop);
+    // Once more when the view has its size: a capture often comes while the window or the dock is laid out.
+    QTimer::singleShot(0, m_view, [view = m_view, at = QPersistentModelIndex(frame)] {
+        if (at.isValid())
+            view->scrollTo(at, QAbstractItemView::PositionAtTop);
+    });
+}
+
+void StackPanel::showEvent(QShowEvent* event) {
+    QWidget::showEvent(event);
+    showFocusRanks();
 }
 
 void StackPanel::expandMainPaths(const QModelIndex& parent) {

@@ -28,6 +28,10 @@ public:
     void addError(const QString& message); // the engine's stacksError
     void clear();
     void setCaptureEnabled(bool enabled);
+    // The ranks a hang holds at fault: the frame where their main threads part from the others' is selected and
+    // brought to the top of the view, so that the hung rank's branch is what one sees first, not the
+    // waiting ranks' frames above it. Kept for the captures that follow; empty: none.
+    void setFocusRanks(const QList<int>& ranks);
     // The rank a click on `index` asks for: the frame's rank when it has exactly one, else -1.
     [[nodiscard]] int rankForClick(const QModelIndex& index) const;
     // The context menu of the frame at `index`: "Show rank N's log" for each of its ranks.
@@ -43,9 +47,14 @@ signals:
     void captureRequested();
     void rankRequested(int rank);
 
+protected:
+    void showEvent(QShowEvent* event) override;
+
 private:
     void expandMainPaths(const QModelIndex& parent);
     void showErrors();
+    void showFocusRanks();
+    [[nodiscard]] QModelIndex partingFrame(const QModelIndex& parent) const;
 
     StackTreeModel* m_model;
     QTreeView* m_view;
@@ -53,6 +62,7 @@ private:
     QLabel* m_summary;
     QLabel* m_errors;
     QStringList m_messages; // stacksError messages since the last capture
+    QList<int> m_focusRanks; // sorted
 };
 
 } // namespace rankscope::gui

@@ -13,6 +13,7 @@
 #include <QSignalSpy>
 #include <QTest>
 #include <QTreeView>
+#include <QScrollBar>
 
 using namespace rankscope;
 using namespace rankscope::gui;
@@ -51,6 +52,43 @@ private slots:
         QVERIFY(panel.summaryLabel()->text().contains(QLatin1String("2 rank(s)")));
         QVERIFY(panel.summaryLabel()->text().contains(QLatin1String("stacks-20261122T120000000Z.json")));
         QVERIFY(panel.errorsLabel()->isHidden());
+    }
+
+    // With the hang's culprit (rank 1) in focus, the frame where its main thread parts from rank 0's is selected
+    // and scrolled into view (to the top, as far as the view scrolls), before or after the capture comes; without
+    // it, rank 0's long reducer wait fills the view and rank 1's branch is below it.
+    void hungRanksBranchIsWhereTheViewOpens() {
+        const auto inView = [](const StackPanel& panel, const QModelIndex& index) {
+            const QRect rect = panel.view()->visualRect(index);
+            return rect.isValid() && panel.view()->viewport()->rect().contains(rect);
+        };
+        {
+            StackPanel panel;
+            panel.resize(900, 260);
+            panel.show();
+            QVERIFY(QTest::qWaitForWindowExposed(&panel));
+            panel.setTree(hungGlooTree());
+            QVERIFY(!inView(panel, panel.model()->find(QStringLiteral("sleep_for"))));
+        }
+        for (const bool focusFirst : {true, false}) {
+            StackPanel panel;
+            panel.resize(900, 260);
+            panel.show();
+            QVERIFY(QTest::qWaitForWindowExposed(&panel));
+            if (focusFirst)
+                panel.setFocusRanks({1});
+            panel.setTree(hungGlooTree());
+            if (!focusFirst)
+                panel.setFocusRanks({1});
+            const QModelIndex current = panel.view()->currentIndex();
+            QVERIFY(current.isValid());
+            QCOMPARE(current.data(StackTreeModel::RanksRole).value<QList<int>>(), QList<int>{1});
+            QCOMPARE(current.parent().data(StackTreeModel::RanksRole).value<QList<int>>(), (QList<int>{0, 1}));
+            QVERIFY(inView(panel, current));
+            const QScrollBar* bar = panel.view()->verticalScrollBar();
+            QVERIFY(panel.view()->visualRect(current).top() <= 2 || bar->value() == bar->maximum());
+            QVERIFY(inView(panel, panel.model()->find(QStringLiteral("sleep_for"))));
+        }
     }
 
     void clickOnASingleRankFrameAsksForItsLog() {
