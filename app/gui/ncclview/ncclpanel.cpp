@@ -50,8 +50,9 @@ void NcclPanel::clear() {
 
 void NcclPanel::updateNote() {
     if (m_model->rowCount() == 0) {
-        m_note->setText(QStringLiteral("No NCCL lines yet. They are read from each rank's output when the job uses "
-                                       "NCCL or sets NCCL_DEBUG (INFO shows the most)."));
+        // Not "yet": a finished run that had none will not get any.
+        m_note->setText(QStringLiteral("No NCCL lines in the ranks' output. They are read when the job uses NCCL or "
+                                       "its ranks get NCCL_DEBUG (INFO shows the most; a verbose debug run sets it)."));
         return;
     }
     bool differs = false;

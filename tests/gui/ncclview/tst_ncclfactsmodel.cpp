@@ -138,7 +138,7 @@ private slots:
     void panelSortsByRankAndAsksForALog() {
         NcclPanel panel;
         panel.resize(1000, 260);
-        QVERIFY(panel.noteLabel()->text().startsWith(QLatin1String("No NCCL lines yet")));
+        QVERIFY(panel.noteLabel()->text().startsWith(QLatin1String("No NCCL lines in the ranks' output")));
         const QVector<RankNcclFacts> all = fourRanks();
         panel.setFacts({all[3], all[1], all[0], all[2]});
         panel.show();
