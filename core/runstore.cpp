@@ -108,8 +108,7 @@ QJsonObject RunRecord::toJson() const {
                                      {"ranks", rankArray}});
     }
     QJsonObject exitObject;
-    for (auto it = exits.begin(); it != exits.end(); ++it)
-    {
+    for (auto it = exits.begin(); it != exits.end(); ++it) {
         QJsonObject exit{{"status", it->status}, {"seen_at", it->seenAt.toString(Qt::ISODateWithMs)}};
         if (it->stopped)
             exit.insert("stopped", true);

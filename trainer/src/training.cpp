@@ -559,12 +559,10 @@ void Trainer::emitEnd(std::string_view status, double checksum) {
 void Trainer::terminated(int signal) {
     const std::string current(m_progress.phase());
     m_heartbeat.stop();
-    // The progress counts the steps done; in a training step's own phases the rank is in the next one, the number
-    // its step event would carry (and RankScope's hang diagnosis names).
-    const bool inStep =
-        current == phase::kData || current == phase::kForward || current == phase::kBackward || current == phase::kOptimizer;
+    // The step it is in, as RankScope's hang diagnosis names it (event_schema.h).
+    const int64_t step = m_progress.step() + (phase::isInsideAStep(current) ? 1 : 0);
     const std::string message = std::string(signal == SIGINT ? "SIGINT" : "SIGTERM") + " received at step " +
-                                std::to_string(m_progress.step() + (inStep ? 1 : 0)) + " in phase " + current;
+                                std::to_string(step) + " in phase " + current;
     log("stopping: " + message);
     JsonObject error;
     error.add(schema::error::kKind, schema::error_kind::kTerminated)

@@ -109,6 +109,12 @@ inline constexpr std::string_view kEval = "eval";
 inline constexpr std::string_view kCheckpoint = "checkpoint";
 inline constexpr std::string_view kReplicaCheck = "replica_check";
 inline constexpr std::string_view kDone = "done";
+
+// A heartbeat's step counts the steps done. In these phases the rank is inside the next one: the step its step
+// event will carry, and the one to name when saying where it is (a hang, a stop).
+constexpr bool isInsideAStep(std::string_view phase) {
+    return phase == kData || phase == kForward || phase == kBackward || phase == kOptimizer;
+}
 } // namespace phase
 
 // end: last event of a rank that exits on its own.
