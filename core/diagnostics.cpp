@@ -305,9 +305,8 @@ void RunDiagnostics::checkHang(double now, QVector<Diagnosis>& changed) {
     ranks += inside;
     // The step it is in (a heartbeat counts the steps done): what its step event, its log and --hang-at-step say.
     const QByteArray phase = c.phase.toUtf8();
-    const qint64 step = schema::phase::isInsideAStep(std::string_view(phase.constData(), size_t(phase.size())))
-                            ? c.step + 1
-                            : c.step;
+    const qint64 step =
+        schema::phase::isInsideAStep(std::string_view(phase.constData(), size_t(phase.size()))) ? c.step + 1 : c.step;
     report({DiagnosisKind::Hang, key, ranks, m_hosts.value(culprit), now,
             QStringLiteral("%1 stuck at step %2 in phase %3 (collective #%4)%5; %6 waiting in collective #%7")
                 .arg(where(culprit))

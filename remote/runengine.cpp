@@ -562,8 +562,9 @@ void RunEngine::watchNcclFromJob() {
     // NCCL writes its INFO and WARN lines on stdout. A job on Gloo has none: it is spared the parsing, unless its
     // ranks get NCCL_DEBUG, from the job's env or from a verbose debug run (the rank plan's rule, verbose by default).
     const QJsonObject trainer = m_record.job.value(QStringLiteral("trainer")).toObject();
-    const bool verboseDebug = m_record.mode == QLatin1String("debug") &&
-                              m_record.job.value(QStringLiteral("debug")).toObject().value(QStringLiteral("verbose")).toBool(true);
+    const bool verboseDebug =
+        m_record.mode == QLatin1String("debug") &&
+        m_record.job.value(QStringLiteral("debug")).toObject().value(QStringLiteral("verbose")).toBool(true);
     m_watchNccl = trainer.value(QStringLiteral("backend")).toString() != QLatin1String("gloo") || verboseDebug ||
                   m_record.job.value(QStringLiteral("env")).toObject().contains(QStringLiteral("NCCL_DEBUG"));
     if (m_watchNccl)

@@ -156,7 +156,8 @@ int runInspectCommand(const QStringList& paths, bool json) {
     LogInspector inspector;
     bool unreadable = false;
     for (const QString& path : paths) {
-        if (const auto error = path == QLatin1String("-") ? inspectStandardInput(inspector) : inspector.inspectFile(path)) {
+        if (const auto error =
+                path == QLatin1String("-") ? inspectStandardInput(inspector) : inspector.inspectFile(path)) {
             QTextStream(stderr) << "rankscope-cli inspect: " << *error << '\n';
             unreadable = true;
         }

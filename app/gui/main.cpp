@@ -53,16 +53,19 @@ struct CommandLine {
         QStringLiteral("screenshots"),
         QStringLiteral("When the run ends, save the run view and log inspector as PNGs in this folder and quit."),
         QStringLiteral("dir")};
-    const QCommandLineOption viewEvents{QStringLiteral("view-events"),
-                                        QStringLiteral("Show event files of one run (one per rank) in the simple viewer.")};
+    const QCommandLineOption viewEvents{
+        QStringLiteral("view-events"),
+        QStringLiteral("Show event files of one run (one per rank) in the simple viewer.")};
     const QCommandLineOption bridge{QStringLiteral("bridge"),
                                     QStringLiteral("Host the IDE bridge for VS Code and Jupyter (docs/bridge.md).")};
 
     CommandLine() {
-        parser.setApplicationDescription(QStringLiteral("RankScope: a debugger for distributed data-parallel training"));
+        parser.setApplicationDescription(
+            QStringLiteral("RankScope: a debugger for distributed data-parallel training"));
         parser.addHelpOption();
         parser.addOptions({debug, submit, attach, open, fresh, screenshots, viewEvents, bridge});
-        parser.addPositionalArgument(QStringLiteral("job"), QStringLiteral("A job file (JSON)."), QStringLiteral("[job]"));
+        parser.addPositionalArgument(QStringLiteral("job"), QStringLiteral("A job file (JSON)."),
+                                     QStringLiteral("[job]"));
     }
 };
 

@@ -21,12 +21,12 @@
 #include <QAction>
 #include <QApplication>
 #include <QClipboard>
-#include <QDialog>
-#include <QDialogButtonBox>
 #include <QCloseEvent>
-#include <QDockWidget>
 #include <QComboBox>
 #include <QDateTime>
+#include <QDialog>
+#include <QDialogButtonBox>
+#include <QDockWidget>
 #include <QFile>
 #include <QFileDialog>
 #include <QHBoxLayout>
@@ -36,6 +36,7 @@
 #include <QLineEdit>
 #include <QMenu>
 #include <QMessageBox>
+#include <QPainter>
 #include <QPushButton>
 #include <QSettings>
 #include <QSignalBlocker>
@@ -47,7 +48,6 @@
 #include <QTableView>
 #include <QToolBar>
 #include <QToolButton>
-#include <QPainter>
 #include <QTreeWidget>
 #include <QVBoxLayout>
 
@@ -424,7 +424,8 @@ void MainWindow::addDiagnoses(const QVector<Diagnosis>& diagnoses) {
             showMessage(d.toString(), true);
         // The stack tree opens where the hung ranks part from the others, for this capture and the next.
         if (d.kind == DiagnosisKind::Hang && !d.resolved && d.culprits > 0)
-            m_stacks->setFocusRanks(QList<int>(d.ranks.cbegin(), d.ranks.cbegin() + std::min<qsizetype>(d.culprits, d.ranks.size())));
+            m_stacks->setFocusRanks(
+                QList<int>(d.ranks.cbegin(), d.ranks.cbegin() + std::min<qsizetype>(d.culprits, d.ranks.size())));
     }
 }
 

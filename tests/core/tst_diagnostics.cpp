@@ -133,8 +133,9 @@ private slots:
         const Diagnosis& hang = hangs.front();
         QCOMPARE(hang.ranks.front(), 1);
         QCOMPARE(hang.host, QStringLiteral("node-a"));
-        QVERIFY2(hang.message.startsWith(QLatin1String("rank 1 on node-a stuck at step 3 in phase forward (collective #5)")),
-                 qPrintable(hang.message));
+        QVERIFY2(
+            hang.message.startsWith(QLatin1String("rank 1 on node-a stuck at step 3 in phase forward (collective #5)")),
+            qPrintable(hang.message));
         QVERIFY2(hang.message.endsWith(QLatin1String("; rank 0 waiting in collective #6")), qPrintable(hang.message));
         QCOMPARE(diagnostics.heartbeatSeconds(), 0.5);
 

@@ -258,8 +258,14 @@ private Q_SLOTS:
     void teardownExitsAreStoppedNotFailed() {
         RankStatusTracker tracker;
         tracker.addEvents({step(0, 10.0, 4), step(1, 10.0, 4), step(2, 10.0, 4)});
-        const Diagnosis hang{DiagnosisKind::Hang, QStringLiteral("hang:9"), {1, 0}, QStringLiteral("node-b"), 12.0,
-                             QStringLiteral("rank 1 on node-b stuck at step 4"), false, 1};
+        const Diagnosis hang{DiagnosisKind::Hang,
+                             QStringLiteral("hang:9"),
+                             {1, 0},
+                             QStringLiteral("node-b"),
+                             12.0,
+                             QStringLiteral("rank 1 on node-b stuck at step 4"),
+                             false,
+                             1};
         tracker.applyDiagnoses({hang});
         QCOMPARE(tracker.rank(0)->reason, hang.message); // waiting for rank 1
         tracker.rankExited(2, 1, QStringLiteral("node-c"));
@@ -295,10 +301,12 @@ private Q_SLOTS:
                              .arg(rank)
                              .toUtf8()
                              .constData()),
-                 decoded(QStringLiteral(R"({"v":"1.0","type":"end","rank":%1,"time":11.1,"status":"error","steps":4,"images_per_sec":700,"wall_s":1.5,"param_checksum":"nan"})")
-                             .arg(rank)
-                             .toUtf8()
-                             .constData())});
+                 decoded(
+                     QStringLiteral(
+                         R"({"v":"1.0","type":"end","rank":%1,"time":11.1,"status":"error","steps":4,"images_per_sec":700,"wall_s":1.5,"param_checksum":"nan"})")
+                         .arg(rank)
+                         .toUtf8()
+                         .constData())});
         QCOMPARE(tracker.rank(0)->state, RankLiveState::Running);
         tracker.rankExited(0, 143, QStringLiteral("node-a"), true);
         QCOMPARE(tracker.rank(0)->state, RankLiveState::Stopped);

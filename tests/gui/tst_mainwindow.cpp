@@ -24,7 +24,6 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QLabel>
-#include <QStatusBar>
 #include <QLineEdit>
 #include <QLineSeries>
 #include <QNetworkRequest>
@@ -32,12 +31,13 @@
 #include <QRandomGenerator>
 #include <QSignalSpy>
 #include <QStandardPaths>
+#include <QStatusBar>
 #include <QTabWidget>
 #include <QTemporaryDir>
 #include <QTreeView>
 #include <QTreeWidget>
-#include <QtTest>
 #include <QWebSocket>
+#include <QtTest>
 
 using namespace rankscope;
 using namespace rankscope::gui;
@@ -199,13 +199,15 @@ private slots:
         // A long finding in the status bar is cut to the room left of the run's label, and whole in its tooltip.
         window.resize(900, 600);
         QApplication::processEvents();
-        const QString finding = QStringLiteral("root-cause: rank 1 on node-b failed first: ") + QString(400, QChar('x'));
+        const QString finding =
+            QStringLiteral("root-cause: rank 1 on node-b failed first: ") + QString(400, QChar('x'));
         window.showMessage(finding, true);
         QStatusBar* bar = window.statusBar();
         const QLabel* runLabel = window.findChild<QLabel*>(QStringLiteral("runLabel"));
         QVERIFY(runLabel);
         QVERIFY2(bar->currentMessage().endsWith(QChar(0x2026)), qPrintable(bar->currentMessage()));
-        QVERIFY(bar->fontMetrics().horizontalAdvance(bar->currentMessage()) <= bar->width() - runLabel->sizeHint().width());
+        QVERIFY(bar->fontMetrics().horizontalAdvance(bar->currentMessage()) <=
+                bar->width() - runLabel->sizeHint().width());
         QCOMPARE(bar->toolTip(), finding);
 
         // A run that is not there is named in the error, as the CLI names it.

@@ -100,8 +100,9 @@ private:
         }
         QCOMPARE(grid.rank(1)->state, RankLiveState::Hung);
         QCOMPARE(grid.rank(0)->state, RankLiveState::Stopped);
-        QVERIFY2(grid.rank(0)->reason.startsWith(QLatin1String("stopped by the teardown: terminated: SIGTERM received")),
-                 qPrintable(grid.rank(0)->reason));
+        QVERIFY2(
+            grid.rank(0)->reason.startsWith(QLatin1String("stopped by the teardown: terminated: SIGTERM received")),
+            qPrintable(grid.rank(0)->reason));
 
         // The hung rank says where the stop found it with the step number the diagnosis gives (--hang-at-step 6).
         QFile eventsFile(m_store.streamPath(m_hangRun, 1, RankStream::Events));

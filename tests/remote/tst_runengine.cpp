@@ -195,7 +195,8 @@ private slots:
     }
 
     // NCCL's lines on a rank's stdout become network findings while the run goes on; a Gloo job whose ranks
-    // get no NCCL_DEBUG (none in its env, not a verbose debug run) is spared the parsing. (No GPU here: a stand-in prints what NCCL prints.)
+    // get no NCCL_DEBUG (none in its env, not a verbose debug run) is spared the parsing. (No GPU here: a stand-in
+    // prints what NCCL prints.)
     void ncclWarningsOnStdoutBecomeFindings() {
         const QString fake = m_dir.filePath(QStringLiteral("nccl says.sh"));
         QFile script(fake);

@@ -64,8 +64,9 @@ private Q_SLOTS:
         model.addDiagnoses(found);
         QCOMPARE(changed.count(), 1);
         QCOMPARE(cell(model, 1, RankGridModel::StateColumn), QStringLiteral("hung"));
-        QVERIFY2(cell(model, 1, RankGridModel::StateColumn, Qt::ToolTipRole).contains(QStringLiteral("stuck at step 3")),
-                 qPrintable(cell(model, 1, RankGridModel::StateColumn, Qt::ToolTipRole)));
+        QVERIFY2(
+            cell(model, 1, RankGridModel::StateColumn, Qt::ToolTipRole).contains(QStringLiteral("stuck at step 3")),
+            qPrintable(cell(model, 1, RankGridModel::StateColumn, Qt::ToolTipRole)));
         const QModelIndex state = model.index(model.rowOfRank(1), RankGridModel::StateColumn);
         QCOMPARE(state.data(Qt::BackgroundRole).value<QColor>(), rankStateColor(RankLiveState::Hung));
         QCOMPARE(state.data(RankGridModel::SortRole).toInt(), int(RankLiveState::Hung));

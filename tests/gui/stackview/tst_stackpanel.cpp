@@ -10,10 +10,10 @@
 #include <QLabel>
 #include <QMenu>
 #include <QPushButton>
+#include <QScrollBar>
 #include <QSignalSpy>
 #include <QTest>
 #include <QTreeView>
-#include <QScrollBar>
 
 using namespace rankscope;
 using namespace rankscope::gui;
