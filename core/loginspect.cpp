@@ -82,13 +82,17 @@ std::optional<QString> LogInspector::inspectFile(const QString& path) {
     QFile file(path);
     if (!file.open(QIODevice::ReadOnly))
         return QStringLiteral("%1: %2").arg(path, file.errorString());
-    beginFile(path);
+    return inspectDevice(file, path);
+}
+
+std::optional<QString> LogInspector::inspectDevice(QIODevice& device, const QString& name) {
+    beginFile(name);
     QByteArray buffer(kReadChunk, Qt::Uninitialized);
     while (true) {
-        const qint64 read = file.read(buffer.data(), buffer.size());
+        const qint64 read = device.read(buffer.data(), buffer.size());
         if (read < 0) {
             endFile();
-            return QStringLiteral("%1: %2").arg(path, file.errorString());
+            return QStringLiteral("%1: %2").arg(name, device.errorString());
         }
         if (read == 0)
             break;

@@ -9,6 +9,7 @@
 #include "core/watchdogparser.h"
 
 #include <QByteArray>
+#include <QIODevice>
 #include <QList>
 #include <QString>
 #include <QStringList>
@@ -44,6 +45,8 @@ public:
 
     // Reads a whole file in chunks; returns a message naming the file when it cannot be read.
     [[nodiscard]] std::optional<QString> inspectFile(const QString& path);
+    // The same for an open device (standard input, a pipe) read to its end, reported as `name`.
+    [[nodiscard]] std::optional<QString> inspectDevice(QIODevice& device, const QString& name);
 
     [[nodiscard]] LogInspection result() const;
 

@@ -195,6 +195,7 @@ void RunEngine::reset() {
     m_processesLeft = 0;
     m_stopRequested = m_tearingDown = m_finished = m_launchFailed = m_unfollowed = false;
     m_teardownAt = {};
+    m_stopRequestedAt = {};
 }
 
 bool RunEngine::launch(const JobSpec& job, RunMode mode, QString* error) {
@@ -669,7 +670,7 @@ void RunEngine::onRankExited(int /*node*/, int rank, int status, double unixTime
     if (status != 0)
         noticeStopRequest();
     const bool genuine = status != 0 && !m_stopRequested && (!m_tearingDown || when < m_teardownAt);
-    const bool stopped = status != 0 && status != kLostExitStatus && !genuine;
+    const bool stopped = endedByTeardown(rank, RankExit{status, when});
     m_record.exits.insert(rank, RankExit{status, when, stopped});
     m_diagnostics.rankExited(rank, status);
     emit rankExited(rank, hostOfRank(rank), status, stopped);
@@ -689,13 +690,36 @@ void RunEngine::onRankExited(int /*node*/, int rank, int status, double unixTime
 
 void RunEngine::noticeStopRequest() {
     // Another front end (`rankscope-cli stop` beside a `run`) may have asked: the ranks then end by its teardown.
-    if (!m_stopRequested && !m_record.id.isEmpty() && m_store->stopRequestedAt(m_record.id).isValid())
-        m_stopRequested = true;
+    if (m_stopRequested || m_record.id.isEmpty())
+        return;
+    m_stopRequestedAt = m_store->stopRequestedAt(m_record.id);
+    m_stopRequested = m_stopRequestedAt.isValid();
+}
+
+QDateTime RunEngine::endsFrom() const {
+    const QDateTime teardown = m_tearingDown ? m_teardownAt : QDateTime();
+    if (!m_stopRequestedAt.isValid())
+        return teardown;
+    return teardown.isValid() ? std::min(teardown, m_stopRequestedAt) : m_stopRequestedAt;
+}
+
+bool RunEngine::endedByTeardown(int rank, const RankExit& exit) const {
+    const QDateTime from = endsFrom();
+    if (exit.status == 0 || exit.status == kLostExitStatus || !from.isValid())
+        return false;
+    if (erredBefore(rank, from))
+        return false;
+    return m_stopRequested || exit.seenAt >= from;
+}
+
+bool RunEngine::erredBefore(int rank, const QDateTime& time) const {
+    const auto error = m_firstErrors.constFind(rank);
+    return error != m_firstErrors.cend() && time.isValid() && error->time < time;
 }
 
 void RunEngine::noteFailure() {
     const std::optional<FirstFailure> first =
-        findFirstFailure(m_record.exits, m_firstErrors, m_lastStderrLine, m_tearingDown ? m_teardownAt : QDateTime());
+        findFirstFailure(m_record.exits, m_firstErrors, m_lastStderrLine, endsFrom());
     if (!first)
         return;
     m_record.firstFailedRank = first->rank;
@@ -739,6 +763,11 @@ void RunEngine::onDrained(int node) {
     if (m_kernelLogs->pending())
         return; // finish once the kernel logs asked for are in (bounded: the worker's read has a timeout)
     noticeStopRequest();
+    // Every error event is in now: a rank whose own error came before the teardown, but whose exit was read after
+    // it began, failed by itself.
+    for (auto it = m_record.exits.begin(); it != m_record.exits.end(); ++it)
+        if (it->stopped && erredBefore(it.key(), endsFrom()))
+            it->stopped = false;
     QString state = QStringLiteral("finished");
     const bool anyFailed = std::any_of(m_record.exits.begin(), m_record.exits.end(),
                                        [](const RankExit& exit) { return exit.status != 0 && !exit.stopped; });
@@ -789,9 +818,10 @@ void RunEngine::stop() {
     if (m_finished || m_workers.isEmpty())
         return;
     m_stopRequested = !m_tearingDown || m_stopRequested;
-    if (m_stopRequested) {
+    if (m_stopRequested && !m_stopRequestedAt.isValid()) {
+        m_stopRequestedAt = QDateTime::currentDateTimeUtc();
         QString error;
-        if (!m_store->markStopRequested(m_record.id, QDateTime::currentDateTimeUtc(), &error))
+        if (!m_store->markStopRequested(m_record.id, m_stopRequestedAt, &error))
             qWarning("rankscope: %s", qPrintable(error));
     }
     teardown(m_options.stopGraceSeconds);

@@ -152,6 +152,12 @@ private:
     void teardown(int graceSeconds);
     void noteFailure();
     void noticeStopRequest();
+    // When the ranks began to be ended: the teardown's start or the stop's request, the earlier; invalid: never.
+    [[nodiscard]] QDateTime endsFrom() const;
+    // A non-zero exit the teardown caused: after it began (any exit once a stop was asked for), and not a rank
+    // whose own error came before it (a culprit whose exit is seen late still failed).
+    [[nodiscard]] bool endedByTeardown(int rank, const RankExit& exit) const;
+    [[nodiscard]] bool erredBefore(int rank, const QDateTime& time) const; // its first error event, if any
     void checkNccl(double now, bool force); // network findings from the ranks' NCCL lines, at most once a second
     void finish(const QString& state);
     void saveRecord();
@@ -192,6 +198,7 @@ private:
     int m_processesLeft = 0;
     QDateTime m_teardownAt;
     bool m_stopRequested = false;
+    QDateTime m_stopRequestedAt; // by this front end or another (the run store's mark)
     bool m_tearingDown = false;
     bool m_finished = false;
     bool m_launchFailed = false;

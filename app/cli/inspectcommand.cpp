@@ -131,22 +131,12 @@ QString formatInspectionText(const LogInspection& inspection) {
 
 namespace {
 
-// "-": standard input, read in the inspector's chunks as a file is (a pipe from `kubectl logs`, `journalctl`).
+// "-": standard input (a pipe from `kubectl logs`, `journalctl`), read as a file is.
 std::optional<QString> inspectStandardInput(LogInspector& inspector) {
     QFile in;
     if (!in.open(stdin, QIODevice::ReadOnly))
         return QStringLiteral("-: %1").arg(in.errorString());
-    inspector.beginFile(QStringLiteral("-"));
-    QByteArray buffer(1024 * 1024, Qt::Uninitialized);
-    for (qint64 read; (read = in.read(buffer.data(), buffer.size())) != 0;) {
-        if (read < 0) {
-            inspector.endFile();
-            return QStringLiteral("-: %1").arg(in.errorString());
-        }
-        inspector.feed(QByteArrayView(buffer.constData(), read));
-    }
-    inspector.endFile();
-    return std::nullopt;
+    return inspector.inspectDevice(in, QStringLiteral("-"));
 }
 
 } // namespace

@@ -92,19 +92,11 @@ int main(int argc, char** argv) {
     QApplication app(argc, argv);
     QApplication::setApplicationName(QStringLiteral("RankScope"));
     QApplication::setOrganizationName(QStringLiteral("RankScope"));
-    CommandLine commandLine;
-    QCommandLineParser& parser = commandLine.parser;
-    const QCommandLineOption& debug = commandLine.debug;
-    const QCommandLineOption& submit = commandLine.submit;
-    const QCommandLineOption& attach = commandLine.attach;
-    const QCommandLineOption& open = commandLine.open;
-    const QCommandLineOption& fresh = commandLine.fresh;
-    const QCommandLineOption& screenshots = commandLine.screenshots;
-    const QCommandLineOption& viewEvents = commandLine.viewEvents;
-    const QCommandLineOption& bridge = commandLine.bridge;
+    CommandLine cl;
+    QCommandLineParser& parser = cl.parser;
     parser.process(app);
 
-    if (parser.isSet(viewEvents)) {
+    if (parser.isSet(cl.viewEvents)) {
         auto* viewer = new rankscope::gui::RunViewerWindow;
         viewer->setAttribute(Qt::WA_DeleteOnClose);
         if (const QString error = viewer->openEventFiles(parser.positionalArguments()); !error.isEmpty())
@@ -114,30 +106,30 @@ int main(int argc, char** argv) {
     }
 
     MainWindow::Options options;
-    options.restoreState = !parser.isSet(fresh) && !parser.isSet(screenshots);
+    options.restoreState = !parser.isSet(cl.fresh) && !parser.isSet(cl.screenshots);
     MainWindow window(options);
     window.resize(1440, 900);
     QString error;
     if (!parser.positionalArguments().isEmpty() && !window.openJob(parser.positionalArguments().front(), &error))
         return fail(error);
     window.show();
-    if (parser.isSet(bridge) && !window.setBridgeHosted(true, &error))
+    if (parser.isSet(cl.bridge) && !window.setBridgeHosted(true, &error))
         return fail(error);
 
     bool started = true;
-    if (parser.isSet(debug))
+    if (parser.isSet(cl.debug))
         started = window.debugRun(&error);
-    else if (parser.isSet(submit))
+    else if (parser.isSet(cl.submit))
         started = window.submitRun(&error);
-    else if (parser.isSet(attach))
-        started = window.attachRun(parser.value(attach), &error);
-    else if (parser.isSet(open))
-        started = window.openStoredRun(parser.value(open), &error);
+    else if (parser.isSet(cl.attach))
+        started = window.attachRun(parser.value(cl.attach), &error);
+    else if (parser.isSet(cl.open))
+        started = window.openStoredRun(parser.value(cl.open), &error);
     if (!started)
         return fail(error);
 
-    if (parser.isSet(screenshots)) {
-        const QString dir = parser.value(screenshots);
+    if (parser.isSet(cl.screenshots)) {
+        const QString dir = parser.value(cl.screenshots);
         if (window.session()->isActive())
             QObject::connect(window.session(), &rankscope::gui::RunSession::finished, &window,
                              [&window, dir] { QTimer::singleShot(500, &window, [&window, dir] { saveScreenshots(&window, dir); }); });

@@ -160,6 +160,51 @@ private slots:
         QCOMPARE(stopped.value(0).value(0).toInt(), 0);
     }
 
+    // The culprit's exit can be read after a peer's death started the teardown (what netns CI saw: rank 0 died of
+    // SIGPIPE first). Its own error came before the teardown, so it failed by itself: it is the root cause and its
+    // exit is not one the teardown caused.
+    void lateExitOfTheCulpritIsNotTakenForTheTeardowns() {
+        const QString fake = m_dir.filePath(QStringLiteral("late culprit.sh"));
+        QFile script(fake);
+        QVERIFY(script.open(QIODevice::WriteOnly));
+        script.write("#!/bin/sh\n"
+                     "rank=0; events=\n"
+                     "while [ $# -gt 0 ]; do case \"$1\" in --rank) rank=$2;; --events) events=$2;; esac; shift; done\n"
+                     "if [ \"$rank\" = 1 ]; then\n"
+                     "  printf '@rankscope {\"v\":\"1.0\",\"type\":\"error\",\"rank\":1,\"time\":%s,"
+                     "\"kind\":\"injected\",\"message\":\"its own error\",\"fatal\":true}\\n' "
+                     "\"$(date +%s.%N | cut -c1-14)\" >>\"$events\"\n"
+                     // It exits by itself, a little after the teardown's SIGTERM: its exit is read after it began.
+                     "  trap 'sleep 0.5; exit 1' TERM\n"
+                     "  sleep 30 & wait $!\n"
+                     "  exit 1\n"
+                     "fi\n"
+                     "sleep 1; kill -PIPE $$\n");
+        script.close();
+        script.setPermissions(script.permissions() | QFileDevice::ExeOwner);
+        QJsonObject job{{"version", 1},
+                        {"name", "late-culprit"},
+                        {"mode", "submit"},
+                        {"deploy", "binary"},
+                        {"master_port", 29610},
+                        {"nodes", QJsonArray{loopbackNode("loop")}},
+                        {"trainer", trainerJson(1)}};
+        RunStore store(m_dir.filePath(QStringLiteral("store-late")));
+        remote::EngineOptions options = engineOptions();
+        options.localTrainer = fake;
+        options.failureGraceSeconds = 1;
+        remote::RunEngine engine(&store, options);
+        QString error;
+        QVERIFY2(engine.launch(jobFrom(job), RunMode::Submit, &error), qPrintable(error));
+        const RunRecord record = waitForEnd(engine, 90000);
+        QCOMPARE(record.state, QStringLiteral("failed"));
+        QCOMPARE(record.exits.value(0).signal(), 13); // SIGPIPE, seen first
+        QVERIFY2(record.exits.value(1).status != 0, qPrintable(describeExitStatus(record.exits.value(1).status)));
+        QVERIFY(!record.exits.value(1).stopped);
+        QCOMPARE(record.firstFailedRank, 1);
+        QVERIFY2(record.summary.contains(QLatin1String("its own error")), qPrintable(record.summary));
+    }
+
     void metacharactersReachTheTrainerUnchanged() {
         // The "trainer" here prints what it received, NUL-separated, so every byte can be compared.
         const QString dumper = m_dir.filePath(QStringLiteral("dump args.sh"));

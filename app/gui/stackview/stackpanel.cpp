@@ -111,15 +111,12 @@ QModelIndex StackPanel::partingFrame(const QModelIndex& parent) const {
         if (!child.data(StackTreeModel::MainThreadRole).toBool())
             continue;
         const QList<int> ranks = child.data(StackTreeModel::RanksRole).value<QList<int>>();
-        const bool within = std::all_of(ranks.cbegin(), ranks.cend(), [this](int rank) {
+        const auto inFocus = std::count_if(ranks.cbegin(), ranks.cend(), [this](int rank) {
             return std::binary_search(m_focusRanks.cbegin(), m_focusRanks.cend(), rank);
         });
-        if (within && !ranks.isEmpty())
-            return child;
-        const bool holdsOne = std::any_of(ranks.cbegin(), ranks.cend(), [this](int rank) {
-            return std::binary_search(m_focusRanks.cbegin(), m_focusRanks.cend(), rank);
-        });
-        if (holdsOne)
+        if (inFocus > 0 && inFocus == ranks.size())
+            return child; // only focus ranks pass here: where they part from the others
+        if (inFocus > 0)
             if (const QModelIndex found = partingFrame(child); found.isValid())
                 return found;
     }
