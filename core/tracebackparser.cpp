@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "core/tracebackparser.h"
 
+#include <rankscope/event_schema.h>
+
 #include <algorithm>
 #include <limits>
 #include <utility>
@@ -14,15 +16,36 @@ constexpr int kFlatRanks = 4096; // -1 to 4094 kept in TracebackLogParser::m_fla
 
 constexpr QByteArrayView kTerminate = "terminate called after throwing an instance of '";
 // keywords()
-enum Keyword { kTraceback, kTerminateKeyword, kWhat };
+enum Keyword { kTraceback, kTerminateKeyword, kWhat, kTrainerError };
+
+QByteArrayView view(std::string_view text) {
+    return {text.data(), static_cast<qsizetype>(text.size())};
+}
+
+// The bundled trainer's error line on stderr, "[rank R] error: MESSAGE" (after any launcher prefix): R, or -1 when
+// the line is something else. `keywordAt` is where "] error: " starts in `text`.
+int trainerErrorRank(QByteArrayView text, qsizetype keywordAt) {
+    const QByteArrayView open = view(rankscope::schema::stderr_line::kRankOpen);
+    const qsizetype digits = keywordAt - open.size();
+    if (digits < 1 || digits > 9 || !text.startsWith(open))
+        return -1;
+    int rank = 0;
+    for (const char c : text.sliced(open.size(), digits)) {
+        if (c < '0' || c > '9')
+            return -1;
+        rank = rank * 10 + (c - '0');
+    }
+    return rank;
+}
 
 } // namespace
 
 TracebackLogParser::TracebackLogParser() : m_scanner({this}) {}
 
 QList<QByteArray> TracebackLogParser::keywords() const {
+    using namespace schema::stderr_line;
     return {QByteArrayLiteral("Traceback (most recent call last)"), kTerminate.toByteArray(),
-            QByteArrayLiteral("what():")};
+            QByteArrayLiteral("what():"), view(kRankClose).toByteArray() + view(kError).toByteArray()};
 }
 
 void TracebackLogParser::takeLine(const LogLine& line) {
@@ -62,6 +85,15 @@ void TracebackLogParser::takeLine(const LogLine& line) {
             type.append(": ").append(message);
             addError(line, type);
             type.resize(0);
+            return;
+        }
+    }
+    if (line.holds(kTrainerError)) {
+        const qsizetype at = line.indexOf(kTrainerError);
+        if (const int rank = trainerErrorRank(text, at); rank >= 0) {
+            const size_t keyword = schema::stderr_line::kRankClose.size() + schema::stderr_line::kError.size();
+            const QByteArrayView message = text.sliced(at + static_cast<qsizetype>(keyword));
+            m_errors.append({m_source, line.number, rank, errorText(trimmedBlanks(message))});
             return;
         }
     }

@@ -13,7 +13,8 @@
 namespace rankscope {
 
 // Python tracebacks (their final exception line) and C++ exceptions that ended a process
-// ("terminate called after throwing an instance of 'T'" and its "what():" line). Lines of different ranks
+// ("terminate called after throwing an instance of 'T'" and its "what():" line), and the errors the bundled trainer
+// reports on stderr ("[rank R] error: MESSAGE", <rankscope/event_schema.h>), with that R. Lines of different ranks
 // may interleave: a traceback is followed per rank named by the launcher prefix. A traceback whose rank prints no
 // line for kMaxTracebackGap lines of the stream was cut off (the process died, or the log was cut): it ends
 // without an error, and a line of its rank much later is not taken for its exception.

@@ -216,13 +216,21 @@ void tst_LogParsers::publicLogs_data() {
     row("pytorch-121209-interleaved-tracebacks.log", "errors", "<absent>");
     row("salience-detr-4-timestamped-elastic.log", "errors", "<absent>");
     row("trixie-87-wrapped-runtimeerror.log", "errors.0.line", "1");
+    // The bundled trainer's own stderr, recorded (tests/data/logs): its error line names the rank.
+    row("trainer-fail-rank1.err", "errors",
+        R"x([{"file":"log","line":3,"rank":1,"text":"injected failure at step 3 (--fail-at-step)"}])x");
+    row("trainer-fail-rank0.err", "errors.0.text",
+        "gradient all-reduce in backward (collective #6) failed on rank 0: [./gloo/transport/tcp/pair.cc:589] Read "
+        "error [127.0.0.1]:177: Connection reset by peer");
+    row("trainer-ok-rank0.err", "errors", "<absent>");
 }
 
 void tst_LogParsers::publicLogs() {
     QFETCH(QString, file);
     QFETCH(QString, path);
     QFETCH(QString, expected);
-    const QString dir = file.startsWith(QLatin1String("nccl-public")) ? kPublicDir + QStringLiteral("../") : kPublicDir;
+    const bool recordedHere = file.startsWith(QLatin1String("nccl-public")) || file.startsWith(QLatin1String("trainer-"));
+    const QString dir = recordedHere ? kPublicDir + QStringLiteral("../") : kPublicDir;
     const QByteArray bytes = readData(dir + file);
     QVERIFY2(!bytes.isEmpty(), qPrintable(file));
     QCOMPARE(valueAt(inspectJson(bytes), path), expected);
@@ -417,6 +425,17 @@ void tst_LogParsers::messyLines_data() {
                       "[rank4094]:KeyError: 'zero'\n")
         << "errors" << R"([{"file":"log","line":5,"rank":5000,"text":"ValueError: one"},)"
                        R"({"file":"log","line":6,"rank":4094,"text":"KeyError: 'zero'"}])";
+    // The bundled trainer's error line: the rank is the trainer's own, also under a launcher prefix that names a
+    // local rank; a line that only looks like it is not an error.
+    QTest::newRow("the trainer's error line")
+        << QByteArray("[rank 1] epoch 1/1 step 1/8 loss 2.4 1707 img/s\n"
+                      "[default0]:[rank 12] error:   injected failure at step 3 (--fail-at-step) \n")
+        << "errors"
+        << R"x([{"file":"log","line":2,"rank":12,"text":"injected failure at step 3 (--fail-at-step)"}])x";
+    QTest::newRow("lines like the trainer's error line")
+        << QByteArray("[rank x] error: a\n[rank 1234567890] error: b\nsee [rank 1] error: c\n[rank ] error: d\n"
+                      "[rank 1]error: e\n[rank 1] errors: f\n[rank -1] error: g\n")
+        << "errors" << "<absent>";
     QTest::newRow("c++ exceptions by rank")
         << QByteArray("[rank1]:terminate called after throwing an instance of 'std::runtime_error'\n"
                       "[rank7000]:terminate called after throwing an instance of 'c10::Error'\n"

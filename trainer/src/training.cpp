@@ -146,7 +146,9 @@ private:
 };
 
 void Trainer::log(const std::string& text) const {
-    std::fprintf(stderr, "[rank %d] %s\n", m_o.rank, text.c_str());
+    std::string line(schema::stderr_line::kRankOpen);
+    line.append(std::to_string(m_o.rank)).append(schema::stderr_line::kRankClose).append(text).push_back('\n');
+    std::fputs(line.c_str(), stderr);
     std::fflush(stderr);
 }
 
@@ -499,7 +501,7 @@ double Trainer::replicaCheck() {
             .add(schema::error::kMessage, message)
             .add(schema::error::kFatal, false);
         m_events.emit(schema::type::kError, fields);
-        log(std::string("error: ") + message);
+        log(std::string(schema::stderr_line::kError) + message);
     }
     return checksum;
 }
@@ -538,7 +540,7 @@ void Trainer::exportParameters() {
 
 int Trainer::fail(std::string_view kind, const std::string& message, int exitCode) {
     m_heartbeat.stop();
-    log("error: " + message);
+    log(std::string(schema::stderr_line::kError) + message);
     JsonObject error;
     error.add(schema::error::kKind, kind).add(schema::error::kMessage, message).add(schema::error::kFatal, true);
     m_events.emit(schema::type::kError, error);

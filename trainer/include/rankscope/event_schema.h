@@ -23,6 +23,15 @@ inline constexpr std::string_view kVersion = "1.0";
 // Every event line starts with this, then a JSON object, then '\n'.
 inline constexpr std::string_view kLinePrefix = "@rankscope ";
 
+// What the trainer prints for people on stderr, beside the events: one line per message, "[rank R] TEXT". An
+// error's TEXT is "error: " and the message of its error event, so that a log of stderr alone still names the
+// error and its rank (rankscope-cli inspect reads it).
+namespace stderr_line {
+inline constexpr std::string_view kRankOpen = "[rank ";
+inline constexpr std::string_view kRankClose = "] ";
+inline constexpr std::string_view kError = "error: ";
+} // namespace stderr_line
+
 // Fields every event carries.
 namespace field {
 inline constexpr std::string_view kVersion = "v";
