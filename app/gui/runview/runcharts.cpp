@@ -380,13 +380,23 @@ void RunCharts::refreshStepTime() {
 
 void RunCharts::refreshAccuracy() {
     const QVector<QPointF>& points = m_metrics->validationAccuracy();
-    const int drawn = int(points.size()) * 1000 + int(m_metrics->progress().epochs); // points or epochs changed
+    const RunProgress progress = m_metrics->progress();
+    // Points, epochs or the run's end changed.
+    const int drawn = (int(points.size()) * 1000 + int(progress.epochs)) * 2 + (progress.done ? 1 : 0);
     if (drawn == m_accuracyDrawn)
         return;
     m_accuracyDrawn = drawn;
     m_accuracy->replace(points);
     ++m_replaceCount;
     Panel& panel = m_panels[AccuracyChart];
+    // An empty chart says why: the trainer validates after each full epoch only (not after a --max-steps cut, not
+    // with --no-eval).
+    if (!points.isEmpty())
+        panel.chart->setTitle(tr("Validation accuracy"));
+    else if (progress.done)
+        panel.chart->setTitle(tr("Validation accuracy · no full epoch was validated"));
+    else
+        panel.chart->setTitle(tr("Validation accuracy · after each full epoch"));
     double xHi = 1.0;
     double yLo = kInf;
     double yHi = -kInf;

@@ -75,7 +75,7 @@ QString formatProgress(const RunProgress& p) {
     if (p.stepsPerSecond)
         parts << QStringLiteral("%1 it/s").arg(*p.stepsPerSecond, 0, 'f', *p.stepsPerSecond < 10 ? 2 : 1);
     if (p.done)
-        parts << QStringLiteral("done");
+        parts << (p.finishedOk ? QStringLiteral("done") : QStringLiteral("ended"));
     else if (p.secondsLeft)
         parts << QStringLiteral("~%1 left").arg(formatDuration(*p.secondsLeft));
     return parts.join(QStringLiteral(" · "));
@@ -209,7 +209,9 @@ void RunMetrics::rankExited(int rank, int status) {
 RunProgress RunMetrics::progress() const {
     RunProgress p;
     bool anyRunning = false;
+    bool allOk = true;
     for (const RankState& state : m_summary.ranks()) {
+        allOk = allOk && state.status == RankStatus::FinishedOk;
         p.epoch = std::max(p.epoch, state.epoch);
         p.epochs = std::max(p.epochs, state.epochs);
         p.step = std::max(p.step, state.step);
@@ -219,6 +221,7 @@ RunProgress RunMetrics::progress() const {
             anyRunning = true;
     }
     p.done = !m_summary.ranks().isEmpty() && !anyRunning;
+    p.finishedOk = p.done && allOk;
     if (m_rateSamples.size() >= 2) {
         const auto& [t0, s0] = m_rateSamples.front();
         const auto& [t1, s1] = m_rateSamples.back();

@@ -44,9 +44,11 @@ struct RunProgress {
     qint64 totalSteps = 0;
     std::optional<double> stepsPerSecond; // over the last rate window
     std::optional<double> secondsLeft;
-    bool done = false; // every rank that started has ended
+    bool done = false;       // every rank that started has ended
+    bool finishedOk = false; // ... and each with an end event saying "ok" (not failed, not stopped)
 };
-// "epoch 2/5 · step 340/1000 · 12.3 it/s · ~54 s left"
+// "epoch 2/5 · step 340/1000 · 12.3 it/s · ~54 s left"; "… · done" once every rank finished, "… · ended" once
+// all ended but not every one finished (a failure, a stop)
 [[nodiscard]] QString formatProgress(const RunProgress& progress);
 
 // The numbers of a live run, per rank, held in bounded buffers: the charts draw from here, the CSV export

@@ -13,6 +13,8 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <algorithm>
+
 using namespace rankscope;
 using namespace rankscope::gui;
 using rankscope::test::recordedEvents;
@@ -226,6 +228,32 @@ private Q_SLOTS:
         QCOMPARE(first->at(29), QPointF(29, 50));
         charts.gpuPanel()->setMetric(GpuMetric::Power);
         QCOMPARE(first->at(0).y(), 150.0);
+    }
+
+    // An empty validation chart says why: none yet while the run goes on, none at all once it ended without a full
+    // epoch; with points it is the plain title.
+    void validationChartSaysWhyItIsEmpty() {
+        RunMetrics metrics;
+        RunCharts charts(&metrics);
+        const QVector<TrainerEvent> events = recordedEvents(QStringLiteral("recorded-ok")); // 12 steps, no epoch end
+        const auto firstEnd = std::find_if(events.begin(), events.end(),
+                                           [](const TrainerEvent& e) { return e.type == TrainerEventType::End; });
+        QVERIFY(firstEnd != events.end());
+        metrics.addEvents(QVector<TrainerEvent>(events.begin(), firstEnd));
+        charts.refresh();
+        const QChart* chart = charts.chart(RunCharts::AccuracyChart);
+        QCOMPARE(chart->title(), QStringLiteral("Validation accuracy · after each full epoch"));
+        metrics.addEvents(QVector<TrainerEvent>(firstEnd, events.end()));
+        QVERIFY(metrics.progress().done);
+        charts.refresh();
+        QCOMPARE(chart->title(), QStringLiteral("Validation accuracy · no full epoch was validated"));
+
+        RunMetrics validated;
+        RunCharts withPoints(&validated);
+        validated.addEvents(recordedEvents(QStringLiteral("clean"), QStringLiteral(".events")));
+        withPoints.refresh();
+        QCOMPARE(withPoints.accuracySeries()->count(), 2);
+        QCOMPARE(withPoints.chart(RunCharts::AccuracyChart)->title(), QStringLiteral("Validation accuracy"));
     }
 
     void pngExport() {

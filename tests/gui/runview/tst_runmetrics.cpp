@@ -84,6 +84,33 @@ private Q_SLOTS:
         QVERIFY(formatProgress(p).endsWith(QStringLiteral("done")));
     }
 
+    // A run whose ranks all ended, not every one of them finished: its progress line does not say "done".
+    void failedOrStoppedRunHasEnded() {
+        RunMetrics failed;
+        failed.addEvents(recordedEvents(QStringLiteral("recorded-fail")));
+        QVERIFY(failed.progress().done);
+        QVERIFY(!failed.progress().finishedOk);
+        QVERIFY2(formatProgress(failed.progress()).endsWith(QStringLiteral(" · ended")),
+                 qPrintable(formatProgress(failed.progress())));
+        // Stopped: the ranks exit (SIGTERM) after their last step event, with no end event.
+        const QVector<TrainerEvent> events = recordedEvents(QStringLiteral("recorded-ok"));
+        QVector<TrainerEvent> upToStep3;
+        for (const TrainerEvent& e : events) {
+            if (e.type == TrainerEventType::End ||
+                (e.type == TrainerEventType::Step && e.integer(schema::step::kStep) > 3))
+                continue;
+            upToStep3.append(e);
+        }
+        RunMetrics stopped;
+        stopped.addEvents(upToStep3);
+        QVERIFY(!stopped.progress().done);
+        stopped.rankExited(0, 15);
+        stopped.rankExited(1, 15);
+        QVERIFY(stopped.progress().done);
+        QVERIFY2(formatProgress(stopped.progress()).endsWith(QStringLiteral(" · ended")),
+                 qPrintable(formatProgress(stopped.progress())));
+    }
+
     void formatsProgressLine() {
         RunProgress p;
         p.epoch = 2;
