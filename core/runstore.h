@@ -76,6 +76,10 @@ struct RunRecord {
     QString summary;    // one line for listings, e.g. "rank 1 on node-b killed by SIGKILL"
     int debugRank = -1; // the rank started under gdbserver (`run --debug-rank`); -1: none
 
+    // Its end was seen: every rank's exit, or a failure that ended the run. A "lost" run ended for this machine
+    // only (its nodes could not be followed): its ranks may still run.
+    [[nodiscard]] bool endSeen() const { return ended.isValid() && state != QLatin1String("lost"); }
+
     [[nodiscard]] QJsonObject toJson() const;
     [[nodiscard]] static std::optional<RunRecord> fromJson(const QJsonObject& object);
     [[nodiscard]] int nodeOfRank(int rank) const; // index into nodes, -1 when unknown

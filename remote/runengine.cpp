@@ -196,6 +196,7 @@ void RunEngine::reset() {
     m_stopRequested = m_tearingDown = m_finished = m_launchFailed = m_unfollowed = false;
     m_teardownAt = {};
     m_stopRequestedAt = {};
+    m_knownUntil = std::numeric_limits<double>::infinity();
 }
 
 bool RunEngine::launch(const JobSpec& job, RunMode mode, QString* error) {
@@ -395,6 +396,21 @@ bool RunEngine::open(const QString& runId, QString* error) {
     QVector<TrainerEvent> timeline = *std::exchange(m_offlineEvents, std::nullopt);
     std::stable_sort(timeline.begin(), timeline.end(),
                      [](const TrainerEvent& a, const TrainerEvent& b) { return a.time < b.time; });
+    // A run not seen to end is known up to where this machine's copy of each rank's events stops (a detached run,
+    // a lost node). Past the earliest of those, a rank's silence is only its copy ending sooner, not a hang: the
+    // diagnosis stops there.
+    double horizon = std::numeric_limits<double>::infinity();
+    if (!m_record.endSeen() && !timeline.isEmpty()) {
+        QHash<int, double> lastOfRank;
+        for (const TrainerEvent& event : std::as_const(timeline))
+            lastOfRank[event.rank] = event.time; // in time order: the last one stays
+        for (const double last : std::as_const(lastOfRank))
+            horizon = std::min(horizon, last);
+        timeline.erase(std::upper_bound(timeline.begin(), timeline.end(), horizon,
+                                        [](double t, const TrainerEvent& e) { return t < e.time; }),
+                       timeline.end());
+    }
+    m_knownUntil = horizon;
     QVector<QPair<double, int>> exits; // (time, rank)
     for (auto it = m_record.exits.cbegin(); it != m_record.exits.cend(); ++it)
         exits.append({it->seenAt.isValid() ? static_cast<double>(it->seenAt.toMSecsSinceEpoch()) / 1000.0 : 0.0,
@@ -422,8 +438,12 @@ bool RunEngine::open(const QString& runId, QString* error) {
     for (const KernelLogCapture& capture : m_store->kernelLogs(m_record.id))
         m_diagnostics.addKernelLog(capture);
     m_diagnostics.runEnded(m_record);
-    diagnose(m_record.ended.isValid() ? static_cast<double>(m_record.ended.toMSecsSinceEpoch()) / 1000.0
-                                      : static_cast<double>(QDateTime::currentMSecsSinceEpoch()) / 1000.0);
+    if (m_record.endSeen())
+        diagnose(static_cast<double>(m_record.ended.toMSecsSinceEpoch()) / 1000.0);
+    else if (std::isfinite(horizon))
+        diagnose(horizon);
+    else
+        diagnose(static_cast<double>(QDateTime::currentMSecsSinceEpoch()) / 1000.0);
     return true;
 }
 
@@ -815,7 +835,7 @@ void RunEngine::teardown(int graceSeconds) {
 }
 
 void RunEngine::stop() {
-    if (m_finished || m_workers.isEmpty())
+    if (m_finished || m_workers.isEmpty() || m_record.endSeen()) // nothing runs: an ended run, attached to
         return;
     m_stopRequested = !m_tearingDown || m_stopRequested;
     if (m_stopRequested && !m_stopRequestedAt.isValid()) {
@@ -840,17 +860,21 @@ void RunEngine::finish(const QString& state) {
     if (m_finished)
         return;
     m_finished = true;
-    m_record.state = state;
-    m_record.ended = QDateTime::currentDateTimeUtc();
-    if (state == QLatin1String("stopped") && m_record.summary.isEmpty())
-        m_record.summary = QStringLiteral("stopped by the user");
+    // A run whose end was seen before it was attached to (to read its logs, or by a late stop) keeps the end that
+    // is stored: its state, time and summary.
+    if (!m_record.endSeen()) {
+        m_record.state = state;
+        m_record.ended = QDateTime::currentDateTimeUtc();
+        if (state == QLatin1String("stopped") && m_record.summary.isEmpty())
+            m_record.summary = QStringLiteral("stopped by the user");
+    }
     saveRecord();
     m_debug.reset(); // the forward ends with the run
     m_debugServer.reset();
     releaseWorkers();
     m_diagnosisTimer->stop();
     m_diagnostics.runEnded(m_record);
-    diagnose(static_cast<double>(QDateTime::currentMSecsSinceEpoch()) / 1000.0);
+    diagnose(static_cast<double>(m_record.ended.toMSecsSinceEpoch()) / 1000.0);
     emit finished(m_record);
 }
 

@@ -27,6 +27,7 @@
 #include <QVector>
 
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 
@@ -80,6 +81,9 @@ public:
     // Shows a stored run offline: replays its stored streams and exits through the same signals as a live
     // run, synchronously, without contacting any node.
     bool open(const QString& runId, QString* error);
+    // After open() of a run not seen to end: the Unix time up to which every rank's stored events go, where its
+    // diagnosis stops; infinity for a run that ended, or has no events.
+    [[nodiscard]] double openedKnownUntil() const { return m_knownUntil; }
     void stop();   // teardown: SIGTERM, SIGKILL after the grace period, verified on every node
     void detach(); // stop following; the run goes on on its nodes
     // Takes every rank's native stacks on its node (gdb or eu-stack, on the node workers' threads), merges
@@ -201,6 +205,7 @@ private:
     QDateTime m_stopRequestedAt; // by this front end or another (the run store's mark)
     bool m_tearingDown = false;
     bool m_finished = false;
+    double m_knownUntil = std::numeric_limits<double>::infinity(); // open(): see openedKnownUntil()
     bool m_launchFailed = false;
     bool m_unfollowed = false; // attached, and a node could not be reached
 };

@@ -10,12 +10,14 @@
 #include "remote/runengine.h"
 
 #include <QCoreApplication>
+#include <QDateTime>
 #include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QSocketNotifier>
 #include <QTextStream>
 
+#include <cmath>
 #include <csignal>
 #include <sys/socket.h>
 #include <termios.h>
@@ -204,7 +206,7 @@ int runStacksCommand(const QString& run, bool json, const ConnectionFlags& flags
     const QString id = resolveRun(store, QStringLiteral("stacks"), run);
     if (id.isEmpty())
         return kExitUsage;
-    if (const auto record = store.load(id); record && record->ended.isValid()) {
+    if (const auto record = store.load(id); record && record->endSeen()) {
         printError(QStringLiteral("stacks"),
                    QStringLiteral("run %1 has ended (%2): no process to take stacks of").arg(id, record->state));
         return kExitRunFailed;
@@ -251,6 +253,11 @@ int runStopCommand(const QString& run, const ConnectionFlags& flags) {
     const QString id = resolveRun(store, QStringLiteral("stop"), run);
     if (id.isEmpty())
         return kExitUsage;
+    if (const auto record = store.load(id); record && record->endSeen()) {
+        // Nothing runs: the stored record stays as it ended.
+        QTextStream(stdout) << QStringLiteral("run %1 has already ended (%2): nothing to stop\n").arg(id, record->state);
+        return kExitOk;
+    }
     remote::RunEngine engine(&store, engineOptions(flags));
     QString error;
     if (!engine.attach(id, &error)) {
@@ -291,8 +298,18 @@ int runDiagnoseCommand(const QString& run, bool json) {
         QJsonArray array;
         for (const Diagnosis& d : std::as_const(found))
             array.append(d.toJson());
-        std::printf("%s", QJsonDocument(QJsonObject{{"run", id}, {"diagnoses", array}}).toJson().constData());
+        QJsonObject object{{"run", id}, {"diagnoses", array}};
+        if (const double until = engine.openedKnownUntil(); std::isfinite(until)) // not seen to end: as of when
+            object.insert("known_until",
+                          QDateTime::fromMSecsSinceEpoch(qint64(until * 1000.0), Qt::UTC).toString(Qt::ISODateWithMs));
+        std::printf("%s", QJsonDocument(object).toJson().constData());
         return kExitOk;
+    }
+    if (const double until = engine.openedKnownUntil(); std::isfinite(until)) {
+        // Not seen to end: say how old this machine's copy is, and how to bring it up to date.
+        const QString at = QDateTime::fromMSecsSinceEpoch(qint64(until * 1000.0)).toString(QStringLiteral("HH:mm:ss"));
+        std::printf("run %s: %s, as of %s in this machine's copy (rankscope-cli attach %s brings it up to date)\n",
+                    qPrintable(id), qPrintable(engine.record().state), qPrintable(at), qPrintable(id));
     }
     if (found.isEmpty())
         std::printf("run %s: nothing to report (no failure, hang, straggler or divergence)\n", qPrintable(id));

@@ -215,6 +215,38 @@ private slots:
         QVERIFY2(error.contains(QLatin1String("no-such-run")), qPrintable(error));
     }
 
+    // A stored run not seen to end (left detached) is shown as of where this machine's copy stops, and says so; an
+    // ended one does not.
+    void runNotSeenToEndSaysHowOldItsCopyIs() {
+        QVERIFY(!m_runId.isEmpty());
+        MainWindow window(options());
+        window.show();
+        QString error;
+        QVERIFY2(window.openStoredRun(m_runId, &error), qPrintable(error));
+        QVERIFY2(!window.statusBar()->currentMessage().contains(QLatin1String("copy")),
+                 qPrintable(window.statusBar()->currentMessage()));
+
+        auto record = window.store()->load(m_runId, &error);
+        QVERIFY2(record, qPrintable(error));
+        const QString source = record->id;
+        record->id = window.store()->newRunId(record->created.addSecs(1));
+        record->state = QStringLiteral("running");
+        record->ended = {};
+        record->exits.clear();
+        QVERIFY2(window.store()->save(*record, &error), qPrintable(error));
+        for (int rank = 0; rank < 2; ++rank) {
+            QFile events(window.store()->streamPath(source, rank, RankStream::Events));
+            QVERIFY(events.open(QIODevice::ReadOnly));
+            QVERIFY(window.store()->appendStream(record->id, rank, RankStream::Events, 0, events.readAll()));
+        }
+        QVERIFY2(window.openStoredRun(record->id, &error), qPrintable(error));
+        const QString message = window.statusBar()->toolTip().isEmpty() ? window.statusBar()->currentMessage()
+                                                                        : window.statusBar()->toolTip();
+        QVERIFY2(message.contains(record->id + QLatin1String(" is running as of ")) &&
+                     message.contains(QLatin1String("in this machine's copy")),
+                 qPrintable(message));
+    }
+
     // A stored run with a stack capture (the recorded hung Gloo pair, saved as the engine saves its own):
     // opened, the Stacks dock shows the newest capture; a click on rank 1's own frame shows rank 1's log.
     void storedStacksShowAndAClickFocusesTheLog() {

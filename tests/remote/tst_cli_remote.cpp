@@ -112,6 +112,11 @@ private slots:
         const CliResult runs = cli({QStringLiteral("runs")});
         QVERIFY(runs.out.contains("alias"));
         QVERIFY(runs.out.contains("finished"));
+        // Stopping it now stops nothing and leaves its record as it ended.
+        const CliResult late = cli(QStringList{QStringLiteral("stop"), QStringLiteral("latest")} + connection());
+        QVERIFY2(late.exitCode == 0, (late.out + late.err).constData());
+        QVERIFY2(late.out.contains("has already ended (finished): nothing to stop"), late.out.constData());
+        QCOMPARE(cli({QStringLiteral("runs")}).out, runs.out);
     }
 
     void failingRankIsNamedWithHostAndStatus() {

@@ -8,6 +8,11 @@
 #include <QRandomGenerator>
 #include <QTemporaryDir>
 
+#include <rankscope/event_schema.h>
+
+#include <algorithm>
+#include <cmath>
+
 #include <tuple>
 
 using namespace rankscope;
@@ -83,6 +88,107 @@ private slots:
         }
         QCOMPARE(store.list().front().id, record.id);
         QCOMPARE(store.list().front().state, QStringLiteral("finished"));
+    }
+
+    // A run that ended keeps its stored end when it is attached to again (to read its logs) or stopped late.
+    void endedRunKeepsItsEndWhenAttachedOrStopped() {
+        RunStore store(m_dir.filePath(QStringLiteral("store-ended")));
+        QJsonObject job{{"version", 1},
+                        {"name", "ended"},
+                        {"mode", "debug"},
+                        {"master_port", 29600 + QRandomGenerator::global()->bounded(300)},
+                        {"trainer", trainerJson(4)},
+                        {"debug", QJsonObject{{"node", "local"}, {"procs", 2}, {"max_steps", 4}}}};
+        QString runId;
+        {
+            remote::RunEngine engine(&store, engineOptions());
+            QString error;
+            QVERIFY2(engine.launch(jobFrom(job), RunMode::Debug, &error), qPrintable(error));
+            runId = waitForEnd(engine, 120000).id;
+        }
+        const auto stored = store.load(runId);
+        QVERIFY(stored && stored->ended.isValid());
+        QCOMPARE(stored->state, QStringLiteral("finished"));
+        QTest::qWait(1100); // an end written again would be a later time
+        for (const bool stopToo : {false, true}) {
+            remote::RunEngine engine(&store, engineOptions());
+            QString error;
+            QVERIFY2(engine.attach(runId, &error), qPrintable(error));
+            if (stopToo)
+                engine.stop();
+            const RunRecord record = waitForEnd(engine, 60000);
+            QCOMPARE(record.state, QStringLiteral("finished"));
+            QCOMPARE(record.ended, stored->ended);
+            QCOMPARE(store.load(runId)->ended, stored->ended);
+            QCOMPARE(store.load(runId)->state, QStringLiteral("finished"));
+            QCOMPARE(store.load(runId)->summary, stored->summary);
+            QVERIFY(!store.stopRequestedAt(runId).isValid());
+        }
+    }
+
+    // A run not seen to end (detached, never attached to again) is diagnosed from this machine's copy only as far
+    // as every rank's copy goes: a rank whose copy stops sooner is not taken for hung. A hang inside the copy is.
+    void runNotSeenToEndIsDiagnosedUpToItsCopy() {
+        RunStore store(m_dir.filePath(QStringLiteral("store-copy")));
+        const auto storedRun = [&store](const QString& recording, int cutRank1AfterStep) {
+            RunRecord record;
+            record.id = store.newRunId();
+            record.name = recording;
+            record.mode = QStringLiteral("submit");
+            record.state = QStringLiteral("running");
+            record.created = QDateTime::currentDateTimeUtc();
+            record.worldSize = 2;
+            record.nodes = {{QStringLiteral("node"), QStringLiteral("node"), false, QStringLiteral("/r"), {0, 1}}};
+            if (!store.save(record))
+                return QString();
+            for (int rank = 0; rank < 2; ++rank) {
+                QByteArray bytes = readAll(QStringLiteral(RANKSCOPE_SOURCE_DIR "/tests/data/events/%1-rank%2.out")
+                                               .arg(recording)
+                                               .arg(rank));
+                if (rank == 1 && cutRank1AfterStep > 0) {
+                    const QByteArray step = QByteArrayLiteral("\"type\":\"step\",");
+                    qsizetype at = 0;
+                    for (int n = 0; n < cutRank1AfterStep && at >= 0; ++n)
+                        at = bytes.indexOf(step, at + 1);
+                    bytes.truncate(bytes.indexOf('\n', at) + 1);
+                }
+                if (!store.appendStream(record.id, rank, RankStream::Events, 0, bytes))
+                    return QString();
+            }
+            return record.id;
+        };
+        const auto diagnosed = [this, &store](const QString& id, double* knownUntil) {
+            remote::RunEngine engine(&store, engineOptions());
+            QVector<Diagnosis> found;
+            connect(&engine, &remote::RunEngine::diagnoses, [&found](const QVector<Diagnosis>& changed) {
+                found += changed;
+            });
+            QString error;
+            if (!engine.open(id, &error))
+                qWarning("%s", qPrintable(error));
+            *knownUntil = engine.openedKnownUntil();
+            return found;
+        };
+        const auto hangs = [](const QVector<Diagnosis>& found) {
+            return std::count_if(found.begin(), found.end(),
+                                 [](const Diagnosis& d) { return d.kind == DiagnosisKind::Hang; });
+        };
+        // A healthy run whose rank 1 was copied up to its step 6 only, rank 0 to its end.
+        const QString cut = storedRun(QStringLiteral("recorded-ok"), 6);
+        QVERIFY(!cut.isEmpty());
+        double knownUntil = 0;
+        const QVector<Diagnosis> healthy = diagnosed(cut, &knownUntil);
+        QCOMPARE(hangs(healthy), 0);
+        QVERIFY(std::isfinite(knownUntil));
+        const QByteArray rank1 = readAll(store.streamPath(cut, 1, RankStream::Events));
+        const QByteArray lastLine = rank1.left(rank1.size() - 1).mid(rank1.left(rank1.size() - 1).lastIndexOf('\n') + 1);
+        const TrainerEventResult last = decodeTrainerEvent(lastLine.mid(qsizetype(schema::kLinePrefix.size())));
+        QVERIFY(last.event);
+        QCOMPARE(knownUntil, last.event->time);
+        // The recorded hang, copied whole but not seen to end: still a hang.
+        const QString hung = storedRun(QStringLiteral("recorded-hang"), 0);
+        QVERIFY(!hung.isEmpty());
+        QVERIFY(hangs(diagnosed(hung, &knownUntil)) > 0);
     }
 
     void sshRunReattachedLosesAndRepeatsNothing() {
