@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <regex>
 
@@ -12,13 +13,14 @@ using namespace rankscope;
 namespace {
 
 std::vector<test::RankResult> runTwo(std::vector<std::string> extra,
-                                     std::chrono::seconds timeout = std::chrono::seconds(120)) {
+                                     std::chrono::seconds timeout = std::chrono::seconds(120),
+                                     const char* model = "mlp") {
     const int port = test::freePort();
     return test::runRanks(
         2,
         [&](int rank) {
             auto args = test::distributedArgs(rank, 2, port);
-            for (const auto& a : {"--model", "mlp", "--batch-size", "8", "--synthetic-samples", "256", "--no-eval",
+            for (const auto& a : {"--model", model, "--batch-size", "8", "--synthetic-samples", "256", "--no-eval",
                                   "--events", "stdout", "--heartbeat-s", "0.2"})
                 args.push_back(a);
             args.insert(args.end(), extra.begin(), extra.end());
@@ -71,6 +73,45 @@ TEST(Faults, SlowRankIsSlower) {
             slowForward = std::max(slowForward, std::stod(m[1]));
     }
     EXPECT_GE(slowForward, 150.0);
+}
+
+// Each step event's value of `field`, in order.
+std::vector<double> stepValues(const test::RankResult& r, const std::string& field) {
+    const std::regex value("\"" + field + "\":([0-9.]+)");
+    std::vector<double> values;
+    for (const auto& e : test::eventLines(r.out)) {
+        std::smatch m;
+        if (e.find("\"type\":\"step\"") != std::string::npos && std::regex_search(e, m, value))
+            values.push_back(std::stod(m[1]));
+    }
+    return values;
+}
+
+double median(std::vector<double> values) {
+    std::sort(values.begin(), values.end());
+    return values.empty() ? 0.0 : values[values.size() / 2];
+}
+
+// On a model with buffers (the CNN's BatchNorm) DDP broadcasts them before each forward pass: that is where the
+// fast rank waits for the slow one. It is communication, not compute, or the straggler diagnosis (compute =
+// step - comm wait) sees two equally slow ranks.
+TEST(Faults, PeersOfASlowRankWaitInCommunicationAlsoBeforeTheForwardPass) {
+    auto r = runTwo({"--slow-rank", "1", "--slow-ms", "150", "--max-steps", "6"}, std::chrono::seconds(120), "cnn");
+    ASSERT_EQ(r[0].exitCode, 0) << r[0].err;
+    ASSERT_EQ(r[1].exitCode, 0) << r[1].err;
+    const std::vector<double> fastWait = stepValues(r[0], "comm_wait_ms");
+    const std::vector<double> fastForward = stepValues(r[0], "forward_ms");
+    ASSERT_EQ(fastWait.size(), 6u) << r[0].out;
+    EXPECT_GE(median(fastWait), 100.0) << r[0].out;
+    EXPECT_LT(median(fastForward), 100.0) << r[0].out;
+    EXPECT_GE(median(stepValues(r[1], "forward_ms")), 150.0) << r[1].out;
+    // The parts still add up to the step.
+    const std::vector<double> step = stepValues(r[0], "step_ms");
+    const std::vector<double> data = stepValues(r[0], "data_ms");
+    const std::vector<double> backward = stepValues(r[0], "backward_ms");
+    const std::vector<double> optimizer = stepValues(r[0], "optimizer_ms");
+    for (size_t i = 0; i < step.size(); ++i)
+        EXPECT_NEAR(data[i] + fastForward[i] + backward[i] + fastWait[i] + optimizer[i], step[i], 0.01) << i;
 }
 
 TEST(Faults, InjectedAllocationIsTakenOnceAndKept) {

@@ -328,7 +328,11 @@ void Trainer::trainStep(const std::vector<int64_t>& batchIndices) {
 
     m_progress.setPhase(phase::kForward);
     injectFaults();
+    // DDP's collectives before the forward pass (the buffers' broadcast, a bucket rebuild) are where a rank waits
+    // for a slower one on models with buffers (BatchNorm): communication, not compute.
+    const auto tPrepare = Clock::now();
     m_ddp->prepareForward();
+    const double prepareMs = msBetween(tPrepare, Clock::now());
     torch::Tensor loss;
     {
         auto autocast = m_precision->autocast();
@@ -377,10 +381,11 @@ void Trainer::trainStep(const std::vector<int64_t>& batchIndices) {
     const int64_t lastGradNs = m_ddp->lastGradientNs();
     const double backwardEndNs =
         static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(tBackward.time_since_epoch()).count());
-    const double commWaitMs = std::round(std::clamp((backwardEndNs - static_cast<double>(lastGradNs)) / 1e6, 0.0,
-                                                    msBetween(tForward, tBackward)) *
-                                         1000.0) /
-                              1000.0;
+    const double backwardWaitMs = std::round(std::clamp((backwardEndNs - static_cast<double>(lastGradNs)) / 1e6, 0.0,
+                                                        msBetween(tForward, tBackward)) *
+                                             1000.0) /
+                                  1000.0;
+    const double forwardWaitMs = std::round(prepareMs * 1000.0) / 1000.0;
     const double images = static_cast<double>(batchIndices.size());
     m_busyImages += images;
     m_busySeconds += stepMs / 1000.0;
@@ -393,9 +398,9 @@ void Trainer::trainStep(const std::vector<int64_t>& batchIndices) {
         .add(schema::step::kImagesPerSec, images / (stepMs / 1000.0))
         .add(schema::step::kStepMs, stepMs)
         .add(schema::step::kDataMs, msBetween(t0, tData))
-        .add(schema::step::kForwardMs, msBetween(tData, tForward))
-        .add(schema::step::kBackwardMs, std::round((msBetween(tForward, tBackward) - commWaitMs) * 1000.0) / 1000.0)
-        .add(schema::step::kCommWaitMs, commWaitMs)
+        .add(schema::step::kForwardMs, std::round((msBetween(tData, tForward) - forwardWaitMs) * 1000.0) / 1000.0)
+        .add(schema::step::kBackwardMs, std::round((msBetween(tForward, tBackward) - backwardWaitMs) * 1000.0) / 1000.0)
+        .add(schema::step::kCommWaitMs, forwardWaitMs + backwardWaitMs)
         .add(schema::step::kOptimizerMs, msBetween(tBackward, tEnd));
     m_events.emit(schema::type::kStep, fields);
     if (m_o.logEverySteps > 0 && (m_state.globalStep % m_o.logEverySteps == 0 || m_state.stepInEpoch == 1)) {
