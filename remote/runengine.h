@@ -84,6 +84,8 @@ public:
     // After open() of a run not seen to end: the Unix time up to which every rank's stored events go, where its
     // diagnosis stops; infinity for a run that ended, or has no events.
     [[nodiscard]] double openedKnownUntil() const { return m_knownUntil; }
+    // The launch failed on a node that could not be reached or prepared (connect, deploy, start), not in a rank.
+    [[nodiscard]] bool launchFailed() const { return m_launchFailed; }
     void stop();   // teardown: SIGTERM, SIGKILL after the grace period, verified on every node
     void detach(); // stop following; the run goes on on its nodes
     // Takes every rank's native stacks on its node (gdb or eu-stack, on the node workers' threads), merges

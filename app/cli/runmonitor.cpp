@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "runmonitor.h"
 
+#include "cli.h"
+
 #include <QDateTime>
 
 #include <cmath>
@@ -78,11 +80,13 @@ RunMonitor::RunMonitor(remote::RunEngine* engine, bool interactive, FILE* out)
                   : left < 0 ? QStringLiteral("teardown could not be verified on every node")
                              : QStringLiteral("teardown: %1 process group(s) still alive").arg(left));
     });
-    connect(engine, &remote::RunEngine::finished, this, [this](const RunRecord& record) {
+    connect(engine, &remote::RunEngine::finished, this, [this, engine](const RunRecord& record) {
         m_tick.stop();
         redraw();
         printSummary(record);
-        m_exitCode = record.state == QLatin1String("finished") ? 0 : 1;
+        m_exitCode = record.state == QLatin1String("finished") ? kExitOk
+                     : engine->launchFailed()                  ? kExitLaunchFailed
+                                                               : kExitRunFailed;
         emit done(m_exitCode);
     });
     m_tick.setInterval(m_interactive ? 100 : 1000);

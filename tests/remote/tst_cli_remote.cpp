@@ -119,6 +119,25 @@ private slots:
         QCOMPARE(cli({QStringLiteral("runs")}).out, runs.out);
     }
 
+    // A node that cannot be reached is exit status 4, not a rank's failure (1), with the host and the cause.
+    void unreachableNodeIsExitStatus4() {
+        const QString path = writeJob(QStringLiteral("unreachable"), trainer(4), QStringLiteral("127.0.0.1"));
+        QFile file(path);
+        QVERIFY(file.open(QIODevice::ReadWrite));
+        QJsonObject job = QJsonDocument::fromJson(file.readAll()).object();
+        QJsonArray nodes = job.value("nodes").toArray();
+        QJsonObject node = nodes.first().toObject();
+        node.insert("port", 1); // nothing listens there
+        nodes[0] = node;
+        job.insert("nodes", nodes);
+        file.resize(0);
+        file.write(QJsonDocument(job).toJson());
+        file.close();
+        const CliResult result = cli(QStringList{QStringLiteral("run"), path} + connection());
+        QCOMPARE(result.exitCode, 4);
+        QVERIFY2(result.err.contains("127.0.0.1") && result.err.contains("refused"), result.err.constData());
+    }
+
     void failingRankIsNamedWithHostAndStatus() {
         const CliResult result =
             cli(QStringList{QStringLiteral("run"),
