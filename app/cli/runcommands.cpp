@@ -359,15 +359,21 @@ int runLogsCommand(const QString& run, std::optional<int> rank, const QString& s
     if (!record)
         return kExitUsage;
     QVector<RankStream> streams;
-    if (stream == QLatin1String("out") || stream == QLatin1String("all"))
-        streams << RankStream::Out;
-    if (stream == QLatin1String("err") || stream == QLatin1String("all"))
-        streams << RankStream::Err;
-    if (stream == QLatin1String("events") || stream == QLatin1String("all"))
-        streams << RankStream::Events;
-    if (streams.isEmpty()) {
-        printError(QStringLiteral("logs"), QStringLiteral("--stream must be out, err, events or all"));
-        return kExitUsage;
+    for (const QString& name : stream.split(QLatin1Char(','))) {
+        const bool all = name == QLatin1String("all");
+        bool known = all;
+        for (const RankStream s : kRankStreams) {
+            if (all || name == rankStreamSuffix(s)) {
+                known = true;
+                if (!streams.contains(s))
+                    streams << s;
+            }
+        }
+        if (!known) {
+            printError(QStringLiteral("logs"),
+                       QStringLiteral("--stream %1: each must be out, err, events or all").arg(name));
+            return kExitUsage;
+        }
     }
     if (rank && (*rank < 0 || *rank >= record->worldSize)) {
         printError(QStringLiteral("logs"),
@@ -376,6 +382,7 @@ int runLogsCommand(const QString& run, std::optional<int> rank, const QString& s
     }
     const bool prefix = !rank || streams.size() > 1;
     if (!followLogs) {
+        qint64 shown = 0;
         for (int r = 0; r < record->worldSize; ++r) {
             if (rank && r != *rank)
                 continue;
@@ -383,6 +390,7 @@ int runLogsCommand(const QString& run, std::optional<int> rank, const QString& s
                 QFile file(store.streamPath(id, r, s));
                 if (!file.open(QIODevice::ReadOnly))
                     continue;
+                shown += file.size();
                 if (!prefix) {
                     const QByteArray all = file.readAll();
                     std::fwrite(all.constData(), 1, static_cast<size_t>(all.size()), stdout);
@@ -395,6 +403,17 @@ int runLogsCommand(const QString& run, std::optional<int> rank, const QString& s
                 }
             }
         }
+        std::fflush(stdout);
+        // Silence is never left unexplained: an empty answer, or a copy that may be behind the run, is said so.
+        if (!record->endSeen())
+            printError(QStringLiteral("logs"),
+                       QStringLiteral("run %1 is %2: this is this machine's copy, as far as it was last followed "
+                                      "(--follow, or rankscope-cli attach %1, brings it up to date)")
+                           .arg(id, record->state));
+        else if (shown == 0)
+            printError(QStringLiteral("logs"), QStringLiteral("run %1: nothing in %2 of %3")
+                                                   .arg(id, stream, rank ? QStringLiteral("rank %1").arg(*rank)
+                                                                         : QStringLiteral("any rank")));
         return kExitOk;
     }
     // --follow: attach to the run; the engine replays what is stored, then delivers new lines as they come.

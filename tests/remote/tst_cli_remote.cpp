@@ -117,6 +117,20 @@ private slots:
         QVERIFY2(late.exitCode == 0, (late.out + late.err).constData());
         QVERIFY2(late.out.contains("has already ended (finished): nothing to stop"), late.out.constData());
         QCOMPARE(cli({QStringLiteral("runs")}).out, runs.out);
+        // Its logs: stdout and stderr unless told otherwise (a Gloo rank writes its progress on stderr).
+        const CliResult logs = cli({QStringLiteral("logs"), QStringLiteral("latest"), QStringLiteral("--rank"),
+                                    QStringLiteral("1")});
+        QCOMPARE(logs.exitCode, 0);
+        QVERIFY2(logs.out.contains("[rank 1 err] [rank 1] epoch 1/1 step"), logs.out.constData());
+        QVERIFY2(logs.err.isEmpty(), logs.err.constData());
+        const CliResult events = cli({QStringLiteral("logs"), QStringLiteral("latest"), QStringLiteral("--rank"),
+                                      QStringLiteral("1"), QStringLiteral("--stream"), QStringLiteral("events,err")});
+        QVERIFY2(events.out.contains("[rank 1 events] @rankscope {") && events.out.contains("[rank 1 err] "),
+                 events.out.constData());
+        const CliResult bad = cli({QStringLiteral("logs"), QStringLiteral("latest"), QStringLiteral("--stream"),
+                                   QStringLiteral("out,stdout")});
+        QCOMPARE(bad.exitCode, 2);
+        QVERIFY2(bad.err.contains("--stream stdout: each must be out, err, events or all"), bad.err.constData());
     }
 
     // A node that cannot be reached is exit status 4, not a rank's failure (1), with the host and the cause.
@@ -191,6 +205,10 @@ private slots:
         const QString id = store.list().value(0).id;
         QCOMPARE(store.list().value(0).state, QStringLiteral("running"));
         QTest::qWait(3000); // nobody is attached: the run goes on by itself
+        // Without --follow: this machine's copy, and a word that it may be behind the run.
+        const CliResult copy = cli({QStringLiteral("logs"), id});
+        QCOMPARE(copy.exitCode, 0);
+        QVERIFY2(copy.err.contains("is running: this is this machine's copy"), copy.err.constData());
 
         // logs --follow catches up from the node and keeps printing; stop it after a while.
         QProcess follow;
