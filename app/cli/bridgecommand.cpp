@@ -33,7 +33,7 @@ int runBridgeCommand(quint16 port, const ConnectionFlags& flags) {
     QObject::connect(&server, &bridge::BridgeServer::clientCountChanged, [](int clients) {
         std::fprintf(stderr, "bridge: %d client(s)\n", clients);
     });
-    installInterruptHandler([] { QCoreApplication::quit(); });
+    installInterruptHandler([](int) { QCoreApplication::quit(); });
     QCoreApplication::exec();
     server.close();
     std::printf("bridge stopped\n");

@@ -29,22 +29,22 @@ namespace {
 
 int g_signalPipe[2] = {-1, -1};
 
-void onSignal(int) {
-    const char byte = 1;
+void onSignal(int signal) {
+    const char byte = static_cast<char>(signal);
     [[maybe_unused]] const auto written = ::write(g_signalPipe[1], &byte, 1);
 }
 
 } // namespace
 
 // Ctrl-C (and SIGTERM) reach the event loop as a socket notification: nothing else is safe in a handler.
-void installInterruptHandler(const std::function<void()>& onInterrupt) {
+void installInterruptHandler(const std::function<void(int)>& onInterrupt) {
     if (g_signalPipe[0] < 0 && ::socketpair(AF_UNIX, SOCK_STREAM, 0, g_signalPipe) != 0)
         return;
     auto* notifier = new QSocketNotifier(g_signalPipe[0], QSocketNotifier::Read, QCoreApplication::instance());
     QObject::connect(notifier, &QSocketNotifier::activated, notifier, [onInterrupt] {
         char byte = 0;
         [[maybe_unused]] const auto n = ::read(g_signalPipe[0], &byte, 1);
-        onInterrupt();
+        onInterrupt(static_cast<unsigned char>(byte));
     });
     struct sigaction action {};
     action.sa_handler = onSignal;
@@ -70,13 +70,22 @@ void printError(const QString& command, const QString& message) {
     QTextStream(stderr) << "rankscope-cli " << command << ": " << message << '\n';
 }
 
+// What a signal to the following command does to the run.
+enum class OnInterrupt {
+    Stop,              // Ctrl-C and SIGTERM stop it (run: it started the ranks, and leaves none behind)
+    StopOnCtrlC,       // Ctrl-C stops it, SIGTERM leaves it running (attach: `timeout 60 attach` only watches)
+    LeaveRunning,      // stop: already stopping it
+};
+
 // Runs the event loop until the monitor reports the end; Ctrl-C stops the run, a second one leaves it running.
-int follow(remote::RunEngine& engine, bool stopOnInterrupt) {
+int follow(remote::RunEngine& engine, OnInterrupt onInterrupt) {
     RunMonitor monitor(&engine, isatty(fileno(stdout)) != 0);
     int interrupts = 0;
-    installInterruptHandler([&] {
+    installInterruptHandler([&](int signal) {
         ++interrupts;
-        if (interrupts == 1 && stopOnInterrupt) {
+        const bool stops = onInterrupt == OnInterrupt::Stop ||
+                           (onInterrupt == OnInterrupt::StopOnCtrlC && signal == SIGINT);
+        if (interrupts == 1 && stops) {
             std::fprintf(stderr, "\nstopping the run on every node (Ctrl-C again to leave it running)\n");
             engine.stop();
             return;
@@ -181,7 +190,7 @@ int runRunCommand(const QString& jobPath, const QString& mode, bool detach, cons
             QCoreApplication::exit(kExitOk);
         });
     }
-    const int code = follow(engine, true);
+    const int code = follow(engine, OnInterrupt::Stop);
     if (code != kExitOk && !engine.record().summary.isEmpty())
         printError(QStringLiteral("run"), engine.record().summary);
     return code;
@@ -198,7 +207,7 @@ int runAttachCommand(const QString& run, const ConnectionFlags& flags) {
         printError(QStringLiteral("attach"), error);
         return kExitLaunchFailed;
     }
-    return follow(engine, true);
+    return follow(engine, OnInterrupt::StopOnCtrlC);
 }
 
 int runStacksCommand(const QString& run, bool json, const ConnectionFlags& flags) {
@@ -267,7 +276,7 @@ int runStopCommand(const QString& run, const ConnectionFlags& flags) {
     engine.stop();
     int left = -1;
     QObject::connect(&engine, &remote::RunEngine::stopped, [&left](int processesLeft) { left = processesLeft; });
-    follow(engine, false);
+    follow(engine, OnInterrupt::LeaveRunning);
     return left == 0 ? kExitOk : kExitRunFailed;
 }
 
@@ -442,7 +451,7 @@ int runLogsCommand(const QString& run, std::optional<int> rank, const QString& s
         printError(QStringLiteral("logs"), error);
         return kExitLaunchFailed;
     }
-    installInterruptHandler([&engine] {
+    installInterruptHandler([&engine](int) {
         engine.detach();
         QCoreApplication::exit(kExitOk);
     });

@@ -30,7 +30,8 @@ struct CommandJob {
 // environment or a file, never stored. Nothing when there is no terminal.
 [[nodiscard]] std::optional<QString> askSecret(const QString& prompt);
 // Ctrl-C and SIGTERM reach the event loop as a queued call (a self-pipe): nothing else is safe in a handler.
-void installInterruptHandler(const std::function<void()>& onInterrupt);
+// `onInterrupt` is given the signal (SIGINT or SIGTERM).
+void installInterruptHandler(const std::function<void(int)>& onInterrupt);
 
 // `debugRank`: start that rank under gdbserver and print its address and a gdb command line once it waits.
 [[nodiscard]] int runRunCommand(const QString& jobPath, const QString& mode, bool detach, const ConnectionFlags& flags,

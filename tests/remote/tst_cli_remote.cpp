@@ -225,6 +225,21 @@ private slots:
         follow.terminate();
         QVERIFY(follow.waitForFinished(10000));
 
+        // attach only watches: SIGTERM (`timeout 60 rankscope-cli attach …`) leaves the run going.
+        QProcess attach;
+        attach.setProcessEnvironment(environment);
+        attach.start(QStringLiteral(RANKSCOPE_BIN_DIR "/rankscope-cli"), QStringList{QStringLiteral("attach"), id} +
+                                                                            connection());
+        QByteArray attached;
+        QTRY_VERIFY2_WITH_TIMEOUT((attached += attach.readAllStandardOutput()).contains("step"),
+                                  (attached + attach.readAllStandardError()).constData(), 30000);
+        attach.terminate();
+        QVERIFY(attach.waitForFinished(20000));
+        const QByteArray said = attach.readAllStandardError();
+        QVERIFY2(said.contains("left run " + id.toUtf8() + " running"), said.constData());
+        QCOMPARE(store.load(id)->state, QStringLiteral("running"));
+        QVERIFY(!store.stopRequestedAt(id).isValid());
+
         const CliResult stopped = cli(QStringList{QStringLiteral("stop"), id} + connection());
         QVERIFY2(stopped.exitCode == 0, (stopped.out + stopped.err).constData());
         QVERIFY2(stopped.out.contains("no process of the run is left"), stopped.out.constData());
