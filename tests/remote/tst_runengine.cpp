@@ -191,6 +191,86 @@ private slots:
         QVERIFY(hangs(diagnosed(hung, &knownUntil)) > 0);
     }
 
+    // Ranks being ended stop moving by design: a hang first seen after the stop was asked for is not reported, in a
+    // stored run's replay (and live, by the same rule). Without the stop, the same stillness is a hang.
+    void stillnessAfterTheStopIsNotAHang() {
+        RunStore store(m_dir.filePath(QStringLiteral("store-ending")));
+        // Both ranks of the healthy recording up to their step 6, then 10 s inside one collective, beating.
+        const auto stored = [&store](bool stopped) {
+            RunRecord record;
+            record.id = store.newRunId(QDateTime::currentDateTimeUtc().addSecs(stopped ? 0 : 1));
+            record.name = QStringLiteral("ending");
+            record.mode = QStringLiteral("debug");
+            record.created = QDateTime::currentDateTimeUtc();
+            record.worldSize = 2;
+            record.nodes = {{QStringLiteral("local"), QStringLiteral("localhost"), true, QStringLiteral("/r"), {0, 1}}};
+            record.state = QStringLiteral("running");
+            if (!store.save(record))
+                return QString();
+            double last = 0;
+            QByteArray kept[2];
+            qint64 finished[2] = {0, 0};
+            for (int rank = 0; rank < 2; ++rank) {
+                const QList<QByteArray> lines =
+                    readAll(QStringLiteral(RANKSCOPE_SOURCE_DIR "/tests/data/events/recorded-ok-rank%1.out").arg(rank))
+                        .split('\n');
+                for (const QByteArray& line : lines) {
+                    const TrainerEventResult decoded =
+                        decodeTrainerEvent(line.mid(qsizetype(schema::kLinePrefix.size())));
+                    if (!decoded.event)
+                        continue;
+                    if (decoded.event->type == TrainerEventType::Step && decoded.event->integer(schema::step::kStep) > 6)
+                        break;
+                    if (decoded.event->type == TrainerEventType::Heartbeat)
+                        finished[rank] = decoded.event->integer(schema::heartbeat::kCollectiveFinished);
+                    last = std::max(last, decoded.event->time);
+                    kept[rank] += line + '\n';
+                }
+            }
+            const qint64 collective = std::max(finished[0], finished[1]);
+            for (int rank = 0; rank < 2; ++rank) {
+                for (int beat = 1; beat <= 20; ++beat)
+                    kept[rank] += QStringLiteral("@rankscope {\"v\":\"1.0\",\"type\":\"heartbeat\",\"rank\":%1,"
+                                                 "\"time\":%2,\"phase\":\"backward\",\"step\":6,"
+                                                 "\"collective_started\":%3,\"collective_finished\":%4}\n")
+                                      .arg(rank)
+                                      .arg(last + beat * 0.5, 0, 'f', 3)
+                                      .arg(collective + 1)
+                                      .arg(collective)
+                                      .toUtf8();
+                if (!store.appendStream(record.id, rank, RankStream::Events, 0, kept[rank]))
+                    return QString();
+            }
+            if (stopped) {
+                const QDateTime stopAt = QDateTime::fromMSecsSinceEpoch(qint64((last + 0.2) * 1000), Qt::UTC);
+                store.markStopRequested(record.id, stopAt);
+                record.state = QStringLiteral("stopped");
+                record.ended = stopAt.addSecs(12);
+                for (int rank = 0; rank < 2; ++rank)
+                    record.exits.insert(rank, RankExit{128 + 15, stopAt.addSecs(11), true});
+            }
+            return store.save(record) ? record.id : QString();
+        };
+        const auto hangs = [this, &store](const QString& id) {
+            remote::RunEngine engine(&store, engineOptions());
+            int found = 0;
+            connect(&engine, &remote::RunEngine::diagnoses, [&found](const QVector<Diagnosis>& changed) {
+                found += int(std::count_if(changed.begin(), changed.end(),
+                                           [](const Diagnosis& d) { return d.kind == DiagnosisKind::Hang; }));
+            });
+            QString error;
+            if (!engine.open(id, &error))
+                qWarning("%s", qPrintable(error));
+            return found;
+        };
+        const QString still = stored(false);
+        QVERIFY(!still.isEmpty());
+        QVERIFY(hangs(still) > 0);
+        const QString ending = stored(true);
+        QVERIFY(!ending.isEmpty());
+        QCOMPARE(hangs(ending), 0);
+    }
+
     void sshRunReattachedLosesAndRepeatsNothing() {
         RunStore store(m_dir.filePath(QStringLiteral("store-reattach")));
         QJsonObject job{{"version", 1},
