@@ -93,6 +93,9 @@ QVariant RankGridModel::display(const RankLiveStatus& status, int column) const 
     case HostColumn:
         return status.host;
     case StateColumn:
+        // Among ranks that all failed, the one the run's root cause names is told apart.
+        if (status.state == RankLiveState::Failed && status.diagnosisKey == QLatin1String("root-cause"))
+            return tr("failed first");
         return rankLiveStateName(status.state);
     case StepColumn:
         return QString::number(status.step);

@@ -76,6 +76,25 @@ private Q_SLOTS:
         QCOMPARE(beat.data().toString(), QStringLiteral("18 s ago"));
     }
 
+    // Every rank of a failed run reads failed; the one the root cause names reads "failed first".
+    void rootCauseRankIsToldApart() {
+        RankGridModel model;
+        model.addEvents(recordedEvents(QStringLiteral("recorded-fail")));
+        model.rankExited(0, QStringLiteral("node-a"), 1, false);
+        model.rankExited(1, QStringLiteral("node-a"), 1, false);
+        QCOMPARE(cell(model, 0, RankGridModel::StateColumn), QStringLiteral("failed"));
+        QCOMPARE(cell(model, 1, RankGridModel::StateColumn), QStringLiteral("failed"));
+        Diagnosis cause;
+        cause.kind = DiagnosisKind::RootCause;
+        cause.key = QStringLiteral("root-cause");
+        cause.ranks = {1};
+        cause.message = QStringLiteral("rank 1 on node-a failed first: exit status 1 (injected: injected failure)");
+        model.addDiagnoses({cause});
+        QCOMPARE(cell(model, 1, RankGridModel::StateColumn), QStringLiteral("failed first"));
+        QCOMPARE(cell(model, 1, RankGridModel::StateColumn, Qt::ToolTipRole), cause.message);
+        QCOMPARE(cell(model, 0, RankGridModel::StateColumn), QStringLiteral("failed"));
+    }
+
     void sortRoleHoldsRawValues() {
         RankGridModel model;
         QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
