@@ -81,9 +81,10 @@ int run(const QStringList& arguments) {
                                        QStringLiteral("Start rank R under gdbserver; print how to attach gdb."),
                                        QStringLiteral("R"));
     const QCommandLineOption rank(QStringLiteral("rank"), QStringLiteral("Only this rank."), QStringLiteral("R"));
-    const QCommandLineOption stream(QStringLiteral("stream"),
-                                    QStringLiteral("out, err, events, all, or a list such as out,events (default out,err)."),
-                                    QStringLiteral("STREAM"), QStringLiteral("out,err"));
+    const QCommandLineOption stream(
+        QStringLiteral("stream"),
+        QStringLiteral("out, err, events, all, or a list such as out,events (default out,err)."),
+        QStringLiteral("STREAM"), QStringLiteral("out,err"));
     const QCommandLineOption followOption(QStringLiteral("follow"), QStringLiteral("Keep printing new lines."));
     const QCommandLineOption knownHosts(QStringLiteral("known-hosts"),
                                         QStringLiteral("known_hosts file (default ~/.ssh/known_hosts)."),

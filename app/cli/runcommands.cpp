@@ -72,9 +72,9 @@ void printError(const QString& command, const QString& message) {
 
 // What a signal to the following command does to the run.
 enum class OnInterrupt {
-    Stop,              // Ctrl-C and SIGTERM stop it (run: it started the ranks, and leaves none behind)
-    StopOnCtrlC,       // Ctrl-C stops it, SIGTERM leaves it running (attach: `timeout 60 attach` only watches)
-    LeaveRunning,      // stop: already stopping it
+    Stop,         // Ctrl-C and SIGTERM stop it (run: it started the ranks, and leaves none behind)
+    StopOnCtrlC,  // Ctrl-C stops it, SIGTERM leaves it running (attach: `timeout 60 attach` only watches)
+    LeaveRunning, // stop: already stopping it
 };
 
 // Runs the event loop until the monitor reports the end; Ctrl-C stops the run, a second one leaves it running.
@@ -83,8 +83,8 @@ int follow(remote::RunEngine& engine, OnInterrupt onInterrupt) {
     int interrupts = 0;
     installInterruptHandler([&](int signal) {
         ++interrupts;
-        const bool stops = onInterrupt == OnInterrupt::Stop ||
-                           (onInterrupt == OnInterrupt::StopOnCtrlC && signal == SIGINT);
+        const bool stops =
+            onInterrupt == OnInterrupt::Stop || (onInterrupt == OnInterrupt::StopOnCtrlC && signal == SIGINT);
         if (interrupts == 1 && stops) {
             std::fprintf(stderr, "\nstopping the run on every node (Ctrl-C again to leave it running)\n");
             engine.stop();
@@ -264,7 +264,8 @@ int runStopCommand(const QString& run, const ConnectionFlags& flags) {
         return kExitUsage;
     if (const auto record = store.load(id); record && record->endSeen()) {
         // Nothing runs: the stored record stays as it ended.
-        QTextStream(stdout) << QStringLiteral("run %1 has already ended (%2): nothing to stop\n").arg(id, record->state);
+        QTextStream(stdout)
+            << QStringLiteral("run %1 has already ended (%2): nothing to stop\n").arg(id, record->state);
         return kExitOk;
     }
     remote::RunEngine engine(&store, engineOptions(flags));
@@ -420,9 +421,9 @@ int runLogsCommand(const QString& run, std::optional<int> rank, const QString& s
                                       "(--follow, or rankscope-cli attach %1, brings it up to date)")
                            .arg(id, record->state));
         else if (shown == 0)
-            printError(QStringLiteral("logs"), QStringLiteral("run %1: nothing in %2 of %3")
-                                                   .arg(id, stream, rank ? QStringLiteral("rank %1").arg(*rank)
-                                                                         : QStringLiteral("any rank")));
+            printError(QStringLiteral("logs"),
+                       QStringLiteral("run %1: nothing in %2 of %3")
+                           .arg(id, stream, rank ? QStringLiteral("rank %1").arg(*rank) : QStringLiteral("any rank")));
         return kExitOk;
     }
     // --follow: attach to the run; the engine replays what is stored, then delivers new lines as they come.

@@ -571,10 +571,11 @@ bool MainWindow::openStoredRun(const QString& runId, QString* error) {
     if (const double until = m_session->engine()->openedKnownUntil(); std::isfinite(until)) {
         // Not seen to end: shown as of where this machine's copy stops, and said so.
         m_runView->setClock([until] { return until; });
-        showMessage(QStringLiteral("run %1 is %2 as of %3 in this machine's copy: follow it from History to bring "
-                                   "it up to date")
-                        .arg(stored->id, stored->state,
-                             QDateTime::fromMSecsSinceEpoch(qint64(until * 1000.0)).toString(QStringLiteral("HH:mm:ss"))));
+        showMessage(
+            QStringLiteral("run %1 is %2 as of %3 in this machine's copy: follow it from History to bring "
+                           "it up to date")
+                .arg(stored->id, stored->state,
+                     QDateTime::fromMSecsSinceEpoch(qint64(until * 1000.0)).toString(QStringLiteral("HH:mm:ss"))));
     }
     showTab(RunTab);
     updateActions();

@@ -229,7 +229,8 @@ void tst_LogParsers::publicLogs() {
     QFETCH(QString, file);
     QFETCH(QString, path);
     QFETCH(QString, expected);
-    const bool recordedHere = file.startsWith(QLatin1String("nccl-public")) || file.startsWith(QLatin1String("trainer-"));
+    const bool recordedHere =
+        file.startsWith(QLatin1String("nccl-public")) || file.startsWith(QLatin1String("trainer-"));
     const QString dir = recordedHere ? kPublicDir + QStringLiteral("../") : kPublicDir;
     const QByteArray bytes = readData(dir + file);
     QVERIFY2(!bytes.isEmpty(), qPrintable(file));
@@ -435,7 +436,8 @@ void tst_LogParsers::messyLines_data() {
     QTest::newRow("lines like the trainer's error line")
         << QByteArray("[rank x] error: a\n[rank 1234567890] error: b\nsee [rank 1] error: c\n[rank ] error: d\n"
                       "[rank 1]error: e\n[rank 1] errors: f\n[rank -1] error: g\n")
-        << "errors" << "<absent>";
+        << "errors"
+        << "<absent>";
     QTest::newRow("c++ exceptions by rank")
         << QByteArray("[rank1]:terminate called after throwing an instance of 'std::runtime_error'\n"
                       "[rank7000]:terminate called after throwing an instance of 'c10::Error'\n"

@@ -118,8 +118,8 @@ private slots:
         QVERIFY2(late.out.contains("has already ended (finished): nothing to stop"), late.out.constData());
         QCOMPARE(cli({QStringLiteral("runs")}).out, runs.out);
         // Its logs: stdout and stderr unless told otherwise (a Gloo rank writes its progress on stderr).
-        const CliResult logs = cli({QStringLiteral("logs"), QStringLiteral("latest"), QStringLiteral("--rank"),
-                                    QStringLiteral("1")});
+        const CliResult logs =
+            cli({QStringLiteral("logs"), QStringLiteral("latest"), QStringLiteral("--rank"), QStringLiteral("1")});
         QCOMPARE(logs.exitCode, 0);
         QVERIFY2(logs.out.contains("[rank 1 err] [rank 1] epoch 1/1 step"), logs.out.constData());
         QVERIFY2(logs.err.isEmpty(), logs.err.constData());
@@ -228,8 +228,8 @@ private slots:
         // attach only watches: SIGTERM (`timeout 60 rankscope-cli attach …`) leaves the run going.
         QProcess attach;
         attach.setProcessEnvironment(environment);
-        attach.start(QStringLiteral(RANKSCOPE_BIN_DIR "/rankscope-cli"), QStringList{QStringLiteral("attach"), id} +
-                                                                            connection());
+        attach.start(QStringLiteral(RANKSCOPE_BIN_DIR "/rankscope-cli"),
+                     QStringList{QStringLiteral("attach"), id} + connection());
         QByteArray attached;
         QTRY_VERIFY2_WITH_TIMEOUT((attached += attach.readAllStandardOutput()).contains("step"),
                                   (attached + attach.readAllStandardError()).constData(), 30000);

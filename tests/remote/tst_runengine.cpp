@@ -142,9 +142,8 @@ private slots:
             if (!store.save(record))
                 return QString();
             for (int rank = 0; rank < 2; ++rank) {
-                QByteArray bytes = readAll(QStringLiteral(RANKSCOPE_SOURCE_DIR "/tests/data/events/%1-rank%2.out")
-                                               .arg(recording)
-                                               .arg(rank));
+                QByteArray bytes = readAll(
+                    QStringLiteral(RANKSCOPE_SOURCE_DIR "/tests/data/events/%1-rank%2.out").arg(recording).arg(rank));
                 if (rank == 1 && cutRank1AfterStep > 0) {
                     const QByteArray step = QByteArrayLiteral("\"type\":\"step\",");
                     qsizetype at = 0;
@@ -160,9 +159,8 @@ private slots:
         const auto diagnosed = [this, &store](const QString& id, double* knownUntil) {
             remote::RunEngine engine(&store, engineOptions());
             QVector<Diagnosis> found;
-            connect(&engine, &remote::RunEngine::diagnoses, [&found](const QVector<Diagnosis>& changed) {
-                found += changed;
-            });
+            connect(&engine, &remote::RunEngine::diagnoses,
+                    [&found](const QVector<Diagnosis>& changed) { found += changed; });
             QString error;
             if (!engine.open(id, &error))
                 qWarning("%s", qPrintable(error));
@@ -181,7 +179,8 @@ private slots:
         QCOMPARE(hangs(healthy), 0);
         QVERIFY(std::isfinite(knownUntil));
         const QByteArray rank1 = readAll(store.streamPath(cut, 1, RankStream::Events));
-        const QByteArray lastLine = rank1.left(rank1.size() - 1).mid(rank1.left(rank1.size() - 1).lastIndexOf('\n') + 1);
+        const QByteArray lastLine =
+            rank1.left(rank1.size() - 1).mid(rank1.left(rank1.size() - 1).lastIndexOf('\n') + 1);
         const TrainerEventResult last = decodeTrainerEvent(lastLine.mid(qsizetype(schema::kLinePrefix.size())));
         QVERIFY(last.event);
         QCOMPARE(knownUntil, last.event->time);
@@ -219,7 +218,8 @@ private slots:
                         decodeTrainerEvent(line.mid(qsizetype(schema::kLinePrefix.size())));
                     if (!decoded.event)
                         continue;
-                    if (decoded.event->type == TrainerEventType::Step && decoded.event->integer(schema::step::kStep) > 6)
+                    if (decoded.event->type == TrainerEventType::Step &&
+                        decoded.event->integer(schema::step::kStep) > 6)
                         break;
                     if (decoded.event->type == TrainerEventType::Heartbeat)
                         finished[rank] = decoded.event->integer(schema::heartbeat::kCollectiveFinished);
