@@ -52,7 +52,8 @@ private:
                               {"name", name},
                               {"mode", "submit"},
                               {"deploy", "binary"},
-                              {"master_port", 20000 + QRandomGenerator::global()->bounded(20000)},
+                              // Below the kernel's ephemeral ports (32768 and up), and apart from the other tests'
+                              {"master_port", 21000 + QRandomGenerator::global()->bounded(7000)},
                               {"nodes", QJsonArray{node}},
                               {"trainer", trainer}};
         const QString path = m_dir.filePath(name + QStringLiteral(".json"));
@@ -177,7 +178,10 @@ private slots:
         QByteArray output;
         QTRY_VERIFY_WITH_TIMEOUT((output += run.readAll()).contains("started on every node"), 60000);
         QTest::qWait(2000);
-        ::kill(static_cast<pid_t>(run.processId()), SIGINT);
+        // A run that already ended has no pid: kill(0, …) would interrupt this test's whole process group (ctest).
+        const qint64 pid = run.processId();
+        QVERIFY2(pid > 0 && run.state() == QProcess::Running, (output + run.readAll()).constData());
+        ::kill(static_cast<pid_t>(pid), SIGINT);
         QVERIFY(run.waitForFinished(60000));
         output += run.readAll();
         QVERIFY2(run.exitCode() == 1, output.constData());
