@@ -72,6 +72,7 @@ void RunDiagnostics::clear() {
     m_pids.clear();
     m_erred.clear();
     m_kernelLogs.clear();
+    m_endingSince = std::numeric_limits<double>::infinity();
 }
 
 double RunDiagnostics::heartbeatSeconds() const {
@@ -229,6 +230,8 @@ void RunDiagnostics::report(Diagnosis diagnosis, QVector<Diagnosis>& changed) {
     const auto it = std::find_if(m_all.begin(), m_all.end(), [&](const Diagnosis& d) { return d.key == diagnosis.key; });
     if (it != m_all.end() && !it->resolved)
         return; // already reported and still standing
+    if (diagnosis.kind == DiagnosisKind::Hang && diagnosis.time >= m_endingSince)
+        return; // the stillness of ranks being ended
     if (diagnosis.kind == DiagnosisKind::Hang)
         m_hangStill.insert(diagnosis.key, newestMove(diagnosis));
     if (it != m_all.end())

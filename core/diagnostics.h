@@ -13,6 +13,7 @@
 #include <QVector>
 
 #include <deque>
+#include <limits>
 
 namespace rankscope {
 
@@ -80,6 +81,10 @@ public:
     void addKernelLog(const KernelLogCapture& capture) { m_kernelLogs.insert(capture.host, capture); }
     void runEnded(const RunRecord& record);
     QVector<Diagnosis> update(double now);
+    // The ranks began to be ended at `time` (Unix seconds: a stop, a failure's teardown): from then on they stop
+    // moving by design, so a hang first seen after it is the ending's and is not reported. One reported before
+    // stays, with its updates. Infinity: not ending.
+    void setEndingSince(double time) { m_endingSince = time; }
     void clear();
 
     [[nodiscard]] const QVector<Diagnosis>& all() const { return m_all; }
@@ -124,6 +129,7 @@ private:
     QHash<int, qint64> m_pids;    // from the ranks' start events
     QSet<int> m_erred;            // ranks that reported a fatal error of their own
     QHash<QString, KernelLogCapture> m_kernelLogs; // by host
+    double m_endingSince = std::numeric_limits<double>::infinity();
 };
 
 } // namespace rankscope

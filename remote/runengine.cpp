@@ -197,7 +197,6 @@ void RunEngine::reset() {
     m_teardownAt = {};
     m_stopRequestedAt = {};
     m_offlineEndingSince = {};
-    m_reportedHangs.clear();
     m_knownUntil = std::numeric_limits<double>::infinity();
 }
 
@@ -388,8 +387,8 @@ bool RunEngine::open(const QString& runId, QString* error) {
     m_record = *record;
     watchNcclFromJob();
     m_finished = true; // nothing to follow
-    // When its ranks began to be ended, as far as the store tells: the stop's mark, or the first exit of a rank
-    // that failed (a failure tears the run down).
+    // When its ranks began to be ended, as far as the store tells (endingSince()): the stop's mark, or the first
+    // exit of a rank that failed (a failure tears the run down).
     m_offlineEndingSince = m_store->stopRequestedAt(m_record.id);
     for (const RankExit& exit : std::as_const(m_record.exits))
         if (exit.status != 0 && exit.status != kLostExitStatus && !exit.stopped && exit.seenAt.isValid() &&
@@ -480,18 +479,8 @@ void RunEngine::checkNccl(double now, bool force) {
 
 void RunEngine::diagnose(double now) {
     checkNccl(now, m_finished);
-    QVector<Diagnosis> changed;
-    // Ranks being ended stop moving by design (a peer gone, SIGTERM inside a collective): a hang first seen then is
-    // the ending's, not the run's, and is not reported. One seen before stays, with its updates.
-    const bool ending = now >= hangsQuietFrom();
-    for (Diagnosis& diagnosis : m_diagnostics.update(now)) {
-        if (diagnosis.kind == DiagnosisKind::Hang) {
-            if (ending && !m_reportedHangs.contains(diagnosis.key))
-                continue;
-            m_reportedHangs.insert(diagnosis.key);
-        }
-        changed.append(std::move(diagnosis));
-    }
+    m_diagnostics.setEndingSince(endingSince()); // no hang is made of the ranks' stillness while they are ended
+    QVector<Diagnosis> changed = m_diagnostics.update(now);
     if (changed.isEmpty())
         return;
     // A rank stopped in a debugger is no hang to look into, and its peers wait for it as they should.
@@ -736,7 +725,7 @@ void RunEngine::noticeStopRequest() {
     m_stopRequested = m_stopRequestedAt.isValid();
 }
 
-double RunEngine::hangsQuietFrom() const {
+double RunEngine::endingSince() const {
     QDateTime from = endsFrom();
     if (m_offlineEndingSince.isValid() && (!from.isValid() || m_offlineEndingSince < from))
         from = m_offlineEndingSince;

@@ -160,9 +160,9 @@ private:
     void noticeStopRequest();
     // When the ranks began to be ended: the teardown's start or the stop's request, the earlier; invalid: never.
     [[nodiscard]] QDateTime endsFrom() const;
-    // From when the ranks were being ended (a stop, a failure's teardown; offline, the stop's mark or the first
-    // failing exit): a hang first seen after it is the ending's, not the run's. Unix seconds; infinity: not ended.
-    [[nodiscard]] double hangsQuietFrom() const;
+    // When the ranks began to be ended (a stop, a failure's teardown; offline, the stop's mark or the first failing
+    // exit), for RunDiagnostics::setEndingSince. Unix seconds; infinity: not ending.
+    [[nodiscard]] double endingSince() const;
     // A non-zero exit the teardown caused: after it began (any exit once a stop was asked for), and not a rank
     // whose own error came before it (a culprit whose exit is seen late still failed).
     [[nodiscard]] bool endedByTeardown(int rank, const RankExit& exit) const;
@@ -206,8 +206,7 @@ private:
     QSet<int> m_stoppedNodes;
     int m_processesLeft = 0;
     QDateTime m_teardownAt;
-    QDateTime m_offlineEndingSince; // open(): see hangsQuietFrom()
-    QSet<QString> m_reportedHangs;  // keys of the hangs emitted so far
+    QDateTime m_offlineEndingSince; // open(): see endingSince()
     bool m_stopRequested = false;
     QDateTime m_stopRequestedAt; // by this front end or another (the run store's mark)
     bool m_tearingDown = false;

@@ -240,6 +240,31 @@ private slots:
                  qPrintable(hangs.front().message));
     }
 
+    // Ranks being ended stop moving by design: the same stillness is no hang once the ending began before it was
+    // seen; a hang reported before the ending stays standing.
+    void stillnessOfRanksBeingEndedIsNoHang() {
+        QVector<TrainerEvent> events;
+        for (int i = 0; i < 8; ++i)
+            for (int rank = 0; rank < 3; ++rank)
+                events << heartbeat(rank, 2000.0 + i, 7, "backward", 12, 11);
+        RunDiagnostics ending;
+        ending.setEndingSince(2000.5);
+        QVERIFY(replay(ending, events, DiagnosisKind::Hang).isEmpty());
+
+        RunDiagnostics before;
+        const QVector<Diagnosis> hangs = replay(before, events, DiagnosisKind::Hang);
+        QCOMPARE(hangs.size(), 1);
+        before.setEndingSince(hangs.front().time + 0.5);
+        QVector<TrainerEvent> later;
+        for (int rank = 0; rank < 3; ++rank)
+            later << heartbeat(rank, 2010.0, 7, "backward", 12, 11);
+        before.addEvents(later);
+        const QVector<Diagnosis> after = before.update(2010.0);
+        QVERIFY(std::none_of(after.begin(), after.end(), [](const Diagnosis& d) { return d.resolved; }));
+        before.clear(); // a new run: no ending
+        QCOMPARE(replay(before, events, DiagnosisKind::Hang).size(), 1);
+    }
+
     // A rank that is merely slower to reach the collective, but moving, is not a hang; once it arrives the
     // run goes on and nothing is reported.
     void aRankStillMovingIsNotAHang() {
