@@ -64,6 +64,15 @@ TrainerEvent step(int rank, double time, qint64 step, double stepMs, double wait
 
 // Feeds events in time order, evaluating every 50 ms as a live view would; returns the diagnoses of `kind`
 // and the time each was first reported.
+// Ranks 0-2 inside collective #12 at step 7 for 8 s, beating every second: none moves, none is missing.
+QVector<TrainerEvent> threeRanksInsideCollective12() {
+    QVector<TrainerEvent> events;
+    for (int i = 0; i < 8; ++i)
+        for (int rank = 0; rank < 3; ++rank)
+            events << heartbeat(rank, 2000.0 + i, 7, "backward", 12, 11);
+    return events;
+}
+
 QVector<Diagnosis> replay(RunDiagnostics& diagnostics, const QVector<TrainerEvent>& events, DiagnosisKind kind,
                           double until = 0.0) {
     QVector<Diagnosis> found;
@@ -229,10 +238,7 @@ private slots:
 
     // Every running rank inside the same collective, none missing: no rank is blamed.
     void everyRankInsideOneCollectiveBlamesNoRank() {
-        QVector<TrainerEvent> events;
-        for (int i = 0; i < 8; ++i)
-            for (int rank = 0; rank < 3; ++rank)
-                events << heartbeat(rank, 2000.0 + i, 7, "backward", 12, 11);
+        const QVector<TrainerEvent> events = threeRanksInsideCollective12();
         RunDiagnostics diagnostics;
         const QVector<Diagnosis> hangs = replay(diagnostics, events, DiagnosisKind::Hang);
         QCOMPARE(hangs.size(), 1);
@@ -243,10 +249,7 @@ private slots:
     // Ranks being ended stop moving by design: the same stillness is no hang once the ending began before it was
     // seen; a hang reported before the ending stays standing.
     void stillnessOfRanksBeingEndedIsNoHang() {
-        QVector<TrainerEvent> events;
-        for (int i = 0; i < 8; ++i)
-            for (int rank = 0; rank < 3; ++rank)
-                events << heartbeat(rank, 2000.0 + i, 7, "backward", 12, 11);
+        const QVector<TrainerEvent> events = threeRanksInsideCollective12();
         RunDiagnostics ending;
         ending.setEndingSince(2000.5);
         QVERIFY(replay(ending, events, DiagnosisKind::Hang).isEmpty());
