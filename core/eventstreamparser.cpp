@@ -7,10 +7,6 @@ namespace rankscope {
 
 namespace {
 
-QByteArrayView linePrefix() {
-    return {schema::kLinePrefix.data(), static_cast<qsizetype>(schema::kLinePrefix.size())};
-}
-
 void appendLogLine(qint64 lineNumber, QByteArrayView bytes, ParsedBatch& batch) {
     batch.logLines.append({lineNumber, QString::fromUtf8(bytes)});
 }
@@ -53,11 +49,12 @@ void EventStreamParser::handlePieces(const QVector<LinePiece>& pieces, ParsedBat
 }
 
 void EventStreamParser::handleLine(const QByteArray& line, ParsedBatch& batch) const {
-    if (!line.startsWith(linePrefix())) {
+    if (!line.startsWith(schemaBytes(schema::kLinePrefix))) {
         appendLogLine(m_lineCount, line, batch);
         return;
     }
-    TrainerEventResult result = decodeTrainerEvent(QByteArrayView(line).sliced(linePrefix().size()));
+    TrainerEventResult result =
+        decodeTrainerEvent(QByteArrayView(line).sliced(schemaBytes(schema::kLinePrefix).size()));
     if (result.ok()) {
         result.event->lineNumber = m_lineCount;
         batch.events.append(std::move(*result.event));
@@ -69,7 +66,7 @@ void EventStreamParser::handleLine(const QByteArray& line, ParsedBatch& batch) c
 
 // An event line over the cap cannot be decoded (its JSON is split); it is reported once and kept as log text.
 void EventStreamParser::handleOverlongPiece(const LinePiece& piece, bool firstPiece, ParsedBatch& batch) const {
-    if (firstPiece && piece.bytes.startsWith(linePrefix())) {
+    if (firstPiece && piece.bytes.startsWith(schemaBytes(schema::kLinePrefix))) {
         const QString message =
             QStringLiteral("event line longer than %1 bytes; kept as log output").arg(m_splitter.maxLineBytes());
         batch.errors.append({m_lineCount, message, piece.bytes});

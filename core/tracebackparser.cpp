@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "core/tracebackparser.h"
 
+#include "core/trainerevent.h"
+
 #include <rankscope/event_schema.h>
 
 #include <algorithm>
@@ -18,14 +20,10 @@ constexpr QByteArrayView kTerminate = "terminate called after throwing an instan
 // keywords()
 enum Keyword { kTraceback, kTerminateKeyword, kWhat, kTrainerError };
 
-QByteArrayView view(std::string_view text) {
-    return {text.data(), static_cast<qsizetype>(text.size())};
-}
-
 // The bundled trainer's error line on stderr, "[rank R] error: MESSAGE" (after any launcher prefix): R, or -1 when
 // the line is something else. `keywordAt` is where "] error: " starts in `text`.
 int trainerErrorRank(QByteArrayView text, qsizetype keywordAt) {
-    const QByteArrayView open = view(rankscope::schema::stderr_line::kRankOpen);
+    const QByteArrayView open = schemaBytes(schema::stderr_line::kRankOpen);
     const qsizetype digits = keywordAt - open.size();
     if (digits < 1 || digits > 9 || !text.startsWith(open))
         return -1;
@@ -45,7 +43,7 @@ TracebackLogParser::TracebackLogParser() : m_scanner({this}) {}
 QList<QByteArray> TracebackLogParser::keywords() const {
     using namespace schema::stderr_line;
     return {QByteArrayLiteral("Traceback (most recent call last)"), kTerminate.toByteArray(),
-            QByteArrayLiteral("what():"), view(kRankClose).toByteArray() + view(kError).toByteArray()};
+            QByteArrayLiteral("what():"), schemaBytes(kRankClose).toByteArray() + schemaBytes(kError).toByteArray()};
 }
 
 void TracebackLogParser::takeLine(const LogLine& line) {

@@ -18,6 +18,10 @@ enum class TrainerEventType { Unknown, Start, Step, Eval, Checkpoint, Heartbeat,
 [[nodiscard]] inline QLatin1String jsonKey(std::string_view name) {
     return QLatin1String(name.data(), static_cast<qsizetype>(name.size()));
 }
+// ... and this one of the schema's texts into bytes to find in a log ("@rankscope ", "] error: ").
+[[nodiscard]] inline QByteArrayView schemaBytes(std::string_view text) {
+    return {text.data(), static_cast<qsizetype>(text.size())};
+}
 
 // Maps a wire type name to the enum; names this build does not know map to Unknown.
 [[nodiscard]] TrainerEventType trainerEventTypeFromName(QStringView name);

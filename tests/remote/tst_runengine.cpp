@@ -50,6 +50,35 @@ private:
         return finished.isEmpty() ? RunRecord() : finished.front().front().value<RunRecord>();
     }
 
+    // A two-rank run saved in `store` as running, with no events yet: its id, or empty when it cannot be saved.
+    static QString newStoredRun(RunStore& store, const QString& name) {
+        RunRecord record;
+        record.id = store.newRunId();
+        record.name = name;
+        record.mode = QStringLiteral("debug");
+        record.state = QStringLiteral("running");
+        record.created = QDateTime::currentDateTimeUtc();
+        record.worldSize = 2;
+        record.nodes = {{QStringLiteral("local"), QStringLiteral("localhost"), true, QStringLiteral("/r"), {0, 1}}};
+        return store.save(record) ? record.id : QString();
+    }
+    // A stored run opened offline: how many hangs its replayed diagnosis reports. `knownUntil`: where the replay
+    // stopped (RunEngine::openedKnownUntil).
+    int hangsWhenOpened(RunStore& store, const QString& id, double* knownUntil = nullptr) const {
+        remote::RunEngine engine(&store, engineOptions());
+        int found = 0;
+        connect(&engine, &remote::RunEngine::diagnoses, [&found](const QVector<Diagnosis>& changed) {
+            found += int(std::count_if(changed.begin(), changed.end(),
+                                       [](const Diagnosis& d) { return d.kind == DiagnosisKind::Hang; }));
+        });
+        QString error;
+        if (!engine.open(id, &error))
+            qWarning("%s", qPrintable(error));
+        if (knownUntil)
+            *knownUntil = engine.openedKnownUntil();
+        return found;
+    }
+
     SshdFixture m_sshd;
     QTemporaryDir m_dir;
 
@@ -131,17 +160,8 @@ private slots:
     void runNotSeenToEndIsDiagnosedUpToItsCopy() {
         RunStore store(m_dir.filePath(QStringLiteral("store-copy")));
         const auto storedRun = [&store](const QString& recording, int cutRank1AfterStep) {
-            RunRecord record;
-            record.id = store.newRunId();
-            record.name = recording;
-            record.mode = QStringLiteral("submit");
-            record.state = QStringLiteral("running");
-            record.created = QDateTime::currentDateTimeUtc();
-            record.worldSize = 2;
-            record.nodes = {{QStringLiteral("node"), QStringLiteral("node"), false, QStringLiteral("/r"), {0, 1}}};
-            if (!store.save(record))
-                return QString();
-            for (int rank = 0; rank < 2; ++rank) {
+            const QString id = newStoredRun(store, recording);
+            for (int rank = 0; rank < 2 && !id.isEmpty(); ++rank) {
                 QByteArray bytes = readAll(
                     QStringLiteral(RANKSCOPE_SOURCE_DIR "/tests/data/events/%1-rank%2.out").arg(recording).arg(rank));
                 if (rank == 1 && cutRank1AfterStep > 0) {
@@ -151,32 +171,16 @@ private slots:
                         at = bytes.indexOf(step, at + 1);
                     bytes.truncate(bytes.indexOf('\n', at) + 1);
                 }
-                if (!store.appendStream(record.id, rank, RankStream::Events, 0, bytes))
+                if (!store.appendStream(id, rank, RankStream::Events, 0, bytes))
                     return QString();
             }
-            return record.id;
-        };
-        const auto diagnosed = [this, &store](const QString& id, double* knownUntil) {
-            remote::RunEngine engine(&store, engineOptions());
-            QVector<Diagnosis> found;
-            connect(&engine, &remote::RunEngine::diagnoses,
-                    [&found](const QVector<Diagnosis>& changed) { found += changed; });
-            QString error;
-            if (!engine.open(id, &error))
-                qWarning("%s", qPrintable(error));
-            *knownUntil = engine.openedKnownUntil();
-            return found;
-        };
-        const auto hangs = [](const QVector<Diagnosis>& found) {
-            return std::count_if(found.begin(), found.end(),
-                                 [](const Diagnosis& d) { return d.kind == DiagnosisKind::Hang; });
+            return id;
         };
         // A healthy run whose rank 1 was copied up to its step 6 only, rank 0 to its end.
         const QString cut = storedRun(QStringLiteral("recorded-ok"), 6);
         QVERIFY(!cut.isEmpty());
         double knownUntil = 0;
-        const QVector<Diagnosis> healthy = diagnosed(cut, &knownUntil);
-        QCOMPARE(hangs(healthy), 0);
+        QCOMPARE(hangsWhenOpened(store, cut, &knownUntil), 0);
         QVERIFY(std::isfinite(knownUntil));
         const QByteArray rank1 = readAll(store.streamPath(cut, 1, RankStream::Events));
         const QByteArray lastLine =
@@ -187,7 +191,7 @@ private slots:
         // The recorded hang, copied whole but not seen to end: still a hang.
         const QString hung = storedRun(QStringLiteral("recorded-hang"), 0);
         QVERIFY(!hung.isEmpty());
-        QVERIFY(hangs(diagnosed(hung, &knownUntil)) > 0);
+        QVERIFY(hangsWhenOpened(store, hung) > 0);
     }
 
     // Ranks being ended stop moving by design: a hang first seen after the stop was asked for is not reported, in a
@@ -196,15 +200,8 @@ private slots:
         RunStore store(m_dir.filePath(QStringLiteral("store-ending")));
         // Both ranks of the healthy recording up to their step 6, then 10 s inside one collective, beating.
         const auto stored = [&store](bool stopped) {
-            RunRecord record;
-            record.id = store.newRunId(QDateTime::currentDateTimeUtc().addSecs(stopped ? 0 : 1));
-            record.name = QStringLiteral("ending");
-            record.mode = QStringLiteral("debug");
-            record.created = QDateTime::currentDateTimeUtc();
-            record.worldSize = 2;
-            record.nodes = {{QStringLiteral("local"), QStringLiteral("localhost"), true, QStringLiteral("/r"), {0, 1}}};
-            record.state = QStringLiteral("running");
-            if (!store.save(record))
+            auto record = store.load(newStoredRun(store, QStringLiteral("ending")));
+            if (!record)
                 return QString();
             double last = 0;
             QByteArray kept[2];
@@ -238,37 +235,25 @@ private slots:
                                       .arg(collective + 1)
                                       .arg(collective)
                                       .toUtf8();
-                if (!store.appendStream(record.id, rank, RankStream::Events, 0, kept[rank]))
+                if (!store.appendStream(record->id, rank, RankStream::Events, 0, kept[rank]))
                     return QString();
             }
             if (stopped) {
                 const QDateTime stopAt = QDateTime::fromMSecsSinceEpoch(qint64((last + 0.2) * 1000), Qt::UTC);
-                store.markStopRequested(record.id, stopAt);
-                record.state = QStringLiteral("stopped");
-                record.ended = stopAt.addSecs(12);
+                store.markStopRequested(record->id, stopAt);
+                record->state = QStringLiteral("stopped");
+                record->ended = stopAt.addSecs(12);
                 for (int rank = 0; rank < 2; ++rank)
-                    record.exits.insert(rank, RankExit{128 + 15, stopAt.addSecs(11), true});
+                    record->exits.insert(rank, RankExit{128 + 15, stopAt.addSecs(11), true});
             }
-            return store.save(record) ? record.id : QString();
-        };
-        const auto hangs = [this, &store](const QString& id) {
-            remote::RunEngine engine(&store, engineOptions());
-            int found = 0;
-            connect(&engine, &remote::RunEngine::diagnoses, [&found](const QVector<Diagnosis>& changed) {
-                found += int(std::count_if(changed.begin(), changed.end(),
-                                           [](const Diagnosis& d) { return d.kind == DiagnosisKind::Hang; }));
-            });
-            QString error;
-            if (!engine.open(id, &error))
-                qWarning("%s", qPrintable(error));
-            return found;
+            return store.save(*record) ? record->id : QString();
         };
         const QString still = stored(false);
         QVERIFY(!still.isEmpty());
-        QVERIFY(hangs(still) > 0);
+        QVERIFY(hangsWhenOpened(store, still) > 0);
         const QString ending = stored(true);
         QVERIFY(!ending.isEmpty());
-        QCOMPARE(hangs(ending), 0);
+        QCOMPARE(hangsWhenOpened(store, ending), 0);
     }
 
     void sshRunReattachedLosesAndRepeatsNothing() {
