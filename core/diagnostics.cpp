@@ -179,9 +179,17 @@ void RunDiagnostics::runEnded(const RunRecord& record) {
     QString message = record.summary;
     if (const QString kernel = kernelSays(record, rank); !kernel.isEmpty())
         message += QStringLiteral("; ") + kernel;
-    report({DiagnosisKind::RootCause, QStringLiteral("root-cause"), {rank}, m_hosts.value(rank),
-            record.ended.isValid() ? record.ended.toMSecsSinceEpoch() / 1000.0 : 0.0, message, false},
-           m_pending);
+    // Ranks that failed alike are culprits with it: none of them is the others' victim.
+    const QVector<int> ranks = QVector<int>{rank} + record.failedAlike;
+    Diagnosis cause{DiagnosisKind::RootCause,
+                    QStringLiteral("root-cause"),
+                    ranks,
+                    m_hosts.value(rank),
+                    record.ended.isValid() ? record.ended.toMSecsSinceEpoch() / 1000.0 : 0.0,
+                    message,
+                    false};
+    cause.culprits = static_cast<int>(ranks.size());
+    report(cause, m_pending);
 }
 
 // What the kernel log of the rank's node says about a death by a signal without an error of the rank's own.

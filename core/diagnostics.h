@@ -32,7 +32,8 @@ struct Diagnosis {
     QString message;
     bool resolved = false; // a hang that moved on, a straggler that caught up
     // ranks[0, culprits) are at fault, the rest are affected: a hang's stuck ranks before the ranks waiting
-    // for them; every rank of a hang inside one collective; 1 for the other kinds.
+    // for them; every rank of a hang inside one collective; the ranks of a root cause that failed alike
+    // (RunRecord::failedAlike); 1 for the other kinds.
     int culprits = 1;
 
     [[nodiscard]] QString toString() const; // "hang: rank 1 on node-b stuck ..." (+ " (resolved)")

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "firstfailure.h"
 
+#include "ranklist.h"
+
 #include <QStringList>
 
 #include <algorithm>
@@ -19,6 +21,7 @@ std::optional<FirstFailure> findFirstFailure(const QMap<int, RankExit>& exits,
         QString cause;
     };
     Candidate best;
+    QList<Candidate> primaries;
     for (auto it = exits.begin(); it != exits.end(); ++it) {
         const RankExit& exit = it.value();
         if (exit.status == 0 || exit.stopped)
@@ -41,6 +44,8 @@ std::optional<FirstFailure> findFirstFailure(const QMap<int, RankExit>& exits,
             candidate.cause = QStringLiteral("%1 (%2: %3)")
                                   .arg(describeExitStatus(exit.status), error->kind, error->message.left(200));
         }
+        if (candidate.primary)
+            primaries.append(candidate);
         const bool better = best.rank < 0 || (candidate.primary && !best.primary) ||
                             (candidate.primary == best.primary && candidate.time < best.time);
         if (better)
@@ -48,7 +53,25 @@ std::optional<FirstFailure> findFirstFailure(const QMap<int, RankExit>& exits,
     }
     if (best.rank < 0)
         return std::nullopt;
-    return FirstFailure{best.rank, best.cause};
+    FirstFailure first{best.rank, best.cause, {}};
+    if (best.primary) {
+        for (const Candidate& other : std::as_const(primaries))
+            if (other.rank != best.rank && other.cause == best.cause)
+                first.alike.append(other.rank); // exits are a map: in rank order
+    }
+    return first;
+}
+
+QString describeFirstFailure(const FirstFailure& failure, const QString& host, int worldSize) {
+    if (failure.alike.isEmpty())
+        return QStringLiteral("rank %1 on %2 failed first: %3").arg(failure.rank).arg(host, failure.cause);
+    const QVector<int> ranks = QVector<int>{failure.rank} + failure.alike;
+    const QString who = ranks.size() == worldSize ? QStringLiteral("every rank (%1)").arg(formatRankList(ranks))
+                                                  : QStringLiteral("ranks %1").arg(formatRankList(ranks));
+    return QStringLiteral("%1 failed alike, first rank %2 on %3: %4")
+        .arg(who)
+        .arg(failure.rank)
+        .arg(host, failure.cause);
 }
 
 } // namespace rankscope

@@ -7,6 +7,7 @@
 #include <QHash>
 #include <QMap>
 #include <QString>
+#include <QVector>
 
 #include <optional>
 
@@ -22,6 +23,9 @@ struct ErrorEvent {
 struct FirstFailure {
     int rank = -1;
     QString cause; // "exit status 1 (injected: injected failure at step 3 ...)"
+    // Other ranks that failed on their own with exactly this cause, in rank order: a setting or input they share
+    // (missing data, a bad flag), where which of them came first by milliseconds says nothing.
+    QVector<int> alike;
 };
 
 // Which rank failed first. Not simply whose exit was seen first: when one rank dies, its peers fail in their
@@ -30,9 +34,14 @@ struct FirstFailure {
 // the cause; a collective, rendezvous or termination error is a consequence, named only when there is nothing
 // else. With `teardownAt` set, failures that began after the teardown are its doing and are not candidates;
 // a culprit whose own error came before the teardown counts however late its exit was recorded.
+// Ranks whose own failure reads the same as the first's are listed with it (FirstFailure::alike).
 [[nodiscard]] std::optional<FirstFailure> findFirstFailure(const QMap<int, RankExit>& exits,
                                                            const QHash<int, ErrorEvent>& firstErrors,
                                                            const QHash<int, QString>& lastStderrLines,
                                                            const QDateTime& teardownAt = {});
+
+// The run's one-line summary of it: "rank 1 on node-b failed first: CAUSE". With ranks alike: "every rank (0-3)
+// failed alike, first rank 1 on node-b: CAUSE", or "ranks 1,3 failed alike, ..." when not all `worldSize` did.
+[[nodiscard]] QString describeFirstFailure(const FirstFailure& failure, const QString& host, int worldSize);
 
 } // namespace rankscope

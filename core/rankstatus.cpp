@@ -201,8 +201,10 @@ QVector<int> RankStatusTracker::update(double now) {
         if (finding) {
             it->reason = finding->message;
             it->diagnosisKey = finding->key;
+            it->diagnosisCulprits = finding->culprits;
         } else if (!it->diagnosisKey.isEmpty()) {
             it->diagnosisKey.clear(); // the finding was resolved: the reason it gave goes with it
+            it->diagnosisCulprits = 0;
             if (!isTerminal(state))
                 it->reason.clear();
         }
@@ -229,7 +231,7 @@ RankLiveState RankStatusTracker::evaluate(const RankLiveStatus& status, const Hi
             (at < d.culprits ? hang : waitingOn) = &d;
         else if (d.kind == DiagnosisKind::Straggler && at == 0)
             straggler = &d;
-        else if (d.kind == DiagnosisKind::RootCause && at == 0)
+        else if (d.kind == DiagnosisKind::RootCause && at < d.culprits)
             rootCause = &d;
     }
     if (rootCause) {

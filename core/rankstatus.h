@@ -38,12 +38,14 @@ struct RankLiveStatus {
     // Why failed/lost/hung/slow, one line: "collective: ...", "exit status 1", or the finding that decided it.
     QString reason;
     QString diagnosisKey; // the finding behind a hung, slow or failed state ("hang:41", "root-cause"); empty: none
+    int diagnosisCulprits = 0; // how many ranks that finding holds at fault (Diagnosis::culprits)
 };
 
 // Folds event batches, exits and the run's diagnoses into a per-rank live state. Rules (evaluated by update()):
 //  - failed:   a fatal error event, an end event with status "error", a non-zero exit status, or the culprit of
-//              the run's root cause (whose finding then gives the reason). A rank's "terminated" error (it was sent
-//              SIGTERM or SIGINT) and the end after it wait for its exit: stopped when the teardown ended it;
+//              the run's root cause, or of the ranks that failed alike with it (whose finding then gives the reason). A
+//              rank's "terminated" error (it was sent SIGTERM or SIGINT) and the end after it wait for its exit:
+//              stopped when the teardown ended it;
 //  - lost:     the exit status is kLostExitStatus (the node stopped answering), unless already failed;
 //  - finished: an end event with status "ok", or exit status 0, and nothing failed;
 //  - stopped:  ended by RankScope's teardown (RankExit::stopped: the user's stop, or the peers of a failed rank),

@@ -126,6 +126,12 @@ QJsonObject RunRecord::toJson() const {
                        {"exits", exitObject},
                        {"first_failed_rank", firstFailedRank},
                        {"summary", summary}};
+    if (!failedAlike.isEmpty()) {
+        QJsonArray alike;
+        for (const int rank : failedAlike)
+            alike.append(rank);
+        object.insert("failed_alike", alike);
+    }
     if (debugRank >= 0)
         object.insert("debug_rank", debugRank);
     return object;
@@ -163,6 +169,8 @@ std::optional<RunRecord> RunRecord::fromJson(const QJsonObject& object) {
                                      e.value("stopped").toBool()});
     }
     record.firstFailedRank = object.value("first_failed_rank").toInt(-1);
+    for (const QJsonValue rank : object.value("failed_alike").toArray())
+        record.failedAlike.append(rank.toInt());
     record.summary = object.value("summary").toString();
     record.debugRank = object.value("debug_rank").toInt(-1);
     return record;

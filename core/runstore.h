@@ -73,6 +73,7 @@ struct RunRecord {
     QVector<RunNodeRecord> nodes;
     QMap<int, RankExit> exits;
     int firstFailedRank = -1;
+    QVector<int> failedAlike; // ranks that failed as firstFailedRank did, on their own (FirstFailure::alike)
     QString summary;    // one line for listings, e.g. "rank 1 on node-b killed by SIGKILL"
     int debugRank = -1; // the rank started under gdbserver (`run --debug-rank`); -1: none
 

@@ -760,8 +760,8 @@ void RunEngine::noteFailure() {
     if (!first)
         return;
     m_record.firstFailedRank = first->rank;
-    m_record.summary =
-        QStringLiteral("rank %1 on %2 failed first: %3").arg(first->rank).arg(hostOfRank(first->rank), first->cause);
+    m_record.failedAlike = first->alike;
+    m_record.summary = describeFirstFailure(*first, hostOfRank(first->rank), m_record.worldSize);
 }
 
 void RunEngine::onFailed(int node, int kind, const QString& message) {

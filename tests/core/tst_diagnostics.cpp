@@ -328,6 +328,24 @@ private slots:
         QVERIFY(quiet.update(0.0).isEmpty());
     }
 
+    // Ranks that failed alike are all the root cause's culprits, the first named first.
+    void ranksThatFailedAlikeAreCulpritsTogether() {
+        RunRecord record;
+        record.state = QStringLiteral("failed");
+        record.firstFailedRank = 2;
+        record.failedAlike = {0, 1};
+        record.summary = QStringLiteral("every rank (0-2) failed alike, first rank 2 on gpu-b: exit status 3");
+        RunDiagnostics diagnostics;
+        diagnostics.setRankHosts({{0, "gpu-a"}, {1, "gpu-a"}, {2, "gpu-b"}});
+        diagnostics.runEnded(record);
+        const QVector<Diagnosis> found = diagnostics.update(0.0);
+        QCOMPARE(found.size(), 1);
+        QCOMPARE(found.front().ranks, (QVector<int>{2, 0, 1}));
+        QCOMPARE(found.front().culprits, 3);
+        QCOMPARE(found.front().host, QStringLiteral("gpu-b"));
+        QCOMPARE(found.front().message, record.summary);
+    }
+
     // What the node's kernel log said about rank 1 (gpu-b), which died by a signal at 11:17:10.5.
     void rootCauseSaysWhatTheKernelSaid_data() {
         QTest::addColumn<int>("signal");

@@ -90,6 +90,50 @@ private slots:
         QVERIFY(first);
         QCOMPARE(first->rank, 0); // its error at 5 ms, though its exit was seen last
     }
+
+    // Every rank that cannot read its data fails by itself with the same words: a shared cause, not rank 1's.
+    void ranksThatFailedTheSameWayOnTheirOwnAreAlike() {
+        const ErrorEvent missing{at(0), QStringLiteral("data"), QStringLiteral("train-images-idx3-ubyte not found")};
+        QMap<int, RankExit> exits{{0, {3, at(21)}}, {1, {3, at(20)}}, {2, {3, at(22)}}, {3, {1, at(40)}}};
+        QHash<int, ErrorEvent> errors{{0, missing},
+                                      {1, missing},
+                                      {2, missing},
+                                      {3, {at(30), QStringLiteral("collective"), QStringLiteral("peer closed")}}};
+        errors[0].time = at(11);
+        errors[1].time = at(10);
+        errors[2].time = at(12);
+        auto first = findFirstFailure(exits, errors, {});
+        QVERIFY(first);
+        QCOMPARE(first->rank, 1);
+        QCOMPARE(first->alike, (QVector<int>{0, 2})); // not rank 3, whose collective error is a consequence
+        QCOMPARE(describeFirstFailure(*first, QStringLiteral("node-a"), 4),
+                 QStringLiteral("ranks 0-2 failed alike, first rank 1 on node-a: exit status 3 (data: "
+                                "train-images-idx3-ubyte not found)"));
+        QCOMPARE(describeFirstFailure(*first, QStringLiteral("node-a"), 3),
+                 QStringLiteral("every rank (0-2) failed alike, first rank 1 on node-a: exit status 3 (data: "
+                                "train-images-idx3-ubyte not found)"));
+
+        // Another exit status, or other words, is another failure.
+        exits[2].status = 1;
+        errors[0].message += QStringLiteral(" on node-b");
+        first = findFirstFailure(exits, errors, {});
+        QVERIFY(first);
+        QCOMPARE(first->rank, 1);
+        QVERIFY(first->alike.isEmpty());
+        QCOMPARE(describeFirstFailure(*first, QStringLiteral("node-a"), 4),
+                 QStringLiteral("rank 1 on node-a failed first: exit status 3 (data: train-images-idx3-ubyte not "
+                                "found)"));
+    }
+
+    // Consequences are not alike causes: two ranks that both lost a peer did not share a fault.
+    void consequencesAreNeverAlike() {
+        const ErrorEvent closed{at(10), QStringLiteral("collective"), QStringLiteral("peer closed")};
+        QMap<int, RankExit> exits{{0, {1, at(20)}}, {1, {1, at(21)}}};
+        QHash<int, ErrorEvent> errors{{0, closed}, {1, closed}};
+        const auto first = findFirstFailure(exits, errors, {});
+        QVERIFY(first);
+        QVERIFY(first->alike.isEmpty());
+    }
 };
 
 QTEST_APPLESS_MAIN(tst_FirstFailure)

@@ -230,6 +230,30 @@ private Q_SLOTS:
         QCOMPARE(tracker.rank(0)->reason, describeExitStatus(1));
     }
 
+    // Every culprit of a root cause whose ranks failed alike reads as that finding.
+    void ranksThatFailedAlikeShareTheRootCause() {
+        RankStatusTracker tracker;
+        tracker.addEvents({step(0, 10.0, 1), step(1, 10.0, 1), step(2, 10.0, 1)});
+        for (int rank = 0; rank < 3; ++rank)
+            tracker.rankExited(rank, 3, QStringLiteral("node-a"));
+        Diagnosis root{DiagnosisKind::RootCause,
+                       QStringLiteral("root-cause"),
+                       {1, 2},
+                       QStringLiteral("node-a"),
+                       12.0,
+                       QStringLiteral("ranks 1-2 failed alike, first rank 1 on node-a: exit status 3"),
+                       false};
+        root.culprits = 2;
+        tracker.applyDiagnoses({root});
+        for (const int rank : {1, 2}) {
+            QCOMPARE(tracker.rank(rank)->reason, root.message);
+            QCOMPARE(tracker.rank(rank)->diagnosisKey, QStringLiteral("root-cause"));
+            QCOMPARE(tracker.rank(rank)->diagnosisCulprits, 2);
+        }
+        QCOMPARE(tracker.rank(0)->reason, describeExitStatus(3)); // in the list, but not among the culprits
+        QVERIFY(tracker.rank(0)->diagnosisKey.isEmpty());
+    }
+
     void exitsDecideTheEnd_data() {
         QTest::addColumn<int>("status");
         QTest::addColumn<int>("expected");

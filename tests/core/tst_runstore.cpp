@@ -45,6 +45,7 @@ RunRecord fullRecord(const QString& id) {
     record.exits.insert(3, RankExit{1, utc("2024-03-01T12:34:56.001Z")});
     record.exits.insert(1, RankExit{143, utc("2024-03-01T12:34:57.000Z"), true}); // ended by the teardown
     record.firstFailedRank = 2;
+    record.failedAlike = {3};
     record.summary = QStringLiteral("rank 2 on node-b killed by SIGKILL");
     return record;
 }
@@ -86,6 +87,7 @@ void compareRecords(const RunRecord& actual, const RunRecord& expected) {
         QCOMPARE(actual.exits.value(it.key()).stopped, it->stopped);
     }
     QCOMPARE(actual.firstFailedRank, expected.firstFailedRank);
+    QCOMPARE(actual.failedAlike, expected.failedAlike);
     QCOMPARE(actual.summary, expected.summary);
 }
 

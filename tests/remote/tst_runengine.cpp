@@ -119,6 +119,48 @@ private slots:
         QCOMPARE(store.list().front().state, QStringLiteral("finished"));
     }
 
+    // Every rank of the real trainer fails at start-up the same way (its data is missing): the run's verdict names
+    // them all as failing alike, not whichever rank's error came first by milliseconds, and so does the
+    // diagnosis replayed from the store.
+    void ranksThatCannotReadTheirDataFailAlike() {
+        RunStore store(m_dir.filePath(QStringLiteral("store-alike")));
+        QJsonObject trainer = trainerJson(5);
+        trainer.insert("dataset", "fashion-mnist");
+        trainer.insert("data_dir", m_dir.filePath(QStringLiteral("no such data")));
+        const QJsonObject job{{"version", 1},       {"name", "no-data"},
+                              {"mode", "debug"},    {"master_port", 29600 + QRandomGenerator::global()->bounded(300)},
+                              {"trainer", trainer}, {"debug", QJsonObject{{"node", "local"}, {"procs", 3}}}};
+        QString id;
+        {
+            remote::RunEngine engine(&store, engineOptions());
+            QString error;
+            QVERIFY2(engine.launch(jobFrom(job), RunMode::Debug, &error), qPrintable(error));
+            const RunRecord record = waitForEnd(engine, 120000);
+            id = record.id;
+            QCOMPARE(record.state, QStringLiteral("failed"));
+            QVERIFY(record.firstFailedRank >= 0);
+            QVector<int> ranks = QVector<int>{record.firstFailedRank} + record.failedAlike;
+            std::sort(ranks.begin(), ranks.end());
+            QCOMPARE(ranks, (QVector<int>{0, 1, 2}));
+            QVERIFY2(
+                record.summary.startsWith(
+                    QStringLiteral("every rank (0-2) failed alike, first rank %1 on ").arg(record.firstFailedRank)),
+                qPrintable(record.summary));
+            QVERIFY2(record.summary.contains(QLatin1String("(data: ")), qPrintable(record.summary));
+        }
+        remote::RunEngine reader(&store, engineOptions());
+        QVector<Diagnosis> found;
+        connect(&reader, &remote::RunEngine::diagnoses,
+                [&found](const QVector<Diagnosis>& changed) { found += changed; });
+        QString error;
+        QVERIFY2(reader.open(id, &error), qPrintable(error));
+        const auto cause = std::find_if(found.cbegin(), found.cend(),
+                                        [](const Diagnosis& d) { return d.kind == DiagnosisKind::RootCause; });
+        QVERIFY(cause != found.cend());
+        QCOMPARE(cause->culprits, 3);
+        QCOMPARE(cause->ranks.size(), 3);
+    }
+
     // A run that ended keeps its stored end when it is attached to again (to read its logs) or stopped late.
     void endedRunKeepsItsEndWhenAttachedOrStopped() {
         RunStore store(m_dir.filePath(QStringLiteral("store-ended")));

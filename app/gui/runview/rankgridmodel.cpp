@@ -93,9 +93,10 @@ QVariant RankGridModel::display(const RankLiveStatus& status, int column) const 
     case HostColumn:
         return status.host;
     case StateColumn:
-        // Among ranks that all failed, the one the run's root cause names is told apart.
+        // Among ranks that all failed, the one the run's root cause names is told apart, or the ranks that failed
+        // alike (a shared cause, where who came first by milliseconds says nothing).
         if (status.state == RankLiveState::Failed && status.diagnosisKey == QLatin1String("root-cause"))
-            return tr("failed first");
+            return status.diagnosisCulprits > 1 ? tr("failed alike") : tr("failed first");
         return rankLiveStateName(status.state);
     case StepColumn:
         return QString::number(status.step);

@@ -93,6 +93,15 @@ private Q_SLOTS:
         QCOMPARE(cell(model, 1, RankGridModel::StateColumn), QStringLiteral("failed first"));
         QCOMPARE(cell(model, 1, RankGridModel::StateColumn, Qt::ToolTipRole), cause.message);
         QCOMPARE(cell(model, 0, RankGridModel::StateColumn), QStringLiteral("failed"));
+
+        // Ranks that failed alike: no rank is told apart as first.
+        cause.ranks = {1, 0};
+        cause.culprits = 2;
+        cause.message = QStringLiteral("every rank (0-1) failed alike, first rank 1 on node-a: exit status 1");
+        model.addDiagnoses({cause});
+        QCOMPARE(cell(model, 0, RankGridModel::StateColumn), QStringLiteral("failed alike"));
+        QCOMPARE(cell(model, 1, RankGridModel::StateColumn), QStringLiteral("failed alike"));
+        QCOMPARE(cell(model, 0, RankGridModel::StateColumn, Qt::ToolTipRole), cause.message);
     }
 
     void sortRoleHoldsRawValues() {
