@@ -9,6 +9,7 @@ namespace {
 
 constexpr qsizetype kMaxBracketPrefix = 64;
 constexpr int kMaxPrefixes = 4;
+constexpr qsizetype kMaxSrunLabelWidth = 7; // up to 9,999,999 tasks
 
 bool isDigit(char c) { return c >= '0' && c <= '9'; }
 bool isAlpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
@@ -107,13 +108,30 @@ bool stripRayPrefix(QByteArrayView text, StrippedLine& out) {
     return true;
 }
 
+// "3: " (Slurm's `srun --label`): the task id, right-aligned to the width of the largest one (" 3: " among 16
+// tasks; zero-padded, "03: ", before Slurm 20), then ": ". The task id is the rank of a process srun started.
+bool stripSrunLabel(QByteArrayView text, StrippedLine& out) {
+    qsizetype i = 0;
+    while (i < text.size() && i < kMaxSrunLabelWidth && text[i] == ' ')
+        ++i;
+    const qsizetype digits = i;
+    while (i < text.size() && i < kMaxSrunLabelWidth && isDigit(text[i]))
+        ++i;
+    if (i == digits || i + 1 >= text.size() || text[i] != ':' || text[i + 1] != ' ')
+        return false;
+    out = {text.sliced(i + 2), digitsValue(text.sliced(digits, i - digits))};
+    return true;
+}
+
 bool stripOne(QByteArrayView text, StrippedLine& out) {
     if (text.isEmpty())
         return false;
     if (text[0] == '(')
         return stripRayPrefix(text, out);
+    if (text[0] == ' ')
+        return stripSrunLabel(text, out);
     if (text[0] != '[')
-        return stripLeadingTimestamp(text, out);
+        return stripSrunLabel(text, out) || stripLeadingTimestamp(text, out);
     const qsizetype close = text.first(std::min(text.size(), kMaxBracketPrefix)).indexOf(']');
     if (close < 0)
         return false;

@@ -18,13 +18,22 @@ namespace detail {
 
 // Removes launcher prefixes from the front of a line, repeatedly (a line can carry several, e.g. a timestamp
 // and then "[rank3]:"): Open MPI's "[JOB,RANK]<stdout>:", torchrun's "[default3]:" (torchrun prints the local
-// rank there), "[rank3]:", Ray's "(pid=…)" and "(Worker pid=…, ip=…)", timestamps "[2024-05-08 08:47:31,261] "
-// and "2025-11-12 20:42:20,261 - INFO - ". Glog and c10 prefixes ("[E ProcessGroupNCCL.cpp:458]") are kept:
-// they are part of the message. No allocation, no regular expression.
-// Every prefix starts with '[', '(' or a digit: a line that starts otherwise (most lines) is told without a call.
+// rank there), "[rank3]:", Slurm's `srun --label` ("3: ", " 3: "), Ray's "(pid=…)" and "(Worker pid=…, ip=…)",
+// timestamps "[2024-05-08 08:47:31,261] " and "2025-11-12 20:42:20,261 - INFO - ". Glog and c10 prefixes
+// ("[E ProcessGroupNCCL.cpp:458]") are kept: they are part of the message. No allocation, no regular expression.
+// Every prefix starts with '[', '(', a digit or a space: a line that starts otherwise (most lines) is told without a
+// call.
 [[nodiscard]] inline StrippedLine stripLogPrefix(QByteArrayView line) {
-    if (line.isEmpty() || (line.front() != '[' && line.front() != '(' && (line.front() < '0' || line.front() > '9')))
+    const auto isDigit = [](char c) { return c >= '0' && c <= '9'; };
+    if (line.isEmpty() || (line.front() != '[' && line.front() != '(' && line.front() != ' ' && !isDigit(line.front())))
         return {line, -1};
+    if (line.front() == ' ') { // an aligned srun label, or (far more often) an indented line
+        qsizetype i = 1;
+        while (i < line.size() && line[i] == ' ')
+            ++i;
+        if (i == line.size() || !isDigit(line[i]))
+            return {line, -1};
+    }
     return detail::stripLogPrefixes(line);
 }
 

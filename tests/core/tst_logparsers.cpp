@@ -107,6 +107,21 @@ void tst_LogParsers::prefixes_data() {
                                     << QByteArray("g:1:2 [5] NCCL INFO a") << -1;
     QTest::newRow("timestamp then rank") << QByteArray("[2024-01-01 10:00:00] [rank7]:hello") << QByteArray("hello")
                                          << 7;
+    // Slurm's `srun --label`, as src/common/write_labelled_message.c writes it: "%*d: " right-aligned to the width
+    // of the largest task id (zero-padded, "%0*d: ", in older releases).
+    QTest::newRow("srun label") << QByteArray("1: Traceback (most recent call last):")
+                                << QByteArray("Traceback (most recent call last):") << 1;
+    QTest::newRow("srun label aligned") << QByteArray(" 3:   File \"train.py\", line 9, in <module>")
+                                        << QByteArray("  File \"train.py\", line 9, in <module>") << 3;
+    QTest::newRow("srun label zero-padded")
+        << QByteArray("03: g:1:2 [3] NCCL INFO a") << QByteArray("g:1:2 [3] NCCL INFO a") << 3;
+    QTest::newRow("srun label of an empty line") << QByteArray("12: ") << QByteArray("") << 12;
+    QTest::newRow("srun label then torchrun's") << QByteArray("1: [default3]:x") << QByteArray("x") << 3;
+    QTest::newRow("indented text is kept")
+        << QByteArray("  File \"a.py\", line 1") << QByteArray("  File \"a.py\", line 1") << -1;
+    QTest::newRow("a time is no label") << QByteArray("12:34:56 x") << QByteArray("12:34:56 x") << -1;
+    QTest::newRow("an address is no label") << QByteArray("10.0.0.1: x") << QByteArray("10.0.0.1: x") << -1;
+    QTest::newRow("a wider number is no label") << QByteArray("12345678: x") << QByteArray("12345678: x") << -1;
     QTest::newRow("failure table entry is kept") << QByteArray("[0]:") << QByteArray("[0]:") << -1;
     QTest::newRow("glog prefix is kept") << QByteArray("[E ProcessGroupNCCL.cpp:458] [Rank 0] x")
                                          << QByteArray("[E ProcessGroupNCCL.cpp:458] [Rank 0] x") << -1;
@@ -416,6 +431,19 @@ void tst_LogParsers::messyLines_data() {
                       "[default0]:KeyError: 'zero'\n")
         << "errors" << R"([{"file":"log","line":5,"rank":1,"text":"ValueError: one"},)"
                        R"({"file":"log","line":6,"rank":0,"text":"KeyError: 'zero'"}])";
+    // `srun --label` output: each task's traceback is its own, and its exception is the line after the frames, not
+    // the first frame (which the label used to hide from the parser's frame test).
+    QTest::newRow("interleaved tracebacks under srun labels")
+        << QByteArray(" 0: Traceback (most recent call last):\n"
+                      "11: Traceback (most recent call last):\n"
+                      " 0:   File \"train.py\", line 9, in <module>\n"
+                      "11:   File \"train.py\", line 9, in <module>\n"
+                      " 0:     main()\n"
+                      "11: RuntimeError: CUDA error: out of memory\n"
+                      " 0: ValueError: bad\n")
+        << "errors"
+        << R"([{"file":"log","line":6,"rank":11,"text":"RuntimeError: CUDA error: out of memory"},)"
+           R"({"file":"log","line":7,"rank":0,"text":"ValueError: bad"}])";
     // Ranks below 4095 are looked up by index, the others by hash: both follow their own traceback and exception.
     QTest::newRow("interleaved tracebacks of high ranks")
         << QByteArray("[rank4094]:Traceback (most recent call last):\n"
