@@ -8,6 +8,7 @@ namespace rankscope {
 namespace {
 
 constexpr int kMaxWrappedLines = 3;
+constexpr int kMaxErrorDetailLines = 8; // lines of any rank after an NCCL error that may hold its detail
 
 bool isDigit(char c) { return c >= '0' && c <= '9'; }
 
@@ -160,6 +161,8 @@ void WatchdogLogParser::takeLine(const LogLine& line) {
         if (m_inDesyncReport)
             return;
     }
+    if (!m_details.isEmpty() && takeErrorDetail(line))
+        return;
     const qsizetype watchdog = line.indexOf(kWatchdog);
     if (watchdog >= 0) {
         if (endsTimingOut(text) || findBytes(text, kTimingOut, watchdog) >= 0 ||
@@ -175,8 +178,47 @@ void WatchdogLogParser::takeLine(const LogLine& line) {
         takeProgress(text, line.rank);
     if (line.holds(kDesyncReport))
         m_inDesyncReport = true;
-    if (isErrorLine(line))
+    if (isErrorLine(line)) {
         addError(line, text);
+        // A rank's new error ends the wait for its last one's detail.
+        m_details.removeIf([&line](const PendingDetail& pending) { return pending.rank == line.rank; });
+        m_details.append({m_errors.size() - 1, line.rank, kMaxErrorDetailLines, false});
+    }
+}
+
+// NCCL's own account of an error follows PyTorch's line about it: "ncclSystemError: System call (e.g. socket,
+// malloc) or external library call failed or device error. ", "Last error:", then what failed ("socketStartConnect:
+// Connect to 10.0.0.2<52822> failed : No route to host"), which is what the user needs and is added to the error.
+// Lines of other ranks in between are not the error's.
+bool WatchdogLogParser::takeErrorDetail(const LogLine& line) {
+    bool taken = false;
+    for (qsizetype i = 0; i < m_details.size();) {
+        PendingDetail& pending = m_details[i];
+        bool done = --pending.linesLeft <= 0;
+        if (pending.rank == line.rank && !taken) {
+            const QByteArrayView text = trimmedBlanks(line.text);
+            if (pending.next) {
+                done = true;
+                // Empty, or PyTorch's "Exception raised from": NCCL had nothing to say.
+                if (!text.isEmpty() && !startsWithLiteral(text, "Exception raised from")) {
+                    LogError& error = m_errors[pending.error];
+                    error.text = errorText(error.text + "; last error: " + text.toByteArray());
+                    taken = true;
+                }
+            } else if (sameBytes(text, "Last error:")) {
+                pending.next = taken = true;
+            } else if (startsWithLiteral(text, "nccl") && containsBytes(text, "Error: ")) {
+                taken = true; // the error code's meaning, which PyTorch's line already said in its words
+            } else {
+                done = true;
+            }
+        }
+        if (done)
+            m_details.removeAt(i);
+        else
+            ++i;
+    }
+    return taken;
 }
 
 void WatchdogLogParser::takeTimeout(QByteArrayView text, int prefixRank, qsizetype watchdog) {
@@ -237,6 +279,7 @@ void WatchdogLogParser::takeDesyncLine(const LogLine& line) {
         return;
     }
     m_inDesyncReport = false;
+    m_details.clear();
 }
 
 void WatchdogLogParser::addError(const LogLine& line, QByteArrayView text) {
@@ -256,6 +299,7 @@ void WatchdogLogParser::endOfStream() {
     m_joinLines = 0;
     m_joined.clear();
     m_inDesyncReport = false;
+    m_details.clear();
 }
 
 QList<CollectiveTimeout> WatchdogLogParser::timeouts() const {

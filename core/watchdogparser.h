@@ -37,8 +37,8 @@ inline constexpr qsizetype kMaxErrorText = 1000;
 
 // PyTorch's ProcessGroupNCCL watchdog and its errors: timeouts (also when a terminal wrapped the line, or
 // when it is repeated inside a "what():" of c10::DistBackendError: one timeout per rank and sequence number),
-// "last enqueued/completed work", "NCCL error in: …", DistBackendError lines and the ranks a desync report
-// blames.
+// "last enqueued/completed work", "NCCL error in: …", DistBackendError lines (with NCCL's "Last error:" detail
+// that follows them) and the ranks a desync report blames.
 class WatchdogLogParser final : public LogLineSink {
 public:
     WatchdogLogParser();
@@ -51,7 +51,9 @@ public:
     [[nodiscard]] QList<LogError> errors() const { return m_errors; }
 
     [[nodiscard]] QList<QByteArray> keywords() const override;
-    [[nodiscard]] bool wantsEveryLine() const override { return m_joinLines > 0 || m_inDesyncReport; }
+    [[nodiscard]] bool wantsEveryLine() const override {
+        return m_joinLines > 0 || m_inDesyncReport || !m_details.isEmpty();
+    }
     void takeLine(const LogLine& line) override;
     void endOfStream() override;
 
@@ -61,6 +63,7 @@ private:
     void takeProgress(QByteArrayView text, int prefixRank);
     void takeDesyncLine(const LogLine& line);
     void addError(const LogLine& line, QByteArrayView text);
+    bool takeErrorDetail(const LogLine& line); // true: the line was the last NCCL error's
 
     LogLineScanner m_scanner;
     QString m_source;
@@ -77,6 +80,15 @@ private:
     int m_joinLines = 0; // continuation lines still allowed
     int m_joinRank = -1;
     bool m_inDesyncReport = false;
+    // NCCL errors whose "Last error:" detail may still come: each error's index in m_errors, its rank, how many more
+    // lines (of any rank) may hold it, and whether the next line of its rank is the detail itself.
+    struct PendingDetail {
+        qsizetype error;
+        int rank;
+        int linesLeft;
+        bool next;
+    };
+    QList<PendingDetail> m_details;
 };
 
 } // namespace rankscope

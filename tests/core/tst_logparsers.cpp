@@ -224,10 +224,21 @@ void tst_LogParsers::publicLogs_data() {
     row("colossalai-3571-torchrun-traceback.log", "errors.0.text",
         "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:");
     row("hkproj-1-distbackenderror-socket.log", "errors.0.line", "1");
+    // NCCL's "Last error:" detail says what failed; the error code's generic meaning before it is left out.
+    row("hkproj-1-distbackenderror-socket.log", "errors.0.text",
+        "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1333, "
+        "unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.18.6; last error: "
+        "socketStartConnect: Connect to 192.168.19.14<52822> failed : No route to host");
+    row("hkproj-1-distbackenderror-socket.log", "errors.1", "<absent>");
     row("hkproj-1-distbackenderror-socket.log", "nccl.versions", R"(["2.18.6"])");
     row("pytorch-4921-runtimeerror-traceback.log", "errors",
         R"([{"file":"log","line":13,"text":"RuntimeError: NCCL error in: /home/liy/programs/pytorch/torch/lib/THD/base/data_channels/DataChannelNccl.cpp:324, unhandled system error"}])");
     row("pytorch-149984-async-exception.log", "errors.0.line", "1");
+    // Here NCCL's "Last error:" is empty: nothing is added.
+    row("pytorch-149984-async-exception.log", "errors.0.text",
+        "Collective WorkNCCL(SeqNum=2, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1000000) raised the "
+        "following async exception: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL "
+        "version 2.25.1");
     row("pytorch-121209-interleaved-tracebacks.log", "errors", "<absent>");
     row("salience-detr-4-timestamped-elastic.log", "errors", "<absent>");
     row("trixie-87-wrapped-runtimeerror.log", "errors.0.line", "1");
@@ -444,6 +455,27 @@ void tst_LogParsers::messyLines_data() {
         << "errors"
         << R"([{"file":"log","line":6,"rank":11,"text":"RuntimeError: CUDA error: out of memory"},)"
            R"({"file":"log","line":7,"rank":0,"text":"ValueError: bad"}])";
+    // Under launcher prefixes, the detail is the line of the error's own rank; other ranks' lines in between are
+    // not it, and a detail too far after its error is not taken.
+    QTest::newRow("nccl last error of interleaved ranks")
+        << QByteArray("[rank1]: torch.distributed.DistBackendError: NCCL error in: a.cpp:1, unhandled system error\n"
+                      "[rank0]: torch.distributed.DistBackendError: NCCL error in: a.cpp:1, remote process exited\n"
+                      "[rank1]: ncclSystemError: System call (e.g. socket, malloc) or external library call failed.\n"
+                      "[rank0]: ncclRemoteError: A call failed possibly due to a network error or a remote process.\n"
+                      "[rank1]: Last error:\n"
+                      "[rank0]: Last error:\n"
+                      "[rank0]: \n"
+                      "[rank1]: socketProgress: Connection closed by remote peer n2<38402>\n")
+        << "errors"
+        << R"([{"file":"log","line":1,"rank":1,"text":"torch.distributed.DistBackendError: NCCL error in: a.cpp:1, )"
+           R"(unhandled system error; last error: socketProgress: Connection closed by remote peer n2<38402>"},)"
+           R"({"file":"log","line":2,"rank":0,"text":"torch.distributed.DistBackendError: NCCL error in: a.cpp:1, )"
+           R"(remote process exited"}])";
+    QTest::newRow("nccl last error too far away")
+        << QByteArray("torch.distributed.DistBackendError: NCCL error in: a.cpp:1, unhandled system error\n") +
+               QByteArray("[rank3]: epoch 0 step 1\n").repeated(8) + "Last error:\nsocket: gone\n"
+        << "errors.0.text"
+        << "torch.distributed.DistBackendError: NCCL error in: a.cpp:1, unhandled system error";
     // Ranks below 4095 are looked up by index, the others by hash: both follow their own traceback and exception.
     QTest::newRow("interleaved tracebacks of high ranks")
         << QByteArray("[rank4094]:Traceback (most recent call last):\n"
