@@ -55,6 +55,14 @@ void RankStatusTracker::clear() {
     m_diagnoses.clear();
     m_worldSize = 0;
     m_newestTime = 0.0;
+    m_rankHosts.clear();
+}
+
+void RankStatusTracker::setRankHosts(const QHash<int, QString>& hosts) {
+    m_rankHosts = hosts;
+    for (auto it = m_ranks.begin(); it != m_ranks.end(); ++it)
+        if (const QString host = hosts.value(it.key()); !host.isEmpty())
+            it->host = host;
 }
 
 RankLiveStatus& RankStatusTracker::ensure(int rank) {
@@ -62,6 +70,7 @@ RankLiveStatus& RankStatusTracker::ensure(int rank) {
     if (found == m_ranks.end()) {
         found = m_ranks.insert(rank, RankLiveStatus{});
         found->rank = rank;
+        found->host = m_rankHosts.value(rank);
         m_history.insert(rank, History{});
     }
     return *found;
@@ -82,7 +91,8 @@ void RankStatusTracker::apply(const TrainerEvent& event) {
         status.lastProgress = event.time; // the clock of a rank starts with its first word
     switch (event.type) {
     case TrainerEventType::Start:
-        status.host = event.string(schema::start::kHost);
+        if (!m_rankHosts.contains(event.rank))
+            status.host = event.string(schema::start::kHost);
         m_worldSize = std::max(m_worldSize, int(event.integer(schema::start::kWorldSize)));
         break;
     case TrainerEventType::Step:

@@ -4,6 +4,7 @@
 #include "core/diagnostics.h"
 #include "core/trainerevent.h"
 
+#include <QHash>
 #include <QMap>
 #include <QString>
 #include <QVector>
@@ -65,6 +66,9 @@ public:
     [[nodiscard]] const RankStatusOptions& options() const { return m_options; }
 
     void addEvents(const QVector<TrainerEvent>& events);
+    // The host of each rank's node as the job names it (RunRecord::rankHosts), which the diagnoses and the logs
+    // also name: it wins over the host name a rank reports in its start event, kept for ranks not listed here.
+    void setRankHosts(const QHash<int, QString>& hosts);
     // `stopped`: the teardown ended it (RankExit::stopped).
     void rankExited(int rank, int status, const QString& host = {}, bool stopped = false);
     // New or changed findings (RunDiagnostics' output, or the engine's diagnoses signal); a resolved one lifts
@@ -106,6 +110,7 @@ private:
     QMap<int, History> m_history;
     QMap<QString, Diagnosis> m_diagnoses; // by key, the newest version of each
     int m_worldSize = 0;
+    QHash<int, QString> m_rankHosts;
     double m_newestTime = 0.0;
 };
 

@@ -183,6 +183,14 @@ int RunRecord::nodeOfRank(int rank) const {
     return -1;
 }
 
+QHash<int, QString> RunRecord::rankHosts() const {
+    QHash<int, QString> hosts;
+    for (const RunNodeRecord& node : nodes)
+        for (const int rank : node.ranks)
+            hosts.insert(rank, node.host);
+    return hosts;
+}
+
 RunStore::RunStore(QString root) : m_root(std::move(root)) {}
 
 QString RunStore::defaultRoot() {

@@ -5,6 +5,7 @@
 
 #include <QByteArray>
 #include <QDateTime>
+#include <QHash>
 #include <QJsonObject>
 #include <QMap>
 #include <QString>
@@ -84,6 +85,8 @@ struct RunRecord {
     [[nodiscard]] QJsonObject toJson() const;
     [[nodiscard]] static std::optional<RunRecord> fromJson(const QJsonObject& object);
     [[nodiscard]] int nodeOfRank(int rank) const; // index into nodes, -1 when unknown
+    // Each rank's node's host as the job names it ("localhost" for this machine): what every front end shows.
+    [[nodiscard]] QHash<int, QString> rankHosts() const;
 };
 
 // Runs on local disk: ROOT/runs/ID/{run.json, rankR.out, rankR.err, rankR.events}, and ROOT/runs/index.json.

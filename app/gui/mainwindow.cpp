@@ -388,7 +388,9 @@ void MainWindow::onRunStarting(const RunRecord& record) {
     m_stacks->setFocusRanks({});
     m_nccl->clear();
     m_logs->model()->clear();
-    m_logs->model()->setRankHosts(RunSession::rankHosts(record));
+    // One name per host everywhere, as the job names its node: tiles, log lines and diagnoses.
+    m_runView->setRankHosts(record.rankHosts());
+    m_logs->model()->setRankHosts(record.rankHosts());
     // Lines the inspector's window let go are read back from the run store on demand.
     auto pager = std::make_shared<RunLinePager>(m_session->store(), record.id);
     m_logs->setOlderLinesSource([pager](int rank, RankStream stream, qint64 before, int count) {

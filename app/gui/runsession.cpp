@@ -57,14 +57,6 @@ void RunSession::flush() {
     emit logBatch(lines);
 }
 
-QHash<int, QString> RunSession::rankHosts(const RunRecord& record) {
-    QHash<int, QString> hosts;
-    for (const RunNodeRecord& node : record.nodes)
-        for (const int rank : node.ranks)
-            hosts.insert(rank, node.local ? QStringLiteral("local") : node.host);
-    return hosts;
-}
-
 bool RunSession::refuseWhileActive(QString* error) const {
     if (!m_engine->isActive())
         return false;

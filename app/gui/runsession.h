@@ -37,7 +37,6 @@ public:
     [[nodiscard]] bool isActive() const { return m_engine->isActive(); }
     [[nodiscard]] const RunRecord& record() const { return m_engine->record(); }
     // rank -> the host that runs it ("local" for this machine)
-    [[nodiscard]] static QHash<int, QString> rankHosts(const RunRecord& record);
     [[nodiscard]] remote::RunEngine* engine() const { return m_engine; }
     [[nodiscard]] RunStore* store() const { return m_store; }
     // Hands over the log lines gathered so far, as one batch (logBatch); nothing when there are none.

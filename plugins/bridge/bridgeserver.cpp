@@ -91,6 +91,7 @@ struct BridgeServer::Run {
     QPointer<remote::RunEngine> engine;
     std::unique_ptr<remote::RunEngine> owned;
     RankStatusTracker tracker;
+    bool hostsKnown = false;                // the tracker has the record's rank hosts (known once the engine has a run)
     std::map<QString, Diagnosis> diagnoses; // by key, the latest of each
     QSet<Client*> subscribers;
     QJsonArray pendingEvents;
@@ -517,8 +518,16 @@ BridgeServer::Run* BridgeServer::track(remote::RunEngine* engine, std::unique_pt
     run->owned = std::move(owned);
     using remote::RunEngine;
     // Everything the engine says is folded in at once and sent at the next tick, coalesced.
-    connect(engine, &RunEngine::events, this, [this, run](const QVector<TrainerEvent>& events) {
+    // Hosts as the job names its nodes, as the diagnoses do, not as each rank's start event names its machine.
+    const auto knowHosts = [run] {
+        if (!run->hostsKnown && run->engine && !run->engine->record().nodes.isEmpty()) {
+            run->tracker.setRankHosts(run->engine->record().rankHosts());
+            run->hostsKnown = true;
+        }
+    };
+    connect(engine, &RunEngine::events, this, [this, run, knowHosts](const QVector<TrainerEvent>& events) {
         scheduleFlush();
+        knowHosts();
         run->tracker.addEvents(events);
         for (const TrainerEvent& event : events) {
             run->pendingEvents.append(event.fields);
@@ -534,11 +543,13 @@ BridgeServer::Run* BridgeServer::track(remote::RunEngine* engine, std::unique_pt
                                                      {"line", line.lineNumber},
                                                      {"text", line.text}});
     });
-    connect(engine, &RunEngine::rankExited, this, [this, run](int rank, const QString& host, int status, bool stopped) {
-        scheduleFlush();
-        run->tracker.rankExited(rank, status, host, stopped);
-        run->changedRanks.insert(rank);
-    });
+    connect(engine, &RunEngine::rankExited, this,
+            [this, run, knowHosts](int rank, const QString& host, int status, bool stopped) {
+                scheduleFlush();
+                knowHosts();
+                run->tracker.rankExited(rank, status, host, stopped);
+                run->changedRanks.insert(rank);
+            });
     connect(engine, &RunEngine::diagnoses, this, [this, run](const QVector<Diagnosis>& found) {
         scheduleFlush();
         for (const Diagnosis& diagnosis : found) {

@@ -375,6 +375,7 @@ private slots:
             QCOMPARE(rank.value("state").toString(), QStringLiteral("finished"));
             QCOMPARE(rank.value("step").toInt(), 6);
             QVERIFY(rank.value("loss").isDouble());
+            QCOMPARE(rank.value("host").toString(), QStringLiteral("localhost")); // the job's node, as diagnoses say
         }
         QVERIFY(!client.received(QStringLiteral("run.progress")).isEmpty());
 
@@ -433,6 +434,8 @@ private slots:
         const QJsonObject snapshot = late.call(QStringLiteral("run.subscribe"), {{"run", run.left(17)}}).value("result").toObject();
         QCOMPARE(snapshot.value("run").toObject().value("id").toString(), run);
         QCOMPARE(snapshot.value("ranks").toArray().size(), 2);
+        for (const QJsonValue& rank : snapshot.value("ranks").toArray())
+            QCOMPARE(rank.toObject().value("host").toString(), QStringLiteral("localhost"));
     }
 
     void aRunIsStoppedFromAClient() {

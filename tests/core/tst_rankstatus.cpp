@@ -254,6 +254,33 @@ private Q_SLOTS:
         QVERIFY(tracker.rank(0)->diagnosisKey.isEmpty());
     }
 
+    // The job's name for a rank's node wins over the machine's host name in the rank's start event; a rank the
+    // job does not place keeps the one it reported.
+    void hostsAreTheJobsNodes() {
+        const auto start = [](int rank) {
+            return decoded(QStringLiteral(R"({"v":"1.0","type":"start","rank":%1,"time":10,"world_size":3,)"
+                                          R"("local_rank":%1,"local_world_size":3,"host":"vm","pid":7,)"
+                                          R"("backend":"gloo","device":"cpu","torch_version":"1.13",)"
+                                          R"("steps_per_epoch":10,"total_steps":10,"config":{}})")
+                               .arg(rank)
+                               .toUtf8()
+                               .constData());
+        };
+        RankStatusTracker tracker;
+        tracker.addEvents({start(0)});
+        QCOMPARE(tracker.rank(0)->host, QStringLiteral("vm"));
+        tracker.setRankHosts({{0, QStringLiteral("localhost")}, {1, QStringLiteral("gpu-b")}});
+        QCOMPARE(tracker.rank(0)->host, QStringLiteral("localhost")); // already there
+        tracker.addEvents({start(1), start(2)});
+        QCOMPARE(tracker.rank(1)->host, QStringLiteral("gpu-b"));
+        QCOMPARE(tracker.rank(2)->host, QStringLiteral("vm"));
+        tracker.rankExited(1, 0, QStringLiteral("gpu-b"));
+        QCOMPARE(tracker.rank(1)->host, QStringLiteral("gpu-b"));
+        tracker.clear();
+        tracker.addEvents({start(1)});
+        QCOMPARE(tracker.rank(1)->host, QStringLiteral("vm")); // a new run's hosts are its own
+    }
+
     void exitsDecideTheEnd_data() {
         QTest::addColumn<int>("status");
         QTest::addColumn<int>("expected");

@@ -377,6 +377,15 @@ private slots:
         QVERIFY(cause);
         QCOMPARE(cause->text(1), QStringLiteral("1"));
         QVERIFY2(cause->text(2).contains(QLatin1String("rank 1")), qPrintable(cause->text(2)));
+        // One name for the host everywhere: the diagnosis, the rank's tile and its log lines say "localhost" (the
+        // job's node), not the machine's own host name in one place and "local" in another.
+        window.runView()->flush();
+        QVERIFY2(cause->text(2).contains(QLatin1String("rank 1 on localhost ")), qPrintable(cause->text(2)));
+        const RankGridModel* grid = window.runView()->gridModel();
+        QCOMPARE(grid->index(grid->rowOfRank(1), RankGridModel::HostColumn).data().toString(),
+                 QStringLiteral("localhost"));
+        QCOMPARE(window.logInspector()->model()->index(0, LogModel::RankColumn).data().toString().section(':', 0, 0),
+                 QStringLiteral("localhost"));
         emit panel->itemClicked(cause, 0);
         QCOMPARE(window.runView()->focusedRank(), 1);
         const LogFilterProxy* proxy = window.logInspector()->filterProxy();

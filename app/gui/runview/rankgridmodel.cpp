@@ -172,6 +172,11 @@ void RankGridModel::rankExited(int rank, const QString& host, int status, bool s
         emit dataChanged(index(row, 0), index(row, ColumnCount - 1));
 }
 
+void RankGridModel::setRankHosts(const QHash<int, QString>& hosts) {
+    m_tracker.setRankHosts(hosts);
+    emitAllChanged();
+}
+
 void RankGridModel::addDiagnoses(const QVector<Diagnosis>& diagnoses) {
     const int before = int(m_rows.size());
     m_tracker.applyDiagnoses(diagnoses);

@@ -36,6 +36,8 @@ public:
     // One batch: at most one row insertion and one dataChanged.
     void addEvents(const QVector<rankscope::TrainerEvent>& events);
     void rankExited(int rank, const QString& host, int status, bool stopped = false);
+    // Each rank's node's host (RunRecord::rankHosts): the host column then names hosts as the diagnoses do.
+    void setRankHosts(const QHash<int, QString>& hosts);
     // The run's findings: hung, slow and a root cause's failed come from them (RankStatusTracker's rules).
     void addDiagnoses(const QVector<rankscope::Diagnosis>& diagnoses);
     // The clock of the heartbeat ages and step rates, Unix seconds.

@@ -80,6 +80,10 @@ void RunView::rankExited(int rank, const QString& host, int status, bool stopped
     m_pendingExits.append({rank, host, status, stopped});
 }
 
+void RunView::setRankHosts(const QHash<int, QString>& hosts) {
+    m_gridModel->setRankHosts(hosts);
+}
+
 void RunView::addDiagnoses(const QVector<Diagnosis>& diagnoses) {
     m_pendingDiagnoses += diagnoses;
 }

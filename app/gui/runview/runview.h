@@ -32,6 +32,7 @@ public:
 
     void addEvents(const QVector<rankscope::TrainerEvent>& events);
     void rankExited(int rank, const QString& host, int status, bool stopped = false);
+    void setRankHosts(const QHash<int, QString>& hosts); // RunRecord::rankHosts, before the run's first events
     // The engine's findings, applied after the events of the same tick: the grid's hung, slow and failed.
     void addDiagnoses(const QVector<rankscope::Diagnosis>& diagnoses);
     void addGpuSamples(const QVector<GpuSample>& samples);
