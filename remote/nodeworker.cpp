@@ -319,8 +319,14 @@ void NodeWorker::startFollowing() {
 }
 
 void NodeWorker::poll() {
-    if (m_shuttingDown || m_drained || !m_transport->isConnected())
+    if (m_shuttingDown || m_drained)
         return;
+    if (!m_transport->isConnected()) {
+        // Closed by something other than the poll (which stops polling when it loses the link): reconnect.
+        handleLinkError(TransportError(TransportErrorKind::LinkLost, m_transport->host(),
+                                       QStringLiteral("the connection was closed")));
+        return;
+    }
     try {
         if (pollOnce()) {
             m_drained = true;
@@ -442,6 +448,14 @@ void NodeWorker::handleLinkError(const TransportError& error) {
         m_reconnectTimer->start();
 }
 
+// A command of its own (a stack capture, a kernel log read) found the link dead while the node is followed: the
+// poll, which skips a disconnected transport, would never notice. Reconnect as the poll would have.
+void NodeWorker::linkFailedBesidePolling(const TransportError& error) {
+    if (m_shuttingDown || m_drained || !m_pollTimer || !m_pollTimer->isActive() || m_transport->isConnected())
+        return;
+    handleLinkError(error);
+}
+
 void NodeWorker::tryReconnect() {
     if (m_shuttingDown)
         return;
@@ -503,6 +517,7 @@ void NodeWorker::captureStacks(int job, int timeoutSeconds) {
                 capture.stacks = parseStacks(result.out);
         } catch (const TransportError& error) {
             capture.error = error.message();
+            linkFailedBesidePolling(error);
         }
         captures.append(capture);
     }
@@ -521,6 +536,7 @@ void NodeWorker::readKernelLog(int job, double since, int timeoutSeconds, qint64
         capture.host = m_transport->host();
         capture.problem =
             QStringLiteral("the kernel log of %1 could not be read: %2").arg(error.host(), error.message());
+        linkFailedBesidePolling(error);
     }
     capture.node = m_node;
     emit kernelLogRead(m_node, job, capture);

@@ -131,6 +131,7 @@ private:
     void followGpu();
     void followGpuErrors(bool force); // at most every 2 s, unless forced (the last look before draining)
     void handleLinkError(const TransportError& error);
+    void linkFailedBesidePolling(const TransportError& error);
     void tryReconnect();
     void startFollowing();
     QString absolute(const QString& path) const;

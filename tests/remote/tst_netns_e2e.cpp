@@ -70,6 +70,7 @@ private:
 private slots:
     void initTestCase() {
         qRegisterMetaType<RunRecord>();
+        qRegisterMetaType<StackTree>();
         if (const QString reason = NetnsFixture::skipReason(); !reason.isEmpty())
             QSKIP(qPrintable(reason));
         QString error;
@@ -157,6 +158,42 @@ private slots:
             QVERIFY(stepsAreContiguous(readAll(store.streamPath(record.id, rank, RankStream::Events)), &steps));
             QCOMPARE(steps, 120);
         }
+    }
+
+    // A stack capture that finds the link dead must not leave the node unfollowed: the worker reconnects as after a
+    // failed poll, and the run is seen to its end with nothing lost.
+    void linkCutDuringAStackCaptureIsReconnected() {
+        RunStore store(m_dir.filePath(QStringLiteral("store-capture-link")));
+        remote::EngineOptions o = options();
+        o.stackTimeoutSeconds = 5;
+        remote::RunEngine engine(&store, o);
+        narrate(engine);
+        QSignalSpy events(&engine, &remote::RunEngine::events);
+        QSignalSpy captured(&engine, &remote::RunEngine::stacksCaptured);
+        QSignalSpy restored(&engine, &remote::RunEngine::linkRestored);
+        QSignalSpy finished(&engine, &remote::RunEngine::finished);
+        QString error;
+        QVERIFY2(engine.launch(jobFrom(job(QStringLiteral("capture-link"), QStringLiteral("binary"), trainer(120, 150))),
+                               RunMode::Submit, &error),
+                 qPrintable(error));
+        QTRY_VERIFY_WITH_TIMEOUT(steppedTo(events, 1, 5), 60000);
+        QVERIFY(m_nodes.setLinkUp(1, false, &error));
+        QVERIFY2(engine.captureStacks(&error), qPrintable(error));
+        QTRY_VERIFY_WITH_TIMEOUT(!captured.isEmpty(), 60000);
+        const StackTree tree = captured.front().at(0).value<StackTree>();
+        QVERIFY2(tree.errors().contains(1), qPrintable(tree.render())); // node 1 could not be reached
+        QVERIFY(m_nodes.setLinkUp(1, true, &error));
+        QTRY_VERIFY_WITH_TIMEOUT(!restored.isEmpty(), 30000);
+        QCOMPARE(restored.front().at(1).toString(), m_nodes.nodeAddress(1));
+
+        QTRY_VERIFY_WITH_TIMEOUT(!finished.isEmpty(), 180000);
+        const RunRecord record = finished.front().front().value<RunRecord>();
+        QCOMPARE(record.state, QStringLiteral("finished"));
+        QString mismatch;
+        QVERIFY2(storeMatchesNodes(store, record, &mismatch), qPrintable(mismatch));
+        int steps = 0;
+        QVERIFY(stepsAreContiguous(readAll(store.streamPath(record.id, 1, RankStream::Events)), &steps));
+        QCOMPARE(steps, 120);
     }
 
     void killedRankIsReportedAndTheRunTornDown() {
