@@ -60,6 +60,13 @@ struct RankState {
     QVector<RankError> errors;
     std::optional<double> lastEventTime;
     qint64 eventCount = 0;
+
+    // The step within its epoch (1-based): `step` counts across epochs, as the step events do.
+    [[nodiscard]] qint64 stepInEpoch() const { return stepsPerEpoch > 0 ? step - (epoch - 1) * stepsPerEpoch : step; }
+    // max_steps ends the run before its epochs do: progress is measured against it, not the epochs' steps.
+    [[nodiscard]] bool cappedByMaxSteps() const {
+        return totalSteps > 0 && stepsPerEpoch > 0 && epochs * stepsPerEpoch > totalSteps;
+    }
 };
 
 // Folds a run's events, from any number of streams, into one state per rank. Events of one rank must

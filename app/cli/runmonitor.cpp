@@ -100,18 +100,26 @@ QString RunMonitor::rankLine(int rank) const {
     if (!state || !state->started)
         return QStringLiteral("rank %1 %2  starting").arg(rank, 3).arg(host, -12);
     const qint64 total = state->totalSteps > 0 ? state->totalSteps : 0;
-    const qint64 done =
-        state->stepsPerEpoch > 0 ? (state->epoch - 1) * state->stepsPerEpoch + state->step : state->step;
+    const qint64 done = state->step; // counted across epochs
     const double fraction = total > 0 ? static_cast<double>(done) / static_cast<double>(total) : 0.0;
-    QString line = QStringLiteral("rank %1 %2 %3 %4%  epoch %5/%6 step %7/%8")
+    QString line = QStringLiteral("rank %1 %2 %3 %4%  ")
                        .arg(rank, 3)
                        .arg(host, -12)
                        .arg(bar(fraction, 20))
-                       .arg(static_cast<int>(fraction * 100), 3)
-                       .arg(state->epoch)
-                       .arg(state->epochs)
-                       .arg(state->step)
-                       .arg(state->stepsPerEpoch);
+                       .arg(static_cast<int>(fraction * 100), 3);
+    // "35%" beside "step 35/469" of the epoch would not add up when max_steps ends the run first.
+    if (state->cappedByMaxSteps())
+        line += QStringLiteral("step %1/%2 (max_steps)  epoch %3/%4")
+                    .arg(done)
+                    .arg(total)
+                    .arg(state->epoch)
+                    .arg(state->epochs);
+    else
+        line += QStringLiteral("epoch %1/%2 step %3/%4")
+                    .arg(state->epoch)
+                    .arg(state->epochs)
+                    .arg(state->stepInEpoch())
+                    .arg(state->stepsPerEpoch);
     if (state->loss)
         line += QStringLiteral("  loss %1").arg(*state->loss, 0, 'f', 4);
     if (state->imagesPerSec)

@@ -81,6 +81,7 @@ private slots:
     void unknownTypeIsCountedOnly();
     void cleanRunFromFiles();
     void failedRunFromFile();
+    void progressWithinEpochsAndMaxSteps();
 };
 
 void tst_RunSummary::status_data() {
@@ -250,6 +251,26 @@ void tst_RunSummary::failedRunFromFile() {
     QVERIFY(!rank1.errors[0].fatal);
     QCOMPARE(rank1.errors[1].kind, QStringLiteral("collective"));
     QVERIFY(rank1.errors[1].fatal);
+}
+
+// Step events count steps across epochs: the step within an epoch is worked out from the start event's epoch size,
+// and a run that max_steps ends before its epochs do says so.
+void tst_RunSummary::progressWithinEpochsAndMaxSteps() {
+    RunSummary summary;
+    summary.add(makeEvent("start", 0, 1.0, {{"steps_per_epoch", 16}, {"total_steps", 48}}));
+    summary.add(makeEvent("step", 0, 2.0, {{"epoch", 2}, {"step", 21}}));
+    const RankState* state = summary.rank(0);
+    QCOMPARE(state->stepInEpoch(), qint64(5));
+    QVERIFY(!state->cappedByMaxSteps()); // its epochs are not known
+
+    RunSummary capped;
+    capped.add(makeEvent("start", 0, 1.0,
+                         {{"steps_per_epoch", 469}, {"total_steps", 100}, {"config", QJsonObject{{"epochs", 1}}}}));
+    capped.add(makeEvent("step", 0, 2.0, {{"epoch", 1}, {"step", 35}}));
+    state = capped.rank(0);
+    QCOMPARE(state->epochs, qint64(1));
+    QCOMPARE(state->stepInEpoch(), qint64(35));
+    QVERIFY(state->cappedByMaxSteps()); // 100 steps of an epoch of 469
 }
 
 QTEST_GUILESS_MAIN(tst_RunSummary)
