@@ -258,13 +258,18 @@ void RunDiagnostics::resolve(const QString& key, double now, QVector<Diagnosis>&
         }
 }
 
+// How long a rank is known to have been still at `now`: up to where its copy goes, not beyond.
+double RunDiagnostics::stillFor(const RankState& state, double now) {
+    return std::min(now, state.knownUntil) - state.lastMove;
+}
+
 void RunDiagnostics::checkHang(double now, QVector<Diagnosis>& changed) {
     const double still = hangThresholdSeconds();
     QVector<int> waiting;
     qint64 collective = 0;
     for (auto it = m_ranks.cbegin(); it != m_ranks.cend(); ++it) {
         const RankState& s = it.value();
-        if (!s.ended && s.seenHeartbeat && s.started > s.finished && now - s.lastMove >= still) {
+        if (!s.ended && s.seenHeartbeat && s.started > s.finished && stillFor(s, now) >= still) {
             waiting.append(it.key());
             collective = std::max(collective, s.started);
         }
@@ -290,7 +295,7 @@ void RunDiagnostics::checkHang(double now, QVector<Diagnosis>& changed) {
             continue;
         if (s.started >= collective && waiting.contains(it.key()))
             inside.append(it.key());
-        else if (s.started < collective && now - s.lastMove >= still)
+        else if (s.started < collective && stillFor(s, now) >= still)
             behind.append(it.key());
         else
             moving = true;

@@ -86,6 +86,11 @@ public:
     // moving by design, so a hang first seen after it is the ending's and is not reported. One reported before
     // stays, with its updates. Infinity: not ending.
     void setEndingSince(double time) { m_endingSince = time; }
+    // What is known of `rank` goes up to `time` (Unix seconds), not up to now: the copy of its streams stops there
+    // (a run attached to again whose newest bytes are not read yet, a node whose link is down), so its stillness
+    // after `time` is not known and makes no hang. Infinity, the default: known up to now.
+    void setRankKnownUntil(int rank, double time) { m_ranks[rank].knownUntil = time; }
+    [[nodiscard]] double rankKnownUntil(int rank) const { return m_ranks.value(rank, RankState{}).knownUntil; }
     void clear();
 
     [[nodiscard]] const QVector<Diagnosis>& all() const { return m_all; }
@@ -101,6 +106,7 @@ private:
         qint64 finished = 0; // collective_finished
         double lastHeartbeat = 0.0;
         double lastMove = 0.0; // when step, phase or a counter last changed
+        double knownUntil = std::numeric_limits<double>::infinity(); // see setRankKnownUntil
         bool seenHeartbeat = false;
         bool ended = false;
         std::deque<double> computeMs; // the last stragglerWindow steps
@@ -114,6 +120,7 @@ private:
     void report(Diagnosis diagnosis, QVector<Diagnosis>& changed);
     void resolve(const QString& key, double now, QVector<Diagnosis>& changed);
     void checkHang(double now, QVector<Diagnosis>& changed);
+    [[nodiscard]] static double stillFor(const RankState& state, double now);
     void checkStragglers(double now, QVector<Diagnosis>& changed);
     void checkChecksums(double now, QVector<Diagnosis>& changed);
     [[nodiscard]] QString where(int rank) const; // "rank 3 on node-b"

@@ -306,6 +306,7 @@ void NodeWorker::startSupervisor(const QString& mode) {
 
 void NodeWorker::startFollowing() {
     m_drained = false;
+    m_caughtUp = false;
     // Time without a pulse counts only while the node is reachable.
     m_sincePulseChanged.invalidate();
     m_sincePulseChecked.invalidate();
@@ -328,7 +329,12 @@ void NodeWorker::poll() {
         return;
     }
     try {
-        if (pollOnce()) {
+        const bool drainedNow = pollOnce();
+        if (!m_caughtUp) {
+            m_caughtUp = true;
+            emit caughtUp(m_node);
+        }
+        if (drainedNow) {
             m_drained = true;
             m_pollTimer->stop();
             emit drained(m_node);

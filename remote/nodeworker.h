@@ -120,6 +120,9 @@ signals:
     void linkLost(int node, const QString& message);
     void linkRestored(int node);
     void drained(int node); // every rank ended and every byte of its files was delivered
+    // The first pass after following began (a launch, an attach, a reconnect) delivered every byte the node had:
+    // what the engine knows of the node's ranks is current from here on.
+    void caughtUp(int node);
     void stopped(int node, int processesLeft, const QString& detail);
     void stacksCaptured(int node, int job, const QVector<rankscope::remote::RankStackCapture>& captures);
     void kernelLogRead(int node, int job, const rankscope::KernelLogCapture& capture);
@@ -162,6 +165,7 @@ private:
     QElapsedTimer m_sincePulseChecked;
     QElapsedTimer m_sinceGpuErrChecked; // gpu.err is looked at every 2 s, not on every poll
     bool m_drained = false;
+    bool m_caughtUp = false; // since following (re)started
     bool m_shuttingDown = false;
 };
 

@@ -160,10 +160,20 @@ NodeWorker* RunEngine::startWorker(int node, std::unique_ptr<Transport> transpor
     connect(worker, &NodeWorker::drained, this, &RunEngine::onDrained);
     connect(worker, &NodeWorker::stopped, this, &RunEngine::onStopped);
     connect(worker, &NodeWorker::stacksCaptured, this, &RunEngine::onStacksCaptured);
-    connect(worker, &NodeWorker::linkLost, this,
-            [this](int n, const QString& message) { emit linkLost(n, m_record.nodes.value(n).host, message); });
+    // What is known of a node's ranks stops where its link went down, until the node is caught up again: their
+    // stillness meanwhile is the link's, no hang.
+    connect(worker, &NodeWorker::linkLost, this, [this](int n, const QString& message) {
+        const double now = static_cast<double>(QDateTime::currentMSecsSinceEpoch()) / 1000.0;
+        for (const int rank : m_record.nodes.value(n).ranks)
+            m_diagnostics.setRankKnownUntil(rank, std::min(now, m_diagnostics.rankKnownUntil(rank)));
+        emit linkLost(n, m_record.nodes.value(n).host, message);
+    });
     connect(worker, &NodeWorker::linkRestored, this,
             [this](int n) { emit linkRestored(n, m_record.nodes.value(n).host); });
+    connect(worker, &NodeWorker::caughtUp, this, [this](int n) {
+        for (const int rank : m_record.nodes.value(n).ranks)
+            m_diagnostics.setRankKnownUntil(rank, std::numeric_limits<double>::infinity());
+    });
     thread->start();
     m_threads.append(thread);
     m_workers.append(worker);
@@ -350,6 +360,11 @@ bool RunEngine::attach(const QString& runId, QString* error) {
     watchNcclFromJob();
     startDiagnosis();
     replayStored();
+    // This machine's copy of each rank stops where the run was last followed: until its node is caught up, that
+    // copy's stillness is no hang (nor a reason to stop the ranks in gdb for their stacks).
+    for (const RunNodeRecord& node : std::as_const(m_record.nodes))
+        for (const int rank : node.ranks)
+            m_diagnostics.setRankKnownUntil(rank, -std::numeric_limits<double>::infinity());
     for (int i = 0; i < m_record.nodes.size(); ++i) {
         const RunNodeRecord& node = m_record.nodes[i];
         NodeSpec spec;

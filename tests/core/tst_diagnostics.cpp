@@ -268,6 +268,23 @@ private slots:
         QCOMPARE(replay(before, events, DiagnosisKind::Hang).size(), 1);
     }
 
+    // How long ranks were still is known only as far as their copy goes (an attached run not caught up yet, a node
+    // whose link is down): no hang from beyond it, until the copy is current again.
+    void stillnessPastTheKnownCopyIsNoHang() {
+        const QVector<TrainerEvent> events = threeRanksInsideCollective12();
+        RunDiagnostics stale;
+        for (int rank = 0; rank < 3; ++rank)
+            stale.setRankKnownUntil(rank, 2000.5);
+        QVERIFY(replay(stale, events, DiagnosisKind::Hang, 2030.0).isEmpty());
+        QCOMPARE(stale.rankKnownUntil(1), 2000.5);
+        for (int rank = 0; rank < 3; ++rank)
+            stale.setRankKnownUntil(rank, std::numeric_limits<double>::infinity());
+        const QVector<Diagnosis> current = stale.update(2031.0);
+        QCOMPARE(std::count_if(current.begin(), current.end(),
+                               [](const Diagnosis& d) { return d.kind == DiagnosisKind::Hang; }),
+                 1);
+    }
+
     // A rank that is merely slower to reach the collective, but moving, is not a hang; once it arrives the
     // run goes on and nothing is reported.
     void aRankStillMovingIsNotAHang() {

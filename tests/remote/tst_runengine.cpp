@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <csignal>
 
 #include <tuple>
 
@@ -159,6 +160,49 @@ private slots:
         QVERIFY(cause != found.cend());
         QCOMPARE(cause->culprits, 3);
         QCOMPARE(cause->ranks.size(), 3);
+    }
+
+    // A run attached to again after a while detached: this machine's copy of each rank stops where it was last
+    // followed, and its stillness since then is no hang. (It was reported at once, and the stack capture it set off
+    // stopped the healthy ranks in gdb.)
+    void attachedRunIsNoHangBeforeItIsCaughtUp() {
+        RunStore store(m_dir.filePath(QStringLiteral("store-reattach")));
+        // Over SSH: the copy stays stale while the session is set up, several of the diagnosis' ticks.
+        const QJsonObject job{{"version", 1},
+                              {"name", "reattach"},
+                              {"mode", "submit"},
+                              {"deploy", "binary"},
+                              {"master_port", 29600 + QRandomGenerator::global()->bounded(300)},
+                              {"nodes", QJsonArray{loopbackNode("loop")}},
+                              {"trainer", trainerJson(60, {"--slow-rank", "0", "--slow-ms", "150"})}};
+        QString id;
+        {
+            remote::RunEngine engine(&store, engineOptions());
+            QSignalSpy events(&engine, &remote::RunEngine::events);
+            QString error;
+            QVERIFY2(engine.launch(jobFrom(job), RunMode::Submit, &error), qPrintable(error));
+            QTRY_VERIFY_WITH_TIMEOUT(steppedTo(events, 0, 15), 60000); // with heartbeats (one a second)
+            id = engine.record().id;
+            engine.detach();
+        }
+        QTest::qWait(2000); // the ranks go on; heartbeat intervals pass unseen
+        remote::RunEngine engine(&store, engineOptions());
+        QVector<Diagnosis> found;
+        connect(&engine, &remote::RunEngine::diagnoses,
+                [&found](const QVector<Diagnosis>& changed) { found += changed; });
+        // The node answers slowly (its sshd stopped for 3 s): the copy stays stale for many diagnosis ticks.
+        const qint64 sshd = m_sshd.processId();
+        QVERIFY(sshd > 1);
+        QCOMPARE(::kill(static_cast<pid_t>(sshd), SIGSTOP), 0);
+        QString error;
+        const bool attached = engine.attach(id, &error);
+        QTest::qWait(3000);
+        ::kill(static_cast<pid_t>(sshd), SIGCONT);
+        QVERIFY2(attached, qPrintable(error));
+        const RunRecord record = waitForEnd(engine, 120000);
+        QCOMPARE(record.state, QStringLiteral("finished"));
+        for (const Diagnosis& d : std::as_const(found))
+            QVERIFY2(d.kind != DiagnosisKind::Hang, qPrintable(d.toString()));
     }
 
     // A run that ended keeps its stored end when it is attached to again (to read its logs) or stopped late.
