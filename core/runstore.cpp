@@ -268,6 +268,12 @@ QVector<KernelLogCapture> RunStore::kernelLogs(const QString& id) const {
 }
 
 bool RunStore::save(const RunRecord& record, QString* error) {
+    // A run whose end was seen keeps it: a front end that followed it without seeing the end (killed, detached,
+    // cut off) holds an older picture, and saving it last must not make the run running again.
+    if (!record.endSeen()) {
+        if (const auto stored = load(record.id); stored && stored->endSeen())
+            return true;
+    }
     if (!QDir().mkpath(runDir(record.id))) {
         if (error)
             *error = QStringLiteral("cannot create %1").arg(runDir(record.id));

@@ -101,7 +101,9 @@ public:
     [[nodiscard]] const QString& root() const { return m_root; }
     [[nodiscard]] QString newRunId(const QDateTime& now = QDateTime::currentDateTimeUtc()) const;
     [[nodiscard]] QString runDir(const QString& id) const;
-    bool save(const RunRecord& record, QString* error = nullptr); // run.json and the index, both atomically
+    // run.json and the index, both atomically. A record not seen to end does not replace one whose end was seen
+    // (RunRecord::endSeen): the run stays ended, and saving it is no error.
+    bool save(const RunRecord& record, QString* error = nullptr);
     [[nodiscard]] std::optional<RunRecord> load(const QString& id, QString* error = nullptr) const;
     // Newest first. A run directory missing from the index (a crash between writes) is still listed.
     [[nodiscard]] QVector<RunRecord> list() const;

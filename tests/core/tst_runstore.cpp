@@ -136,6 +136,7 @@ private slots:
     void recordJsonRoundTrip();
     void recordWithoutIdIsRejected();
     void saveLoadRoundTrip();
+    void anEndSeenIsNotUndone();
     void loadReportsMissingAndDamagedRuns();
     void newRunId();
     void listIsNewestFirst();
@@ -212,6 +213,37 @@ void tst_RunStore::recordWithoutIdIsRejected() {
     QVERIFY(!bare->ended.isValid());
     QVERIFY(bare->nodes.isEmpty());
     QVERIFY(bare->exits.isEmpty());
+}
+
+// What a stale follower saves last (running, one exit) does not replace the end another front end saw.
+void tst_RunStore::anEndSeenIsNotUndone() {
+    QTemporaryDir dir;
+    RunStore store(dir.path());
+    RunRecord ended = fullRecord(store.newRunId());
+    ended.state = QStringLiteral("stopped");
+    QVERIFY(store.save(ended));
+    RunRecord stale = ended;
+    stale.state = QStringLiteral("running");
+    stale.ended = QDateTime();
+    stale.exits.remove(3);
+    QVERIFY(store.save(stale));
+    compareRecords(*store.load(ended.id), ended);
+
+    // A seen end replaces another.
+    RunRecord finished = ended;
+    finished.state = QStringLiteral("finished");
+    QVERIFY(store.save(finished));
+    compareRecords(*store.load(ended.id), finished);
+
+    // A lost run (a node never seen to end) was not seen to end: a later picture replaces it.
+    RunRecord lost = fullRecord(QStringLiteral("20240301-120000-0a0b"));
+    lost.state = QStringLiteral("lost");
+    QVERIFY(store.save(lost));
+    RunRecord following = lost;
+    following.state = QStringLiteral("running");
+    following.ended = QDateTime();
+    QVERIFY(store.save(following));
+    compareRecords(*store.load(lost.id), following);
 }
 
 void tst_RunStore::saveLoadRoundTrip() {
