@@ -105,7 +105,7 @@ void RankStatusTracker::apply(const TrainerEvent& event) {
         if (event.string(schema::end::kStatus) == jsonKey(schema::status::kOk)) {
             history.finished = true;
         } else if (!history.failed && history.terminated.isEmpty()) {
-            history.failed = true;
+            history.failed = history.failedInWords = true;
             status.reason = QStringLiteral("ended with status error");
         }
         break;
@@ -119,7 +119,7 @@ void RankStatusTracker::apply(const TrainerEvent& event) {
             history.terminated = said;
             break;
         }
-        history.failed = true;
+        history.failed = history.failedInWords = true;
         status.reason = said;
         break;
     }
@@ -168,9 +168,13 @@ void RankStatusTracker::rankExited(int rank, int exitStatus, const QString& host
         status.host = host;
     const QString how = history.terminated.isEmpty() ? describeExitStatus(exitStatus) : history.terminated;
     if (stopped && exitStatus != 0 && exitStatus != kLostExitStatus) {
-        if (!history.failed && !history.finished) {
+        // The engine judged this end the teardown's (its own error, if any, came after the teardown began): an
+        // error it reported on the way, such as a collective whose peer the teardown had ended, is part of that.
+        if (!history.finished && (!history.failed || history.failedInWords)) {
+            const QString said = history.failed ? status.reason : how;
+            history.failed = history.failedInWords = false;
             history.stopped = true;
-            status.reason = QStringLiteral("stopped by the teardown: %1").arg(how);
+            status.reason = QStringLiteral("stopped by the teardown: %1").arg(said);
         }
     } else if (exitStatus == kLostExitStatus) {
         if (!history.failed && !history.finished)

@@ -92,6 +92,7 @@ private:
         qint64 collectiveStarted = -1;
         qint64 collectiveFinished = -1;
         bool failed = false;
+        bool failedInWords = false; // failed by its own error or end event, not (yet) by an exit status
         bool finished = false;
         bool stopped = false;
         QString terminated; // "terminated: SIGTERM received at …", the rank's own word that it was told to stop

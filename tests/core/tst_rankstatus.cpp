@@ -339,6 +339,29 @@ private Q_SLOTS:
         QCOMPARE(tracker.rank(0)->state, RankLiveState::Stopped);
     }
 
+    // A rank whose collective failed because the teardown had ended its peer: the engine marks its exit as the
+    // teardown's, and it reads stopped, with what it said, not failed (as the run store has it).
+    void anErrorOnTheWayOutOfATeardownIsStopped() {
+        RankStatusTracker tracker;
+        tracker.addEvents({step(0, 10.0, 4), step(1, 10.0, 4)});
+        tracker.addEvents(
+            {decoded(R"({"v":"1.0","type":"error","rank":0,"time":11,"kind":"collective",)"
+                     R"("message":"gradient all-reduce failed: Connection closed by peer","fatal":true})")});
+        QCOMPARE(tracker.rank(0)->state, RankLiveState::Failed);
+        tracker.rankExited(1, 143, QStringLiteral("node-b"), true);
+        tracker.rankExited(0, 1, QStringLiteral("node-a"), true);
+        QCOMPARE(tracker.rank(0)->state, RankLiveState::Stopped);
+        QCOMPARE(tracker.rank(0)->reason, QStringLiteral("stopped by the teardown: collective: gradient all-reduce "
+                                                         "failed: Connection closed by peer"));
+        // Not so when its exit is its own (not the teardown's): then the error is its failure.
+        RankStatusTracker own;
+        own.addEvents({step(0, 10.0, 4)});
+        own.addEvents({decoded(R"({"v":"1.0","type":"error","rank":0,"time":11,"kind":"collective",)"
+                               R"("message":"gradient all-reduce failed","fatal":true})")});
+        own.rankExited(0, 1, QStringLiteral("node-a"));
+        QCOMPARE(own.rank(0)->state, RankLiveState::Failed);
+    }
+
     // What the trainer says when it is sent SIGTERM (a "terminated" error, then an end with status error) waits
     // for its exit: the teardown's makes it stopped, with its words; anyone else's SIGTERM is a failure.
     void terminatedRankWaitsForItsExit() {
