@@ -692,7 +692,7 @@ QString JobIssue::toString() const {
     return path.isEmpty() ? message : path + QStringLiteral(": ") + message;
 }
 
-JobParseResult parseJob(QByteArrayView json, const QString& baseDir) {
+JobParseResult parseJob(QByteArrayView json, const QString& baseDir, std::optional<RunMode> mode) {
     QJsonParseError error;
     const QJsonDocument document = QJsonDocument::fromJson(json.toByteArray(), &error);
     if (error.error != QJsonParseError::NoError)
@@ -705,6 +705,8 @@ JobParseResult parseJob(QByteArrayView json, const QString& baseDir) {
     JobSpec job;
     rejectUnknownKeys(root, {}, kTopKeys, issues);
     readHeader(root, job, issues);
+    if (mode)
+        job.mode = *mode;
     readTrainer(root, job.trainer, issues);
     readDebug(root, job.debug, issues);
     readEnv(root, json, job, issues);
@@ -715,12 +717,12 @@ JobParseResult parseJob(QByteArrayView json, const QString& baseDir) {
     return {std::move(job), {}};
 }
 
-JobParseResult loadJobFile(const QString& path) {
+JobParseResult loadJobFile(const QString& path, std::optional<RunMode> mode) {
     QFile file(path);
     if (!file.open(QIODevice::ReadOnly))
         return {std::nullopt, {{QString(), QStringLiteral("cannot read \"%1\": %2").arg(path, file.errorString())}}};
     const QFileInfo info(path);
-    JobParseResult result = parseJob(file.readAll(), info.absolutePath());
+    JobParseResult result = parseJob(file.readAll(), info.absolutePath(), mode);
     if (result.job && result.job->name.isEmpty())
         result.job->name = info.completeBaseName();
     return result;

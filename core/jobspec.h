@@ -136,9 +136,12 @@ struct JobParseResult {
 // Parses and validates a job file's text. Every problem is reported, each with its path; no input crashes or
 // asserts. baseDir resolves a relative "hostfile" (empty: the current directory). After parsing, every node's
 // name, work_dir and procs are resolved, and "node_defaults" and the hostfile's nodes are merged in.
-[[nodiscard]] JobParseResult parseJob(QByteArrayView json, const QString& baseDir = {});
+// `mode`: the mode a front end was asked for (`--mode`), which replaces the file's before the job is checked (a
+// submit job with a local debug node and no nodes is a valid local debug run).
+[[nodiscard]] JobParseResult parseJob(QByteArrayView json, const QString& baseDir = {},
+                                      std::optional<RunMode> mode = std::nullopt);
 // Reads a file and parses it with its folder as baseDir; an unset "name" becomes the file's base name.
-[[nodiscard]] JobParseResult loadJobFile(const QString& path);
+[[nodiscard]] JobParseResult loadJobFile(const QString& path, std::optional<RunMode> mode = std::nullopt);
 
 // Writes a job as JSON: the resolved job (merged nodes, no node_defaults or hostfile), fields at their
 // default left out where the default is "unset". parseJob(jobToJson(j)) gives back j for every parsed j,

@@ -292,12 +292,22 @@ void BridgeServer::dispatch(Client* client, const QJsonValue& id, const QString&
         return;
     }
     if (method == QLatin1String("run.launch") || method == QLatin1String("cluster.check")) {
+        std::optional<RunMode> asked; // checked for the mode it will run in
+        if (const QJsonValue modeValue = params.value(QStringLiteral("mode")); !modeValue.isUndefined()) {
+            if (modeValue == QLatin1String("debug"))
+                asked = RunMode::Debug;
+            else if (modeValue == QLatin1String("submit"))
+                asked = RunMode::Submit;
+            else
+                return invalid(QStringLiteral("mode"), QStringLiteral("must be \"debug\" or \"submit\""));
+        }
         const QJsonValue jobValue = params.value(QStringLiteral("job"));
         JobParseResult parsed;
         if (jobValue.isString())
-            parsed = loadJobFile(jobValue.toString());
+            parsed = loadJobFile(jobValue.toString(), asked);
         else if (jobValue.isObject())
-            parsed = parseJob(QJsonDocument(jobValue.toObject()).toJson(QJsonDocument::Compact), QDir::currentPath());
+            parsed =
+                parseJob(QJsonDocument(jobValue.toObject()).toJson(QJsonDocument::Compact), QDir::currentPath(), asked);
         else
             return invalid(QStringLiteral("job"), QStringLiteral("a job object or the path of a job file"));
         if (!parsed.ok()) {
@@ -311,15 +321,7 @@ void BridgeServer::dispatch(Client* client, const QJsonValue& id, const QString&
                       QJsonObject{{"field", "job"}, {"issues", issues}});
             return;
         }
-        RunMode mode = parsed.job->mode;
-        if (const QJsonValue modeValue = params.value(QStringLiteral("mode")); !modeValue.isUndefined()) {
-            if (modeValue == QLatin1String("debug"))
-                mode = RunMode::Debug;
-            else if (modeValue == QLatin1String("submit"))
-                mode = RunMode::Submit;
-            else
-                return invalid(QStringLiteral("mode"), QStringLiteral("must be \"debug\" or \"submit\""));
-        }
+        const RunMode mode = parsed.job->mode;
         if (method == QLatin1String("cluster.check")) {
             remote::ConnectionOptions connection;
             connection.knownHostsPath = m_options.engine.knownHostsPath;

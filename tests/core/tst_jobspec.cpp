@@ -600,6 +600,16 @@ void tst_JobSpec::loadJobFile() {
     QVERIFY(writeFile(dir.filePath("jobs/named.json"), R"({"name": "given", "mode": "debug"})"));
     QCOMPARE(rankscope::loadJobFile(dir.filePath("jobs/named.json")).job->name, QStringLiteral("given"));
 
+    // The mode asked for (`--mode debug`) is the one the job is checked for: a submit job without nodes is a valid
+    // local debug run, and not a valid submit.
+    QVERIFY(writeFile(dir.filePath("jobs/local.json"), R"({"mode": "submit", "debug": {"node": "local"}})"));
+    const JobParseResult asSubmit = rankscope::loadJobFile(dir.filePath("jobs/local.json"));
+    QVERIFY(!asSubmit.ok());
+    QCOMPARE(asSubmit.issues.value(0).path, QStringLiteral("nodes"));
+    const JobParseResult asDebug = rankscope::loadJobFile(dir.filePath("jobs/local.json"), rankscope::RunMode::Debug);
+    QVERIFY2(asDebug.ok(), qPrintable(issueTexts(asDebug.issues).join('\n')));
+    QCOMPARE(asDebug.job->mode, rankscope::RunMode::Debug);
+
     const JobParseResult missing = rankscope::loadJobFile(dir.filePath("absent.json"));
     QVERIFY(!missing.job);
     QCOMPARE(missing.issues.size(), 1);
