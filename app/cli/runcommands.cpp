@@ -77,9 +77,21 @@ enum class OnInterrupt {
     LeaveRunning, // stop: already stopping it
 };
 
+bool isTerminal() {
+    return isatty(fileno(stdout)) != 0;
+}
+
+// Attaches `monitor`'s engine to a stored run with the monitor listening already, so that the progress lines and the
+// final table start from what the store holds, not from nothing.
+bool attachMonitored(remote::RunEngine& engine, RunMonitor& monitor, const QString& id, QString* error) {
+    monitor.setReplaying(true);
+    const bool attached = engine.attach(id, error);
+    monitor.setReplaying(false);
+    return attached;
+}
+
 // Runs the event loop until the monitor reports the end; Ctrl-C stops the run, a second one leaves it running.
-int follow(remote::RunEngine& engine, OnInterrupt onInterrupt) {
-    RunMonitor monitor(&engine, isatty(fileno(stdout)) != 0);
+int follow(remote::RunEngine& engine, RunMonitor& monitor, OnInterrupt onInterrupt) {
     int interrupts = 0;
     installInterruptHandler([&](int signal) {
         ++interrupts;
@@ -138,24 +150,25 @@ std::optional<QString> askSecret(const QString& prompt) {
 
 std::optional<CommandJob> loadCommandJob(const QString& command, const QString& jobPath, const QString& mode,
                                          int* exitCode) {
-    const JobParseResult job = loadJobFile(jobPath);
+    std::optional<RunMode> asked;
+    if (mode == QLatin1String("debug"))
+        asked = RunMode::Debug;
+    else if (mode == QLatin1String("submit"))
+        asked = RunMode::Submit;
+    else if (!mode.isEmpty()) {
+        printError(command, QStringLiteral("--mode must be debug or submit, not '%1'").arg(mode));
+        *exitCode = kExitUsage;
+        return std::nullopt;
+    }
+    // The job is checked for the mode it will run in.
+    const JobParseResult job = loadJobFile(jobPath, asked);
     if (!job.ok()) {
         for (const JobIssue& issue : job.issues)
             QTextStream(stderr) << jobPath << ": " << issue.toString() << '\n';
         *exitCode = kExitInvalidJob;
         return std::nullopt;
     }
-    CommandJob loaded{*job.job, job.job->mode};
-    if (mode == QLatin1String("debug"))
-        loaded.mode = RunMode::Debug;
-    else if (mode == QLatin1String("submit"))
-        loaded.mode = RunMode::Submit;
-    else if (!mode.isEmpty()) {
-        printError(command, QStringLiteral("--mode must be debug or submit, not '%1'").arg(mode));
-        *exitCode = kExitUsage;
-        return std::nullopt;
-    }
-    return loaded;
+    return CommandJob{*job.job, job.job->mode};
 }
 
 int runRunCommand(const QString& jobPath, const QString& mode, bool detach, const ConnectionFlags& flags,
@@ -176,6 +189,7 @@ int runRunCommand(const QString& jobPath, const QString& mode, bool detach, cons
     }
     RunStore store;
     remote::RunEngine engine(&store, engineOptions(flags));
+    RunMonitor monitor(&engine, isTerminal());
     remote::LaunchOptions launchOptions;
     launchOptions.debugRank = debugRank;
     QString error;
@@ -190,7 +204,7 @@ int runRunCommand(const QString& jobPath, const QString& mode, bool detach, cons
             QCoreApplication::exit(kExitOk);
         });
     }
-    const int code = follow(engine, OnInterrupt::Stop);
+    const int code = follow(engine, monitor, OnInterrupt::Stop);
     if (code != kExitOk && !engine.record().summary.isEmpty())
         printError(QStringLiteral("run"), engine.record().summary);
     return code;
@@ -202,12 +216,13 @@ int runAttachCommand(const QString& run, const ConnectionFlags& flags) {
     if (id.isEmpty())
         return kExitUsage;
     remote::RunEngine engine(&store, engineOptions(flags));
+    RunMonitor monitor(&engine, isTerminal());
     QString error;
-    if (!engine.attach(id, &error)) {
+    if (!attachMonitored(engine, monitor, id, &error)) {
         printError(QStringLiteral("attach"), error);
         return kExitLaunchFailed;
     }
-    return follow(engine, OnInterrupt::StopOnCtrlC);
+    return follow(engine, monitor, OnInterrupt::StopOnCtrlC);
 }
 
 int runStacksCommand(const QString& run, bool json, const ConnectionFlags& flags) {
@@ -269,15 +284,16 @@ int runStopCommand(const QString& run, const ConnectionFlags& flags) {
         return kExitOk;
     }
     remote::RunEngine engine(&store, engineOptions(flags));
+    RunMonitor monitor(&engine, isTerminal());
     QString error;
-    if (!engine.attach(id, &error)) {
+    if (!attachMonitored(engine, monitor, id, &error)) {
         printError(QStringLiteral("stop"), error);
         return kExitLaunchFailed;
     }
     engine.stop();
     int left = -1;
     QObject::connect(&engine, &remote::RunEngine::stopped, [&left](int processesLeft) { left = processesLeft; });
-    follow(engine, OnInterrupt::LeaveRunning);
+    follow(engine, monitor, OnInterrupt::LeaveRunning);
     return left == 0 ? kExitOk : kExitRunFailed;
 }
 
@@ -428,25 +444,55 @@ int runLogsCommand(const QString& run, std::optional<int> rank, const QString& s
     }
     // --follow: attach to the run; the engine replays what is stored, then delivers new lines as they come.
     remote::RunEngine engine(&store, engineOptions(flags));
+    // The events file's lines are shown as the rank wrote them, in its order: read from the store's copy, which the
+    // engine has appended to before it says what the bytes held.
+    QHash<int, qint64> eventsShown; // per rank: bytes of its events file shown
+    const auto showEvents = [&](int r) {
+        QFile file(store.streamPath(id, r, RankStream::Events));
+        qint64& shown = eventsShown[r];
+        if (!file.open(QIODevice::ReadOnly) || !file.seek(shown))
+            return;
+        const QByteArray bytes = file.readAll();
+        const qsizetype end = bytes.lastIndexOf('\n');
+        if (end < 0)
+            return;
+        shown += end + 1;
+        for (const QByteArray& line : bytes.left(end).split('\n')) {
+            if (prefix)
+                std::printf("[rank %d events] ", r);
+            std::fwrite(line.data(), 1, static_cast<size_t>(line.size()), stdout);
+            std::fputc('\n', stdout);
+        }
+    };
+    const bool withEvents = streams.contains(RankStream::Events);
     QObject::connect(&engine, &remote::RunEngine::logLines, [&](const QVector<RankLogLine>& lines) {
+        QSet<int> eventsOf;
         for (const RankLogLine& line : lines) {
             if ((rank && line.rank != *rank) || !streams.contains(line.stream))
                 continue;
+            if (line.stream == RankStream::Events) {
+                eventsOf.insert(line.rank);
+                continue;
+            }
             if (prefix)
                 std::printf("[rank %d %s] ", line.rank, qPrintable(rankStreamSuffix(line.stream)));
             std::printf("%s\n", line.text.toUtf8().constData());
         }
+        for (const int r : std::as_const(eventsOf))
+            showEvents(r);
         std::fflush(stdout);
     });
-    if (streams.contains(RankStream::Events)) {
-        QObject::connect(&engine, &remote::RunEngine::events, [&](const QVector<TrainerEvent>& events) {
-            for (const TrainerEvent& event : events)
-                if (!rank || event.rank == *rank)
-                    std::printf("[rank %d events] @rankscope %s\n", event.rank,
-                                QJsonDocument(event.fields).toJson(QJsonDocument::Compact).constData());
-            std::fflush(stdout);
-        });
-    }
+    QObject::connect(&engine, &remote::RunEngine::events, [&](const QVector<TrainerEvent>& events) {
+        if (!withEvents)
+            return;
+        QSet<int> ranks;
+        for (const TrainerEvent& event : events)
+            if (!rank || event.rank == *rank)
+                ranks.insert(event.rank);
+        for (const int r : std::as_const(ranks))
+            showEvents(r);
+        std::fflush(stdout);
+    });
     QString error;
     if (!engine.attach(id, &error)) {
         printError(QStringLiteral("logs"), error);

@@ -28,6 +28,8 @@ RunMonitor::RunMonitor(remote::RunEngine* engine, bool interactive, FILE* out)
             [this](const QString& id) { printLine(QStringLiteral("run %1 started on every node").arg(id)); });
     connect(engine, &remote::RunEngine::events, this, [this](const QVector<TrainerEvent>& events) {
         m_summary.add(events);
+        if (m_replaying)
+            return;
         for (const TrainerEvent& event : events)
             if (event.type == TrainerEventType::Error)
                 printLine(QStringLiteral("rank %1 error (%2): %3")
@@ -36,7 +38,7 @@ RunMonitor::RunMonitor(remote::RunEngine* engine, bool interactive, FILE* out)
     });
     connect(engine, &remote::RunEngine::rankExited, this,
             [this](int rank, const QString& host, int status, bool stopped) {
-                if (status != 0)
+                if (status != 0 && !m_replaying)
                     printLine(QStringLiteral("rank %1 on %2 %3: %4")
                                   .arg(rank)
                                   .arg(host, stopped ? QStringLiteral("stopped") : QStringLiteral("ended"),

@@ -21,6 +21,9 @@ class RunMonitor final : public QObject {
 public:
     RunMonitor(remote::RunEngine* engine, bool interactive, FILE* out = stdout);
 
+    // While the engine replays what a run's store holds (attach): its events only fill the progress lines and the
+    // summary; errors and exits already happened and are not printed as news.
+    void setReplaying(bool replaying) { m_replaying = replaying; }
     // 0 when the run finished, 1 when it failed or was stopped; set when finished() was seen.
     [[nodiscard]] int exitCode() const { return m_exitCode; }
     [[nodiscard]] const RunSummary& summary() const { return m_summary; }
@@ -43,6 +46,7 @@ private:
     QElapsedTimer m_sincePlainReport;
     int m_barLines = 0;
     int m_exitCode = 0;
+    bool m_replaying = false;
 };
 
 } // namespace rankscope::cli

@@ -221,13 +221,23 @@ private slots:
         follow.setProcessEnvironment(environment);
         follow.start(QStringLiteral(RANKSCOPE_BIN_DIR "/rankscope-cli"),
                      QStringList{QStringLiteral("logs"), id, QStringLiteral("--rank"), QStringLiteral("0"),
-                                 QStringLiteral("--stream"), QStringLiteral("err"), QStringLiteral("--follow")} +
+                                 QStringLiteral("--stream"), QStringLiteral("err,events"), QStringLiteral("--follow")} +
                          connection());
         QByteArray followed;
         QTRY_VERIFY2_WITH_TIMEOUT((followed += follow.readAllStandardOutput()).contains("[rank 0] epoch 1/1000 step"),
                                   (followed + follow.readAllStandardError()).constData(), 30000);
         follow.terminate();
         QVERIFY(follow.waitForFinished(10000));
+        followed += follow.readAllStandardOutput();
+        // The events file's lines as the rank wrote them, in its order, none left out.
+        QByteArrayList events;
+        for (const QByteArray& line : followed.split('\n'))
+            if (line.startsWith("[rank 0 events] "))
+                events << line.mid(16);
+        QVERIFY(events.size() > 5);
+        const QByteArrayList stored = readAll(store.streamPath(id, 0, RankStream::Events)).split('\n');
+        QVERIFY(stored.size() > events.size());
+        QCOMPARE(events, stored.mid(0, events.size()));
 
         // attach only watches: SIGTERM (`timeout 60 rankscope-cli attach …`) leaves the run going.
         QProcess attach;
@@ -246,6 +256,16 @@ private slots:
 
         const CliResult stopped = cli(QStringList{QStringLiteral("stop"), id} + connection());
         QVERIFY2(stopped.exitCode == 0, (stopped.out + stopped.err).constData());
+        // Its table starts from what the store held when it attached: rank 0 has a loss and a throughput.
+        bool rank0Row = false;
+        for (const QByteArray& line : stopped.out.split('\n')) {
+            const QByteArrayList cells = line.simplified().split(' ');
+            if (cells.size() >= 4 && cells[0] == "0" && cells[1] == m_sshd.host().toUtf8()) {
+                rank0Row = true;
+                QVERIFY2(cells[2] != "-" && cells[2].toDouble() > 0.0, line.constData());
+            }
+        }
+        QVERIFY2(rank0Row, stopped.out.constData());
         QVERIFY2(stopped.out.contains("no process of the run is left"), stopped.out.constData());
         QCOMPARE(store.load(id)->state, QStringLiteral("stopped"));
         QCOMPARE(store.load(id)->exits.value(0).status, 128 + 15); // it was still training: SIGTERM ended it
