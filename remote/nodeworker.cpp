@@ -74,6 +74,22 @@ QString NodeWorker::absolute(const QString& path) const {
     return QDir::cleanPath(m_home + QLatin1Char('/') + relative);
 }
 
+// Whether a socket listens on `port` (IPv4 or IPv6), from the kernel's tables: no tool beyond awk is assumed on the
+// node. Exit status 0: something listens; 1: nothing; other: the tables could not be read, which passes.
+void NodeWorker::checkMasterPortFree(int port) {
+    // The tables name the local port in four upper-case hex digits: "00000000:7301", state 0A = LISTEN.
+    const QString hexPort = QStringLiteral("%1").arg(port, 4, 16, QLatin1Char('0')).toUpper();
+    const QString command = QStringLiteral("cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | awk -v p=':%1$' "
+                                           "'$2 ~ p && $4 == \"0A\" { found = 1 } END { exit found ? 0 : 1 }'")
+                                .arg(hexPort);
+    const ExecResult result = m_transport->exec(command, {}, std::chrono::seconds(30));
+    if (result.exitStatus == 0)
+        throw TransportError(TransportErrorKind::Io, m_transport->host(),
+                             QStringLiteral("master port %1 is already in use (another run, or another program, "
+                                            "listens there): stop it, or choose another master_port")
+                                 .arg(port));
+}
+
 void NodeWorker::launch(const NodeLaunch& launch) {
     try {
         emit progress(m_node, QStringLiteral("connecting"));
@@ -86,6 +102,8 @@ void NodeWorker::launch(const NodeLaunch& launch) {
         const QString trainer = deployTrainer(launch.deploy, &thisMachines);
         emit trainerDeployed(m_node, trainer, thisMachines,
                              thisMachines ? QString() : m_workDir + QStringLiteral("/trainer/src"));
+        if (launch.masterPort > 0)
+            checkMasterPortFree(launch.masterPort);
         m_runDir = m_workDir + QStringLiteral("/runs/%1/node%2").arg(launch.runId).arg(launch.nodeIndex);
         m_debugRank = launch.debugRank;
         writeRunFiles(launch, trainer);
@@ -430,11 +448,19 @@ void NodeWorker::checkPulse() {
     }
     if (m_sincePulseChanged.elapsed() < m_options.lostAfterMs)
         return;
-    const double now = static_cast<double>(QDateTime::currentMSecsSinceEpoch()) / 1000.0;
+    // Lost from its last sign of life, not from when the silence was long enough to say so: that comes much later,
+    // after the failures of peers that lost it in a collective. The pulse holds the node's time of writing it (the
+    // clock of the ranks' own events), else the time it was last seen to change.
+    bool written = false;
+    const double pulseTime = m_lastPulse.trimmed().toDouble(&written);
+    const double lastAlive =
+        written && pulseTime > 0
+            ? pulseTime
+            : static_cast<double>(QDateTime::currentMSecsSinceEpoch() - m_sincePulseChanged.elapsed()) / 1000.0;
     for (const int rank : std::as_const(m_ranks)) {
         if (!m_exits.contains(rank)) {
             m_exits.insert(rank, kLostExitStatus);
-            emit rankExited(m_node, rank, kLostExitStatus, now);
+            emit rankExited(m_node, rank, kLostExitStatus, lastAlive);
         }
     }
 }

@@ -57,6 +57,9 @@ struct NodeLaunch {
     // A rank of this node to start under gdbserver (debugRankScript), -1: none. Its number also goes to the
     // run directory's `debug-rank`, so that the supervisor's teardown reaches its whole session.
     int debugRank = -1;
+    // Above 0: the rendezvous' port, when rank 0 runs on this node. Something listening there already (another
+    // run's store) fails the launch before any rank starts: ranks would join the other run's rendezvous.
+    int masterPort = 0;
 };
 
 // Where streaming resumes: bytes already stored per (rank, stream), and in the node's exits file.
@@ -135,6 +138,7 @@ private:
     void followGpuErrors(bool force); // at most every 2 s, unless forced (the last look before draining)
     void handleLinkError(const TransportError& error);
     void linkFailedBesidePolling(const TransportError& error);
+    void checkMasterPortFree(int port); // throws TransportError when something listens on it
     void tryReconnect();
     void startFollowing();
     QString absolute(const QString& path) const;

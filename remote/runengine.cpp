@@ -301,6 +301,8 @@ bool RunEngine::launch(const JobSpec& original, RunMode mode, const LaunchOption
         }
         launch.gpus = plan.nodes[i].node.gpus;
         launch.samplerEnvironment = job.env;
+        if (!plan.ranks.isEmpty() && plan.ranks.front().nodeIndex == i)
+            launch.masterPort = plan.masterPort;
         if (debugRank >= 0 && plan.ranks[debugRank].nodeIndex == i)
             launch.debugRank = debugRank;
         NodeWorker* worker = startWorker(i, makeTransport(plan.nodes[i].node, plan.nodes[i].local),

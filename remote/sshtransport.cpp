@@ -197,8 +197,11 @@ void SshTransport::connect() {
                  detail.contains(QLatin1String("unreachable"), Qt::CaseInsensitive) ||
                  detail.contains(QLatin1String("No route"), Qt::CaseInsensitive))
             kind = TransportErrorKind::Unreachable;
+        unsigned int port = 0;
+        ssh_options_get_port(session, &port); // the port tried: the job's, else ssh_config's, else 22
         m_impl->closeAll();
-        fail(kind, QStringLiteral("cannot connect: %1").arg(detail));
+        fail(kind, port > 0 ? QStringLiteral("cannot connect to port %1: %2").arg(port).arg(detail)
+                            : QStringLiteral("cannot connect: %1").arg(detail));
     }
     try {
         verifyHostKey();
@@ -257,6 +260,13 @@ void SshTransport::verifyHostKey() {
 
 void SshTransport::authenticate() {
     ssh_session session = m_impl->session;
+    // The user logged in as (the job's, else ssh_config's, else this machine's): a refusal names it.
+    QString user;
+    if (char* name = nullptr; ssh_options_get(session, SSH_OPTIONS_USER, &name) == SSH_OK && name) {
+        user = QString::fromUtf8(name);
+        ssh_string_free_char(name);
+    }
+    const QString account = user.isEmpty() ? m_options.host : user + QLatin1Char('@') + m_options.host;
     int result = ssh_userauth_none(session, nullptr);
     if (result == SSH_AUTH_SUCCESS)
         return;
@@ -298,7 +308,7 @@ void SshTransport::authenticate() {
         }
     }
     if ((methods & SSH_AUTH_METHOD_PASSWORD) && m_options.password) {
-        std::optional<QString> secret = m_options.password(QStringLiteral("Password for %1: ").arg(m_options.host));
+        std::optional<QString> secret = m_options.password(QStringLiteral("Password for %1: ").arg(account));
         if (secret) {
             QByteArray bytes = secret->toUtf8();
             secret->fill(QLatin1Char('\0'));
@@ -309,8 +319,9 @@ void SshTransport::authenticate() {
         }
         tried << QStringLiteral("password");
     }
-    fail(TransportErrorKind::Auth, QStringLiteral("authentication refused (tried: %1)")
-                                       .arg(tried.isEmpty() ? QStringLiteral("no usable method") : tried.join(", ")));
+    fail(TransportErrorKind::Auth, QStringLiteral("authentication refused%1 (tried: %2)")
+                                       .arg(user.isEmpty() ? QString() : QStringLiteral(" for user %1").arg(user),
+                                            tried.isEmpty() ? QStringLiteral("no usable method") : tried.join(", ")));
 }
 
 void SshTransport::tuneSocket() {

@@ -14,6 +14,11 @@
 #include <cmath>
 #include <csignal>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <tuple>
 
 using namespace rankscope;
@@ -639,6 +644,77 @@ private slots:
         QCOMPARE(record.exits.value(0).status, kLostExitStatus);
         QCOMPARE(record.exits.value(1).status, kLostExitStatus);
         QVERIFY2(record.summary.contains(QLatin1String("lost")), qPrintable(record.summary));
+    }
+
+    // One node dies whole (its supervisor too) while the other's rank fails in the collective it shared with it:
+    // the lost rank is the cause. It is lost from when it was last seen alive, not from when the silence was long
+    // enough to say so, which came after the peer's failure had started the teardown.
+    void aNodeThatDiesIsTheCauseOfItsPeersCollectiveError() {
+        RunStore store(m_dir.filePath(QStringLiteral("store-node-dies")));
+        remote::EngineOptions options = engineOptions();
+        options.worker.lostAfterMs = 3000;
+        remote::RunEngine engine(&store, options);
+        QSignalSpy events(&engine, &remote::RunEngine::events);
+        QJsonObject a = loopbackNode("a");
+        QJsonObject b = loopbackNode("b");
+        a.insert("procs", 1);
+        b.insert("procs", 1);
+        const QJsonObject job{{"version", 1},
+                              {"name", "node-dies"},
+                              {"deploy", "binary"},
+                              {"master_port", 29600 + QRandomGenerator::global()->bounded(300)},
+                              {"nodes", QJsonArray{a, b}},
+                              {"trainer", trainerJson(0, QJsonArray{"--slow-rank", "0", "--slow-ms", "50"}, 1000)}};
+        QString error;
+        QVERIFY2(engine.launch(jobFrom(job), RunMode::Submit, &error), qPrintable(error));
+        QTRY_VERIFY_WITH_TIMEOUT(steppedTo(events, 1, 5), 60000);
+        QTest::qWait(2500); // at least one pulse of node b seen
+        // Everything of node b's run directory (…/runs/ID/node1): a pattern without the work dir's metacharacters.
+        QVERIFY(!engine.record().nodes.value(1).runDir.isEmpty());
+        const QString nodeB = QStringLiteral("%1/node1").arg(engine.record().id);
+        QCOMPARE(QProcess::execute(QStringLiteral("pkill"), {QStringLiteral("-9"), QStringLiteral("-f"), nodeB}), 0);
+        const RunRecord record = waitForEnd(engine, 60000);
+        QCOMPARE(record.state, QStringLiteral("failed"));
+        QCOMPARE(record.exits.value(1).status, kLostExitStatus);
+        QCOMPARE(record.firstFailedRank, 1);
+        QVERIFY2(record.summary.startsWith(QLatin1String("rank 1 on ")) &&
+                     record.summary.contains(QLatin1String("lost")),
+                 qPrintable(record.summary));
+    }
+
+    // Something listens on the master port already (another run's store): the launch fails before any rank starts,
+    // naming the port, instead of ranks joining the other run's rendezvous or failing in theirs.
+    void aMasterPortInUseStopsTheLaunch() {
+        // A listener of this test's own, on a port the kernel picks.
+        const int other = ::socket(AF_INET, SOCK_STREAM, 0);
+        QVERIFY(other >= 0);
+        const auto closeOther = qScopeGuard([other] { ::close(other); });
+        sockaddr_in address{};
+        address.sin_family = AF_INET;
+        address.sin_addr.s_addr = htonl(INADDR_ANY);
+        socklen_t length = sizeof address;
+        QVERIFY(::bind(other, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0 && ::listen(other, 1) == 0 &&
+                ::getsockname(other, reinterpret_cast<sockaddr*>(&address), &length) == 0);
+        const int port = ntohs(address.sin_port);
+        RunStore store(m_dir.filePath(QStringLiteral("store-port-in-use")));
+        remote::RunEngine engine(&store, engineOptions());
+        QSignalSpy exited(&engine, &remote::RunEngine::rankExited);
+        const QJsonObject job{{"version", 1},
+                              {"name", "port-in-use"},
+                              {"deploy", "binary"},
+                              {"master_port", port},
+                              {"nodes", QJsonArray{loopbackNode("loop")}},
+                              {"trainer", trainerJson(5)}};
+        QString error;
+        QVERIFY2(engine.launch(jobFrom(job), RunMode::Submit, &error), qPrintable(error));
+        const RunRecord record = waitForEnd(engine, 60000);
+        QCOMPARE(record.state, QStringLiteral("failed"));
+        QVERIFY(engine.launchFailed());
+        QVERIFY2(record.summary.contains(QStringLiteral("master port %1 is already in use").arg(port)),
+                 qPrintable(record.summary));
+        QVERIFY(exited.isEmpty()); // no rank was started
+        QVERIFY(record.nodes.value(0).runDir.isEmpty() ||
+                !QFileInfo::exists(record.nodes.value(0).runDir + QStringLiteral("/rank0.pid")));
     }
 
     void unknownHostStopsTheLaunchNamingTheHost() {

@@ -71,7 +71,7 @@ private slots:
         SshTransport transport(o);
         transport.connect();
         QCOMPARE(asked, 1);
-        QVERIFY(prompt.contains(m_sshd.host()));
+        QVERIFY2(prompt.contains(m_user + QLatin1Char('@') + m_sshd.host()), qPrintable(prompt)); // who is asked for
         QCOMPARE(transport.exec(QStringLiteral("id -un")).out, (m_user + '\n').toUtf8());
     }
 

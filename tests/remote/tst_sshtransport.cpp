@@ -178,12 +178,21 @@ private slots:
         o = options(m_sshd.knownHostsPath());
         o.port = 1; // nothing listens on port 1 of loopback
         SshTransport refused(o);
-        QCOMPARE(connectError(refused), TransportErrorKind::Refused);
+        QString message;
+        QCOMPARE(connectError(refused, &message), TransportErrorKind::Refused);
+        QVERIFY2(message.contains(QLatin1String("cannot connect to port 1: ")), qPrintable(message));
 
         o = options(m_sshd.knownHostsPath());
         o.identityFile = m_dir.filePath(QStringLiteral("missing_key"));
         SshTransport auth(o);
         QCOMPARE(connectError(auth), TransportErrorKind::Auth);
+
+        // A refusal names the account it tried: a wrong user is told apart from a wrong key.
+        o = options(m_sshd.knownHostsPath());
+        o.user = QStringLiteral("nosuchuser");
+        SshTransport user(o);
+        QCOMPARE(connectError(user, &message), TransportErrorKind::Auth);
+        QVERIFY2(message.contains(QLatin1String("authentication refused for user nosuchuser ")), qPrintable(message));
     }
 
     void sftpMovesFilesInChunks() {
