@@ -206,7 +206,7 @@ void RunMetrics::rankExited(int rank, int status) {
     emit changed();
 }
 
-RunProgress RunMetrics::progress() const {
+RunProgress RunMetrics::progress(std::optional<double> now) const {
     RunProgress p;
     bool anyRunning = false;
     bool allOk = true;
@@ -225,8 +225,9 @@ RunProgress RunMetrics::progress() const {
     if (m_rateSamples.size() >= 2) {
         const auto& [t0, s0] = m_rateSamples.front();
         const auto& [t1, s1] = m_rateSamples.back();
+        const double until = !p.done && now && *now > t1 ? *now : t1;
         if (t1 > t0 && s1 > s0)
-            p.stepsPerSecond = double(s1 - s0) / (t1 - t0);
+            p.stepsPerSecond = double(s1 - s0) / (until - t0);
     }
     if (p.stepsPerSecond && p.totalSteps > 0)
         p.secondsLeft = double(std::max<qint64>(p.totalSteps - p.step, 0)) / *p.stepsPerSecond;

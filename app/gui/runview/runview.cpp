@@ -170,7 +170,7 @@ QString RunView::progressText() const {
 
 void RunView::updateLabels() {
     if (!m_metrics->summary().ranks().isEmpty())
-        m_progress->setText(formatProgress(m_metrics->progress()));
+        m_progress->setText(formatProgress(m_metrics->progress(m_clock())));
     else
         m_progress->setText(tr("waiting for the first event"));
     QMap<int, int> counts;

@@ -75,6 +75,12 @@ private Q_SLOTS:
         QCOMPARE(*p.secondsLeft, 6.0 / *p.stepsPerSecond);
         QVERIFY(formatProgress(p).startsWith(QStringLiteral("epoch 1/1 · step 6/12 · ")));
         QVERIFY(formatProgress(p).endsWith(QStringLiteral(" left")));
+        // No step for a minute (a hang): measured up to now, the rate falls and the time left grows.
+        const RunProgress still = metrics.progress(sixth->time + 60.0);
+        QVERIFY(still.stepsPerSecond.has_value());
+        QVERIFY2(*still.stepsPerSecond < *p.stepsPerSecond / 5, qPrintable(QString::number(*still.stepsPerSecond)));
+        QVERIFY(*still.secondsLeft > 5 * *p.secondsLeft);
+        QCOMPARE(metrics.progress(sixth->time - 1.0).stepsPerSecond, p.stepsPerSecond); // an older now changes nothing
 
         metrics.addEvents(QVector<TrainerEvent>(sixth + 1, events.end()));
         p = metrics.progress();
