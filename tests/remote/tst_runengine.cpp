@@ -49,6 +49,12 @@ private:
         options.localTrainer = kTrainer;
         return options;
     }
+    // A node whose supervisor's pulse stops is lost after 3 s, not 15: for the tests that kill one.
+    remote::EngineOptions quickToLoseNodes() const {
+        remote::EngineOptions options = engineOptions();
+        options.worker.lostAfterMs = 3000;
+        return options;
+    }
     static RunRecord waitForEnd(remote::RunEngine& engine, int timeoutMs) {
         QSignalSpy finished(&engine, &remote::RunEngine::finished);
         if (finished.isEmpty())
@@ -622,9 +628,7 @@ private slots:
         // Everything of the run dies at once, supervisor included, as when a node reboots: no exit status is
         // ever written, and the supervisor's pulse stops.
         RunStore store(m_dir.filePath(QStringLiteral("store-lost")));
-        remote::EngineOptions options = engineOptions();
-        options.worker.lostAfterMs = 3000;
-        remote::RunEngine engine(&store, options);
+        remote::RunEngine engine(&store, quickToLoseNodes());
         QSignalSpy events(&engine, &remote::RunEngine::events);
         QJsonObject job{{"version", 1},
                         {"name", "lost"},
@@ -651,9 +655,7 @@ private slots:
     // enough to say so, which came after the peer's failure had started the teardown.
     void aNodeThatDiesIsTheCauseOfItsPeersCollectiveError() {
         RunStore store(m_dir.filePath(QStringLiteral("store-node-dies")));
-        remote::EngineOptions options = engineOptions();
-        options.worker.lostAfterMs = 3000;
-        remote::RunEngine engine(&store, options);
+        remote::RunEngine engine(&store, quickToLoseNodes());
         QSignalSpy events(&engine, &remote::RunEngine::events);
         QJsonObject a = loopbackNode("a");
         QJsonObject b = loopbackNode("b");

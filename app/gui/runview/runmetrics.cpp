@@ -225,9 +225,13 @@ RunProgress RunMetrics::progress(std::optional<double> now) const {
     if (m_rateSamples.size() >= 2) {
         const auto& [t0, s0] = m_rateSamples.front();
         const auto& [t1, s1] = m_rateSamples.back();
-        const double until = !p.done && now && *now > t1 ? *now : t1;
-        if (t1 > t0 && s1 > s0)
+        if (t1 > t0 && s1 > s0) {
+            // A step late by more than a step's time counts against the rate from then on: no jitter between
+            // steps, and a rate that falls while none comes.
+            const double perStep = (t1 - t0) / double(s1 - s0);
+            const double until = !p.done && now && *now - t1 > perStep ? *now - perStep : t1;
             p.stepsPerSecond = double(s1 - s0) / (until - t0);
+        }
     }
     if (p.stepsPerSecond && p.totalSteps > 0)
         p.secondsLeft = double(std::max<qint64>(p.totalSteps - p.step, 0)) / *p.stepsPerSecond;

@@ -85,8 +85,9 @@ public:
     [[nodiscard]] const SeriesBuffer& meanPartMs(StepPart part) const { return m_meanParts[int(part)]; }
     [[nodiscard]] const QVector<QPointF>& validationAccuracy() const { return m_valAccuracy; } // x: epoch
     [[nodiscard]] const RunSummary& summary() const { return m_summary; }
-    // `now` (Unix seconds): the rate is measured up to then while the run goes on, so that it falls, and the time
-    // left grows, while no step comes (a hang); without it, up to the newest step.
+    // `now` (Unix seconds): while the run goes on and the next step is later than a step's time, the rate is
+    // measured up to then (less a step's time), so that it falls, and the time left grows, while no step comes (a
+    // hang); without it, or between steps, up to the newest step.
     [[nodiscard]] RunProgress progress(std::optional<double> now = std::nullopt) const;
 
     [[nodiscard]] bool hasGpuSamples() const { return !m_gpus.isEmpty(); }
