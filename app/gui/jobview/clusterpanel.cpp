@@ -121,6 +121,10 @@ ClusterPanel::~ClusterPanel() {
 void ClusterPanel::setJob(const JobSpec& job) {
     m_model->setJob(job);
     updateButtons();
+    // The hint says what to do next; a check's outcome stays until the next check.
+    if (!isChecking() && m_checkedNodes.isEmpty())
+        setStatus(m_model->rowCount() == 0 ? tr("Add nodes, then Check them.")
+                                           : tr("%n node(s): Check them before a run.", "", m_model->rowCount()));
 }
 
 JobSpec ClusterPanel::job() const {

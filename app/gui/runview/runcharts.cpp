@@ -71,7 +71,8 @@ RunCharts::RunCharts(RunMetrics* metrics, QWidget* parent)
     : QWidget(parent), m_metrics(metrics), m_tick(new QTimer(this)), m_gpuPanel(new GpuPanel(metrics, this)) {
     m_panels[LossChart] = makePanel(tr("Loss per rank"), tr("step"), tr("loss"), QStringLiteral("%.3g"));
     m_panels[ThroughputChart] = makePanel(tr("Images/s per rank"), tr("step"), tr("images/s"), QStringLiteral("%.0f"));
-    m_panels[StepTimeChart] = makePanel(tr("Step time · mean of ranks"), tr("step"), tr("ms"), QStringLiteral("%.3g"));
+    m_panels[StepTimeChart] =
+        makePanel(tr("Step time · mean of ranks"), tr("step"), tr("ms"), QStringLiteral("%.4g")); // 1000, not 1e+03
     m_panels[AccuracyChart] = makePanel(tr("Validation accuracy"), tr("epoch"), tr("accuracy"), QStringLiteral("%.3g"));
     m_panels[ThroughputChart].chart->legend()->hide();
     m_panels[AccuracyChart].chart->legend()->hide();

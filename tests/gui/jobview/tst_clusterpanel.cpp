@@ -122,8 +122,10 @@ private slots:
 
     void reachableNodeIsReadyWithItsOs() {
         ClusterPanel panel;
+        QCOMPARE(panel.statusText(), QStringLiteral("Add nodes, then Check them."));
         panel.setConnectionOptions(options(m_sshd.knownHostsPath()));
         panel.setJob(job({node(QStringLiteral("loop"), m_sshd.port())}));
+        QCOMPARE(panel.statusText(), QStringLiteral("1 node(s): Check them before a run.")); // it has nodes now
         NodeTableModel& model = *panel.model();
         QSignalSpy finished(&panel, &ClusterPanel::checkFinished);
         QString error;
