@@ -73,6 +73,19 @@ void RunDiagnostics::clear() {
     m_erred.clear();
     m_kernelLogs.clear();
     m_endingSince = std::numeric_limits<double>::infinity();
+    m_pauses.clear();
+}
+
+void RunDiagnostics::pauseRanks(double time) {
+    if (!m_pauses.isEmpty() && m_pauses.back().second >= time)
+        m_pauses.back().second = std::numeric_limits<double>::infinity(); // one pause runs on into the next
+    else
+        m_pauses.append({time, std::numeric_limits<double>::infinity()});
+}
+
+void RunDiagnostics::resumeRanks(double time) {
+    if (!m_pauses.isEmpty() && std::isinf(m_pauses.back().second))
+        m_pauses.back().second = std::max(time, m_pauses.back().first);
 }
 
 double RunDiagnostics::heartbeatSeconds() const {
@@ -258,9 +271,14 @@ void RunDiagnostics::resolve(const QString& key, double now, QVector<Diagnosis>&
         }
 }
 
-// How long a rank is known to have been still at `now`: up to where its copy goes, not beyond.
-double RunDiagnostics::stillFor(const RankState& state, double now) {
-    return std::min(now, state.knownUntil) - state.lastMove;
+// How long a rank is known to have been still at `now`: up to where its copy goes, not beyond, and not while the
+// ranks were held on purpose (pauseRanks).
+double RunDiagnostics::stillFor(const RankState& state, double now) const {
+    const double until = std::min(now, state.knownUntil);
+    double still = until - state.lastMove;
+    for (const auto& [from, to] : m_pauses)
+        still -= std::max(0.0, std::min(until, to) - std::max(state.lastMove, from));
+    return still;
 }
 
 void RunDiagnostics::checkHang(double now, QVector<Diagnosis>& changed) {

@@ -8,6 +8,7 @@
 #include <QHash>
 #include <QJsonObject>
 #include <QMap>
+#include <QPair>
 #include <QSet>
 #include <QString>
 #include <QVector>
@@ -90,7 +91,16 @@ public:
     // (a run attached to again whose newest bytes are not read yet, a node whose link is down), so its stillness
     // after `time` is not known and makes no hang. Infinity, the default: known up to now.
     void setRankKnownUntil(int rank, double time) { m_ranks[rank].knownUntil = time; }
-    [[nodiscard]] double rankKnownUntil(int rank) const { return m_ranks.value(rank, RankState{}).knownUntil; }
+    [[nodiscard]] double rankKnownUntil(int rank) const {
+        const auto found = m_ranks.constFind(rank); // no copy of a rank's state
+        return found == m_ranks.cend() ? std::numeric_limits<double>::infinity() : found->knownUntil;
+    }
+    // Every rank is stopped on purpose from `time` (Unix seconds) until resumeRanks: a stack capture holds them in
+    // a debugger for seconds, and the peers of a rank held there wait in their collective. Stillness inside such a
+    // pause is the pause's, no hang: without this, a capture set off by a hang that then cleared (a long checkpoint
+    // write, say) would make the next one, and another capture after it.
+    void pauseRanks(double time);
+    void resumeRanks(double time);
     void clear();
 
     [[nodiscard]] const QVector<Diagnosis>& all() const { return m_all; }
@@ -120,7 +130,7 @@ private:
     void report(Diagnosis diagnosis, QVector<Diagnosis>& changed);
     void resolve(const QString& key, double now, QVector<Diagnosis>& changed);
     void checkHang(double now, QVector<Diagnosis>& changed);
-    [[nodiscard]] static double stillFor(const RankState& state, double now);
+    [[nodiscard]] double stillFor(const RankState& state, double now) const;
     void checkStragglers(double now, QVector<Diagnosis>& changed);
     void checkChecksums(double now, QVector<Diagnosis>& changed);
     [[nodiscard]] QString where(int rank) const; // "rank 3 on node-b"
@@ -138,6 +148,7 @@ private:
     QSet<int> m_erred;            // ranks that reported a fatal error of their own
     QHash<QString, KernelLogCapture> m_kernelLogs; // by host
     double m_endingSince = std::numeric_limits<double>::infinity();
+    QVector<QPair<double, double>> m_pauses; // [from, to), in order, not overlapping; to infinity: still paused
 };
 
 } // namespace rankscope

@@ -528,6 +528,9 @@ bool RunEngine::captureStacks(QString* error) {
         return false;
     }
     const int job = ++m_stackJob;
+    // The debugger holds each rank for a moment, and its peers wait for it: no hang of their stillness meanwhile.
+    const double now = static_cast<double>(QDateTime::currentMSecsSinceEpoch()) / 1000.0;
+    m_diagnostics.pauseRanks(now);
     m_stackTree = StackTree();
     m_stackTree.runId = m_record.id;
     m_stackNodesPending.clear();
@@ -540,6 +543,8 @@ bool RunEngine::captureStacks(QString* error) {
         QMetaObject::invokeMethod(
             worker, [worker, job, timeout] { worker->captureStacks(job, timeout); }, Qt::QueuedConnection);
     }
+    if (m_stackNodesPending.isEmpty())
+        m_diagnostics.resumeRanks(now);
     return true;
 }
 
@@ -556,6 +561,7 @@ void RunEngine::onStacksCaptured(int node, int job, const QVector<RankStackCaptu
     if (!m_stackNodesPending.isEmpty())
         return;
     const QDateTime now = QDateTime::currentDateTimeUtc();
+    m_diagnostics.resumeRanks(static_cast<double>(now.toMSecsSinceEpoch()) / 1000.0);
     m_stackTree.capturedAt = static_cast<double>(now.toMSecsSinceEpoch()) / 1000.0;
     // A capture with no stack of any rank (every process gone, or no debugger) is reported, not stored: the run's
     // stored captures are the ones worth opening.

@@ -285,6 +285,47 @@ private slots:
                  1);
     }
 
+    // A stack capture holds the ranks in a debugger, and rank 1 waits in collective #8 for rank 0 meanwhile. That
+    // stillness is the capture's: no hang, hence no second capture. Stillness after the ranks are let go counts.
+    void stillnessWhileTheRanksAreHeldIsNoHang() {
+        QVector<TrainerEvent> moving;
+        for (int i = 0; i < 8; ++i)
+            for (int rank = 0; rank < 2; ++rank)
+                moving << heartbeat(rank, 3000.0 + 0.5 * i, i, "forward", i, i);
+        moving << heartbeat(0, 3003.6, 7, "forward", 7, 7) << heartbeat(1, 3003.6, 7, "backward", 8, 7);
+        QVector<TrainerEvent> resumed = moving; // held from 3003.7 to 3008, then on as before
+        QVector<TrainerEvent> stuck = moving;   // held likewise, then rank 0 still does not come
+        for (int i = 0; i < 8; ++i)
+            for (int rank = 0; rank < 2; ++rank) {
+                resumed << heartbeat(rank, 3008.0 + 0.5 * i, 8 + i, "forward", 8 + i, 8 + i);
+                stuck << heartbeat(rank, 3008.0 + 0.5 * i, 7, rank == 0 ? "forward" : "backward", 7 + rank, 7);
+            }
+
+        RunDiagnostics unheld; // the same stillness with no capture is a hang (resolved once rank 0 comes)
+        const QVector<Diagnosis> falseHang = replay(unheld, resumed, DiagnosisKind::Hang);
+        QCOMPARE(std::count_if(falseHang.begin(), falseHang.end(), [](const Diagnosis& d) { return !d.resolved; }), 1);
+
+        RunDiagnostics held;
+        held.pauseRanks(3003.7);
+        held.resumeRanks(3008.0);
+        QVERIFY(replay(held, resumed, DiagnosisKind::Hang).isEmpty());
+
+        RunDiagnostics stillHeld; // the capture still going: no end to the pause yet
+        stillHeld.pauseRanks(3003.7);
+        QVERIFY(replay(stillHeld, moving, DiagnosisKind::Hang, 3010.0).isEmpty());
+
+        RunDiagnostics heldThenStuck;
+        heldThenStuck.pauseRanks(3003.7);
+        heldThenStuck.resumeRanks(3008.0);
+        const QVector<Diagnosis> hangs = replay(heldThenStuck, stuck, DiagnosisKind::Hang);
+        QCOMPARE(hangs.size(), 1);
+        QVERIFY2(hangs.front().message.startsWith(QLatin1String("rank 0 stuck at step 8")),
+                 qPrintable(hangs.front().message));
+        // Once rank 1 has waited the threshold (1.2 heartbeats, 0.6 s): 0.1 s before the pause, 0.5 s after it.
+        QVERIFY2(hangs.front().time >= 3008.45 && hangs.front().time <= 3008.55,
+                 qPrintable(QString::number(hangs.front().time, 'f', 2)));
+    }
+
     // A rank that is merely slower to reach the collective, but moving, is not a hang; once it arrives the
     // run goes on and nothing is reported.
     void aRankStillMovingIsNotAHang() {
