@@ -90,7 +90,7 @@ void NodeWorker::checkMasterPortFree(int port) {
                                  .arg(port));
 }
 
-void NodeWorker::launch(const NodeLaunch& launch) {
+void NodeWorker::prepare(const NodeLaunch& launch) {
     try {
         emit progress(m_node, QStringLiteral("connecting"));
         m_transport->connect();
@@ -107,16 +107,30 @@ void NodeWorker::launch(const NodeLaunch& launch) {
         m_runDir = m_workDir + QStringLiteral("/runs/%1/node%2").arg(launch.runId).arg(launch.nodeIndex);
         m_debugRank = launch.debugRank;
         writeRunFiles(launch, trainer);
-        emit progress(m_node, QStringLiteral("starting %1 rank(s)").arg(launch.ranks.size()));
-        startSupervisor(launch.mode);
+        m_mode = launch.mode;
         m_ranks.clear();
         for (const RankLaunch& rank : launch.ranks)
             m_ranks.append(rank.rank);
-        m_offsets = {};
         m_followGpu = launch.gpus > 0;
+        emit prepared(m_node);
+    } catch (const TransportError& error) {
+        m_launchFailed = true;
+        emit failed(m_node, static_cast<int>(error.kind()), error.message());
+    }
+}
+
+void NodeWorker::start() {
+    if (m_launchFailed || m_runStarted)
+        return;
+    try {
+        emit progress(m_node, QStringLiteral("starting %1 rank(s)").arg(m_ranks.size()));
+        m_runStarted = true; // from here a stop goes to the supervisor, started or not
+        startSupervisor(m_mode);
+        m_offsets = {};
         emit launched(m_node, m_runDir);
         startFollowing();
     } catch (const TransportError& error) {
+        m_launchFailed = true;
         emit failed(m_node, static_cast<int>(error.kind()), error.message());
     }
 }
@@ -127,6 +141,7 @@ void NodeWorker::attach(const QString& runDir, const QVector<int>& ranks, const 
     m_debugRank = debugRank;
     m_offsets = offsets;
     m_followGpu.reset();
+    m_runStarted = true;
     try {
         emit progress(m_node, QStringLiteral("connecting"));
         m_transport->connect();
@@ -506,6 +521,14 @@ void NodeWorker::tryReconnect() {
 }
 
 void NodeWorker::stop(int graceSeconds) {
+    if (m_launchFailed)
+        return; // its `failed` told the engine already; nothing of the run was started here
+    if (!m_runStarted) {
+        // Prepared, or still preparing when the stop was asked: the run directory holds files, no process.
+        emit stopped(m_node, 0, QStringLiteral("no rank was started here"));
+        emit drained(m_node);
+        return;
+    }
     try {
         if (!m_transport->isConnected())
             m_transport->connect();

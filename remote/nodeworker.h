@@ -94,7 +94,11 @@ public:
     ~NodeWorker() override;
 
 public slots:
-    void launch(const rankscope::remote::NodeLaunch& launch);
+    // Connects, deploys, checks the master port and writes the run directory's files, then says `prepared`:
+    // no rank runs yet. The engine starts every node's ranks (start) once each node is prepared, so that a node
+    // that cannot be reached or deployed to leaves no rank started on the others.
+    void prepare(const rankscope::remote::NodeLaunch& launch);
+    void start(); // the prepared node's supervisor, which starts its ranks; then follows them
     // Follows an existing run directory from the given offsets (reattach); `debugRank` as in NodeLaunch.
     void attach(const QString& runDir, const QVector<int>& ranks, const rankscope::remote::StreamOffsets& offsets,
                 int debugRank = -1);
@@ -112,6 +116,7 @@ public slots:
 signals:
     void progress(int node, const QString& message);
     void failed(int node, int errorKind, const QString& message);
+    void prepared(int node);
     void launched(int node, const QString& runDir);
     // Where the node's ranks run the trainer from: a copy of this machine's binary (`thisMachines`), or one
     // built on the node from the sources in `builtFrom`. Emitted before the ranks start.
@@ -169,6 +174,9 @@ private:
     QElapsedTimer m_sincePulseChecked;
     QElapsedTimer m_sinceGpuErrChecked; // gpu.err is looked at every 2 s, not on every poll
     bool m_drained = false;
+    QString m_mode;              // the prepared run's, for start
+    bool m_runStarted = false;   // launched, or attached: the run directory has a supervisor to stop
+    bool m_launchFailed = false; // said `failed` while preparing or starting: the engine counts it stopped
     bool m_caughtUp = false; // since following (re)started
     bool m_shuttingDown = false;
 };

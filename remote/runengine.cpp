@@ -131,6 +131,7 @@ NodeWorker* RunEngine::startWorker(int node, std::unique_ptr<Transport> transpor
     connect(thread, &QThread::finished, worker, &QObject::deleteLater);
     connect(worker, &NodeWorker::progress, this,
             [this](int n, const QString& message) { emit nodeProgress(n, m_record.nodes.value(n).host, message); });
+    connect(worker, &NodeWorker::prepared, this, &RunEngine::onPrepared);
     connect(worker, &NodeWorker::launched, this, [this](int n, const QString& runDir) {
         m_record.nodes[n].runDir = runDir;
         const bool all = std::all_of(m_record.nodes.begin(), m_record.nodes.end(),
@@ -192,6 +193,7 @@ void RunEngine::reset() {
     m_gpuParsers.clear();
     m_gpuErrSplitters.clear();
     m_drainedNodes.clear();
+    m_preparedNodes.clear();
     m_stackNodesPending.clear();
     m_stackedHangs.clear();
     ++m_stackJob; // results of an earlier run's capture are dropped
@@ -308,7 +310,7 @@ bool RunEngine::launch(const JobSpec& original, RunMode mode, const LaunchOption
         NodeWorker* worker = startWorker(i, makeTransport(plan.nodes[i].node, plan.nodes[i].local),
                                          parsersFor(m_record.nodes[i].ranks));
         QMetaObject::invokeMethod(
-            worker, [worker, launch] { worker->launch(launch); }, Qt::QueuedConnection);
+            worker, [worker, launch] { worker->prepare(launch); }, Qt::QueuedConnection);
     }
     return true;
 }
@@ -785,6 +787,24 @@ void RunEngine::noteFailure() {
     m_record.firstFailedRank = first->rank;
     m_record.failedAlike = first->alike;
     m_record.summary = describeFirstFailure(*first, hostOfRank(first->rank), m_record.worldSize);
+}
+
+// No node starts its ranks before every node is ready: a node that cannot be reached or deployed to stops the
+// launch with nothing started anywhere, where the ranks of the nodes ready first would otherwise run into a
+// rendezvous that cannot complete, until the teardown ends them.
+void RunEngine::onPrepared(int node) {
+    m_preparedNodes.insert(node);
+    if (m_tearingDown || m_launchFailed)
+        return; // the teardown's stop tells this node's worker that nothing was started
+    if (m_preparedNodes.size() < m_workers.size()) {
+        emit nodeProgress(node, m_record.nodes.value(node).host,
+                          QStringLiteral("ready; its ranks start once every node is (%1 of %2 ready)")
+                              .arg(m_preparedNodes.size())
+                              .arg(m_workers.size()));
+        return;
+    }
+    for (NodeWorker* worker : std::as_const(m_workers))
+        QMetaObject::invokeMethod(worker, &NodeWorker::start, Qt::QueuedConnection);
 }
 
 void RunEngine::onFailed(int node, int kind, const QString& message) {

@@ -144,6 +144,7 @@ private:
     [[nodiscard]] RankStreamParsers parsersFor(const QVector<int>& ranks); // the replay's state of these ranks
     void watchNcclFromJob(); // sets m_watchNccl from the record's job, and asks the parsers for stdout's bytes
     void onRankExited(int node, int rank, int status, double unixTime);
+    void onPrepared(int node);
     void onFailed(int node, int kind, const QString& message);
     void onDrained(int node);
     void onStopped(int node, int left, const QString& detail);
@@ -203,6 +204,7 @@ private:
     std::unique_ptr<DebugSession> m_debug; // while a launched run with a debug rank is followed
     std::optional<DebugServer> m_debugServer;
     QSet<int> m_drainedNodes;
+    QSet<int> m_preparedNodes; // deployed, ranks not started yet (onPrepared)
     QSet<int> m_stoppedNodes;
     int m_processesLeft = 0;
     QDateTime m_teardownAt;

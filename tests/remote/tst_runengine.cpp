@@ -719,6 +719,37 @@ private slots:
                 !QFileInfo::exists(record.nodes.value(0).runDir + QStringLiteral("/rank0.pid")));
     }
 
+    // A node that refuses the login stops the launch before the node that is ready starts a rank: nothing to
+    // tear down there, no rank waiting in a rendezvous that cannot complete.
+    void noRankStartsUntilEveryNodeIsReady() {
+        RunStore store(m_dir.filePath(QStringLiteral("store-not-every-node")));
+        remote::RunEngine engine(&store, engineOptions());
+        QSignalSpy exited(&engine, &remote::RunEngine::rankExited);
+        QStringList said;
+        connect(&engine, &remote::RunEngine::nodeProgress, [&said](int node, const QString& host, const QString& m) {
+            said << QStringLiteral("%1 %2: %3").arg(node).arg(host, m);
+        });
+        QJsonObject refused = loopbackNode("refused");
+        refused.insert("user", "nosuchuser");
+        const QJsonObject job{{"version", 1},
+                              {"name", "not-every-node"},
+                              {"deploy", "binary"},
+                              {"nodes", QJsonArray{loopbackNode("ready"), refused}},
+                              {"trainer", trainerJson(5)}};
+        QString error;
+        QVERIFY2(engine.launch(jobFrom(job), RunMode::Submit, &error), qPrintable(error));
+        const RunRecord record = waitForEnd(engine, 60000);
+        QCOMPARE(record.state, QStringLiteral("failed"));
+        QVERIFY(engine.launchFailed());
+        QVERIFY2(record.summary.contains(QLatin1String("nosuchuser")), qPrintable(record.summary));
+        QVERIFY2(exited.isEmpty(), qPrintable(said.join(QLatin1Char('\n'))));
+        const QString runDir = m_dir.filePath(QStringLiteral("work dir 'of' $node/runs/%1/node0").arg(record.id));
+        QVERIFY2(!QFileInfo::exists(runDir + QStringLiteral("/rank0.pid")), qPrintable(runDir));
+        QVERIFY2(!QFileInfo::exists(runDir + QStringLiteral("/supervisor.log")), qPrintable(runDir));
+        QVERIFY2(said.contains(QStringLiteral("0 %1: teardown: no rank was started here").arg(m_sshd.host())),
+                 qPrintable(said.join(QLatin1Char('\n'))));
+    }
+
     void unknownHostStopsTheLaunchNamingTheHost() {
         RunStore store(m_dir.filePath(QStringLiteral("store-unknown")));
         remote::RunEngine engine(&store, engineOptions(m_dir.filePath(QStringLiteral("no_known_hosts"))));

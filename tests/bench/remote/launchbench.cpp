@@ -258,7 +258,8 @@ std::optional<DeploySample> redeployWithWorker(BenchNodes& nodes, const QString&
     launch.deploy.localTrainer = trainer;
     launch.deploy.localTrainerSha256 = sha256OfFile(trainer);
     const double begin = timing->elapsedMs();
-    worker.launch(launch);
+    QObject::connect(&worker, &remote::NodeWorker::prepared, [&] { worker.start(); }); // one node: ready is all
+    worker.prepare(launch);
     waitUntil([&] { return drained || !error->isEmpty(); }, 30000);
     worker.shutdown();
     if (!drained || deployingAt < 0) {
