@@ -475,10 +475,7 @@ bool RunEngine::open(const QString& runId, QString* error) {
 }
 
 void RunEngine::startDiagnosis() {
-    QHash<int, QString> hosts;
-    for (int rank = 0; rank < m_record.worldSize; ++rank)
-        hosts.insert(rank, hostOfRank(rank));
-    m_diagnostics.setRankHosts(hosts);
+    m_diagnostics.setRankHosts(m_record.rankHosts());
     m_diagnosisTimer->start();
 }
 
@@ -486,11 +483,7 @@ void RunEngine::checkNccl(double now, bool force) {
     if (!m_nccl.hasNewBytes() || (!force && m_ncclClock.isValid() && m_ncclClock.elapsed() < 1000))
         return;
     m_ncclClock.start();
-    QHash<int, QString> hosts;
-    for (const RunNodeRecord& node : std::as_const(m_record.nodes))
-        for (const int rank : node.ranks)
-            hosts.insert(rank, node.host);
-    const QVector<Diagnosis> changed = m_nccl.changedFindings(hosts, int(m_record.nodes.size()), now);
+    const QVector<Diagnosis> changed = m_nccl.changedFindings(m_record.rankHosts(), int(m_record.nodes.size()), now);
     if (!changed.isEmpty())
         emit diagnoses(changed);
     emit ncclFacts(m_nccl.rankFacts());

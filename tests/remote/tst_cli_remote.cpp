@@ -277,6 +277,54 @@ private slots:
         QString mismatch;
         QVERIFY2(storeMatchesNodes(store, *store.load(id), &mismatch), qPrintable(mismatch));
     }
+
+    // A hung rank sends no step after stop attaches: its row in stop's table can only come from the store's copy,
+    // which stop replays before it listens to the node.
+    void stopOfAHungRunShowsTheStoredLoss() {
+        const CliResult started =
+            cli(QStringList{QStringLiteral("run"),
+                            writeJob(QStringLiteral("hung"),
+                                     trainer(0, QJsonArray{"--hang-at-step", "3", "--hang-rank", "0"}, 1000)),
+                            QStringLiteral("--detach")} +
+                connection());
+        QVERIFY2(started.exitCode == 0, (started.out + started.err).constData());
+        RunStore store(m_dir.filePath(QStringLiteral("home")));
+        QString id;
+        for (const RunRecord& record : store.list())
+            if (record.name == QLatin1String("hung"))
+                id = record.id;
+        QVERIFY2(!id.isEmpty(), started.out.constData());
+
+        // Fill this machine's copy up to the hang.
+        QProcess follow;
+        QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
+        environment.insert(QStringLiteral("RANKSCOPE_HOME"), m_dir.filePath(QStringLiteral("home")));
+        follow.setProcessEnvironment(environment);
+        follow.start(QStringLiteral(RANKSCOPE_BIN_DIR "/rankscope-cli"),
+                     QStringList{QStringLiteral("logs"), id, QStringLiteral("--rank"), QStringLiteral("0"),
+                                 QStringLiteral("--stream"), QStringLiteral("err,events"), QStringLiteral("--follow")} +
+                         connection());
+        QByteArray followed;
+        QTRY_VERIFY2_WITH_TIMEOUT((followed += follow.readAllStandardOutput()).contains("injected hang at step 3"),
+                                  (followed + follow.readAllStandardError()).constData(), 30000);
+        QTest::qWait(2000);
+        follow.terminate();
+        QVERIFY(follow.waitForFinished(10000));
+        QVERIFY(readAll(store.streamPath(id, 0, RankStream::Events)).contains(R"("type":"step")"));
+
+        const CliResult stopped = cli(QStringList{QStringLiteral("stop"), id} + connection());
+        QVERIFY2(stopped.exitCode == 0, (stopped.out + stopped.err).constData());
+        bool rank0Row = false;
+        for (const QByteArray& line : stopped.out.split('\n')) {
+            const QByteArrayList cells = line.simplified().split(' ');
+            if (cells.size() >= 4 && cells[0] == "0" && cells[1] == m_sshd.host().toUtf8()) {
+                rank0Row = true;
+                QVERIFY2(cells[2] != "-" && cells[2].toDouble() > 0.0, line.constData());
+            }
+        }
+        QVERIFY2(rank0Row, stopped.out.constData());
+        QCOMPARE(store.load(id)->state, QStringLiteral("stopped"));
+    }
 };
 
 QTEST_GUILESS_MAIN(tst_CliRemote)
