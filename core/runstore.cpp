@@ -353,9 +353,41 @@ qint64 RunStore::streamSize(const QString& id, int rank, RankStream stream) cons
 }
 
 bool RunStore::appendStream(const QString& id, int rank, RankStream stream, qint64 offset, QByteArrayView bytes,
-                            QString* error, qint64* appended) {
-    return appendAt(streamPath(id, rank, stream), QStringLiteral("rank %1 %2").arg(rank).arg(rankStreamSuffix(stream)),
-                    offset, bytes, error, appended);
+                            QString* error, qint64* appended, double arrivedAt) {
+    qint64 added = 0;
+    if (appended)
+        *appended = 0;
+    const QString path = streamPath(id, rank, stream);
+    if (!appendAt(path, QStringLiteral("rank %1 %2").arg(rank).arg(rankStreamSuffix(stream)), offset, bytes, error,
+                  &added))
+        return false;
+    if (appended)
+        *appended = added;
+    if (added > 0 && arrivedAt > 0.0) {
+        // "END MILLISECONDS\n": the stream's size after this append, and when it came.
+        QFile arrivals(path + QStringLiteral(".arrivals"));
+        if (arrivals.open(QIODevice::WriteOnly | QIODevice::Append))
+            arrivals.write(QByteArray::number(offset + bytes.size()) + ' ' +
+                           QByteArray::number(qRound64(arrivedAt * 1000.0)) + '\n');
+    }
+    return true;
+}
+
+QVector<QPair<qint64, double>> RunStore::arrivals(const QString& id, int rank, RankStream stream) const {
+    QVector<QPair<qint64, double>> found;
+    QFile file(streamPath(id, rank, stream) + QStringLiteral(".arrivals"));
+    if (!file.open(QIODevice::ReadOnly))
+        return found;
+    for (const QByteArray& line : file.readAll().split('\n')) {
+        const qsizetype space = line.indexOf(' ');
+        bool endOk = false;
+        bool timeOk = false;
+        const qint64 end = line.left(space).toLongLong(&endOk);
+        const qint64 ms = line.mid(space + 1).toLongLong(&timeOk);
+        if (space > 0 && endOk && timeOk) // a line cut by a crash, or anything else, is left out
+            found.append({end, static_cast<double>(ms) / 1000.0});
+    }
+    return found;
 }
 
 QString RunStore::nodeStreamPath(const QString& id, int node, const QString& name) const {

@@ -8,6 +8,7 @@
 #include <QHash>
 #include <QJsonObject>
 #include <QMap>
+#include <QPair>
 #include <QString>
 #include <QVector>
 
@@ -27,8 +28,9 @@ struct RankLogLine {
     RankStream stream = RankStream::Out;
     qint64 lineNumber = 0; // 1-based within its stream
     QString text;
-    // Unix seconds when the engine read the line: the order of a merged view. 0: not known, a line read back from
-    // the run store (a stored run opened, or the history replayed on attach), whose arrival was not recorded.
+    // Unix seconds when the engine read the line: the order of a merged view. Read back from the run store (a
+    // stored run opened, the history replayed on attach), when it first arrived (RunStore::arrivals); 0: not
+    // known, a run stored before arrivals were kept.
     double receivedAt = 0.0;
     int severity = -1;       // a LogSeverity, as classifyLogLine() says; -1: not classified
     bool nccl = false;       // classifyLogLine()'s verdict, when classified
@@ -115,8 +117,13 @@ public:
     // Appends bytes that start at `offset` of the node's file. Bytes the store already has are skipped;
     // a gap (offset beyond the local size) is refused so that it can never be papered over. `appended`
     // receives how many bytes, from the end of `bytes`, were new: the part a reader has not parsed yet.
+    // `arrivedAt` above 0 (Unix seconds): when the bytes reached this machine, kept beside the stream (arrivals)
+    // for each append that adds bytes. That record is advisory: a failure to keep it fails nothing.
     bool appendStream(const QString& id, int rank, RankStream stream, qint64 offset, QByteArrayView bytes,
-                      QString* error = nullptr, qint64* appended = nullptr);
+                      QString* error = nullptr, qint64* appended = nullptr, double arrivedAt = 0.0);
+    // When the stored stream's bytes arrived: (end offset, Unix seconds) per append, in order; the piece that
+    // ends at an offset starts at the one before. Empty for a run stored before arrivals were kept.
+    [[nodiscard]] QVector<QPair<qint64, double>> arrivals(const QString& id, int rank, RankStream stream) const;
 
     // A node's own streams (its GPU samples, "gpu.csv"): ROOT/runs/ID/nodeN.NAME, under the same byte-for-byte,
     // no-gap rules as a rank's. `node` is the index into RunRecord::nodes.

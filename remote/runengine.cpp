@@ -3,6 +3,7 @@
 
 #include "remote/streamingest.h"
 
+#include "core/arrivalorder.h"
 #include "core/deploymanifest.h"
 #include "core/rankplan.h"
 #include "remote/transportfactory.h"
@@ -581,14 +582,25 @@ void RunEngine::replayStored() {
 
 void RunEngine::replayStreams() {
     // Everything already on disk goes through the same parsers first, so that a front end attaching to a
-    // run sees its history, and a line cut by the interruption is completed by the bytes that follow.
+    // run sees its history, and a line cut by the interruption is completed by the bytes that follow. In the
+    // order the bytes arrived, each piece with its time: the ranks' lines interleave as they did live.
+    QVector<int> ranks;
     for (const RunNodeRecord& node : std::as_const(m_record.nodes))
-        for (const int rank : node.ranks)
-            for (const RankStream stream : kRankStreams) {
-                QFile file(m_store->streamPath(m_record.id, rank, stream));
-                if (file.open(QIODevice::ReadOnly))
-                    parse(rank, stream, file.readAll());
-            }
+        ranks += node.ranks;
+    const QVector<RankStream> streams(std::begin(kRankStreams), std::end(kRankStreams));
+    QHash<QPair<int, int>, QByteArray> stored; // (rank, stream): the file, read once
+    for (const StoredPiece& piece : piecesInArrivalOrder(*m_store, m_record.id, ranks, streams)) {
+        const QPair<int, int> key{piece.rank, static_cast<int>(piece.stream)};
+        auto file = stored.find(key);
+        if (file == stored.end()) {
+            QFile reading(m_store->streamPath(m_record.id, piece.rank, piece.stream));
+            file = stored.insert(key, reading.open(QIODevice::ReadOnly) ? reading.readAll() : QByteArray());
+        }
+        const qint64 to = std::min<qint64>(piece.to, file->size());
+        if (to > piece.from)
+            deliver(m_replayParsers.feed(piece.rank, piece.stream,
+                                         QByteArrayView(*file).sliced(piece.from, to - piece.from), piece.arrivedAt));
+    }
     for (int node = 0; node < m_record.nodes.size(); ++node) {
         QFile file(m_store->nodeStreamPath(m_record.id, node, kGpuStream));
         if (file.open(QIODevice::ReadOnly))
@@ -672,11 +684,6 @@ void RunEngine::parseGpu(int node, QByteArrayView bytes) {
             sample.time = now; // output without a timestamp column: placed when it was read
     }
     emit gpuSamples(node, record.host, samples);
-}
-
-void RunEngine::parse(int rank, RankStream stream, QByteArrayView bytes) {
-    // Bytes read back from the run store: when they arrived was not recorded, and now would be a false time.
-    deliver(m_replayParsers.feed(rank, stream, bytes, 0.0));
 }
 
 void RunEngine::deliver(const RankStreamChunk& chunk) {

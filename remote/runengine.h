@@ -148,7 +148,6 @@ private:
     void onFailed(int node, int kind, const QString& message);
     void onDrained(int node);
     void onStopped(int node, int left, const QString& detail);
-    void parse(int rank, RankStream stream, QByteArrayView bytes);
     void onGpuData(int node, qint64 offset, const QByteArray& bytes);
     void parseGpu(int node, QByteArrayView bytes);
     void onGpuErrors(int node, qint64 offset, const QByteArray& bytes);

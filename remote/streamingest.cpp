@@ -12,13 +12,13 @@ void StreamIngest::onData(int node, int rank, int stream, qint64 offset, const Q
     const auto kind = static_cast<RankStream>(stream);
     QString error;
     qint64 appended = 0;
-    if (!m_store->appendStream(m_runId, rank, kind, offset, bytes, &error, &appended)) {
+    const double now = static_cast<double>(QDateTime::currentMSecsSinceEpoch()) / 1000.0;
+    if (!m_store->appendStream(m_runId, rank, kind, offset, bytes, &error, &appended, now)) {
         qWarning("rankscope: %s", qPrintable(error));
         return;
     }
     if (appended <= 0)
         return;
-    const double now = static_cast<double>(QDateTime::currentMSecsSinceEpoch()) / 1000.0;
     RankStreamChunk chunk = m_parsers.feed(rank, kind, QByteArrayView(bytes).last(appended), now);
     if (!chunk.isEmpty())
         emit parsed(node, m_generation, chunk);

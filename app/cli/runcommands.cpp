@@ -4,6 +4,7 @@
 #include "cli.h"
 #include "runmonitor.h"
 
+#include "core/arrivalorder.h"
 #include "core/jobspec.h"
 #include "core/rankplan.h"
 #include "core/runstore.h"
@@ -409,25 +410,42 @@ int runLogsCommand(const QString& run, std::optional<int> rank, const QString& s
     const bool prefix = !rank || streams.size() > 1;
     if (!followLogs) {
         qint64 shown = 0;
-        for (int r = 0; r < record->worldSize; ++r) {
-            if (rank && r != *rank)
-                continue;
-            for (const RankStream s : streams) {
-                QFile file(store.streamPath(id, r, s));
-                if (!file.open(QIODevice::ReadOnly))
-                    continue;
-                shown += file.size();
-                if (!prefix) {
-                    const QByteArray all = file.readAll();
-                    std::fwrite(all.constData(), 1, static_cast<size_t>(all.size()), stdout);
-                    continue;
-                }
-                while (!file.atEnd()) {
-                    const QByteArray line = file.readLine();
-                    std::printf("[rank %d %s] %s%s", r, qPrintable(rankStreamSuffix(s)), line.constData(),
-                                line.endsWith('\n') ? "" : "\n");
-                }
+        QVector<int> ranks;
+        for (int r = 0; r < record->worldSize; ++r)
+            if (!rank || r == *rank)
+                ranks.append(r);
+        // Several streams: their lines interleaved as they arrived on this machine, each once it is whole.
+        QHash<QPair<int, int>, QByteArray> stored; // (rank, stream): the file, read once
+        QHash<QPair<int, int>, qint64> lineStarts; // where its next line to print starts
+        const auto printLines = [&](int r, RankStream s, const QByteArray& bytes, qint64 to, bool last) {
+            qint64& start = lineStarts[{r, static_cast<int>(s)}];
+            while (start < to) {
+                const qsizetype end = bytes.indexOf('\n', start);
+                if ((end < 0 || end >= to) && !last)
+                    return; // its end comes with a later piece
+                const qint64 stop = end < 0 || end >= to ? to : end + 1;
+                std::printf("[rank %d %s] ", r, qPrintable(rankStreamSuffix(s)));
+                std::fwrite(bytes.constData() + start, 1, static_cast<size_t>(stop - start), stdout);
+                if (bytes.at(stop - 1) != '\n')
+                    std::fputc('\n', stdout);
+                start = stop;
             }
+        };
+        for (const StoredPiece& piece : piecesInArrivalOrder(store, id, ranks, streams)) {
+            const QPair<int, int> key{piece.rank, static_cast<int>(piece.stream)};
+            auto file = stored.find(key);
+            if (file == stored.end()) {
+                QFile reading(store.streamPath(id, piece.rank, piece.stream));
+                file = stored.insert(key, reading.open(QIODevice::ReadOnly) ? reading.readAll() : QByteArray());
+                shown += file->size();
+            }
+            const qint64 to = std::min<qint64>(piece.to, file->size());
+            if (to <= piece.from)
+                continue;
+            if (!prefix)
+                std::fwrite(file->constData() + piece.from, 1, static_cast<size_t>(to - piece.from), stdout);
+            else
+                printLines(piece.rank, piece.stream, *file, to, to == file->size());
         }
         std::fflush(stdout);
         // Silence is never left unexplained: an empty answer, or a copy that may be behind the run, is said so.

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+#include "core/arrivalorder.h"
 #include "core/runstore.h"
 
 #include <QDir>
@@ -15,6 +16,7 @@ using rankscope::RankStream;
 using rankscope::RunNodeRecord;
 using rankscope::RunRecord;
 using rankscope::RunStore;
+using rankscope::StoredPiece;
 
 namespace {
 
@@ -149,6 +151,7 @@ private slots:
     void appendStream_data();
     void appendStream();
     void appendStreamGapIsRefused();
+    void storedPiecesComeInTheOrderTheyArrived();
     void reattachNeverDuplicatesOrLosesBytes();
     void kernelLogsAreKeptPerNode();
     void stopRequestIsSeenByEveryFollower();
@@ -540,6 +543,54 @@ void tst_RunStore::appendStreamGapIsRefused() {
     // A negative offset is nonsense, not an overlap: refused too.
     QVERIFY(!store.appendStream(id, 3, RankStream::Err, -2, "xx12345678", &error));
     QCOMPARE(readAll(store.streamPath(id, 3, RankStream::Err)), QByteArray("12345"));
+}
+
+// Two ranks' stderr and rank 0's events, appended as they arrived: read back cut at those arrivals and merged by
+// time, not rank 0's whole file before rank 1's. A resent overlap adds no arrival; bytes past the last recorded
+// arrival join it; a clock set back does not reorder a stream's own bytes; a run stored without arrivals reads
+// stream by stream, untimed.
+void tst_RunStore::storedPiecesComeInTheOrderTheyArrived() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    RunStore store(dir.path());
+    const QString id = QString::fromLatin1(kRunId);
+    QVERIFY(store.save(minimalRecord(id)));
+    QVERIFY(store.appendStream(id, 0, RankStream::Err, 0, "r0 a\n", nullptr, nullptr, 1000.0));
+    QVERIFY(store.appendStream(id, 1, RankStream::Err, 0, "r1 a\nr1 b", nullptr, nullptr, 1000.5));
+    QVERIFY(store.appendStream(id, 0, RankStream::Events, 0, "{}\n", nullptr, nullptr, 1000.7));
+    QVERIFY(store.appendStream(id, 0, RankStream::Err, 0, "r0 a\n", nullptr, nullptr, 1001.0)); // resent: nothing new
+    QVERIFY(store.appendStream(id, 0, RankStream::Err, 5, "r0 b\n", nullptr, nullptr, 1001.2));
+    QVERIFY(store.appendStream(id, 1, RankStream::Err, 9, "\n", nullptr, nullptr, 1001.1));
+    QVERIFY(store.appendStream(id, 1, RankStream::Err, 10, "r1 c\n", nullptr, nullptr, 999.0)); // clock set back
+    QVERIFY(store.appendStream(id, 0, RankStream::Err, 10, "r0 c\n")); // no time: a stop between the writes
+
+    const QVector<QPair<qint64, double>> arrivals = store.arrivals(id, 0, RankStream::Err);
+    QCOMPARE(arrivals.size(), 2);
+    QCOMPARE(arrivals[1].first, 10);
+    QCOMPARE(arrivals[1].second, 1001.2);
+
+    const auto describe = [](const QVector<StoredPiece>& pieces) {
+        QStringList text;
+        for (const StoredPiece& p : pieces)
+            text << QStringLiteral("%1 %2 %3-%4 @%5")
+                        .arg(p.rank)
+                        .arg(rankscope::rankStreamSuffix(p.stream))
+                        .arg(p.from)
+                        .arg(p.to)
+                        .arg(p.arrivedAt, 0, 'f', 1);
+        return text;
+    };
+    const QVector<StoredPiece> merged =
+        rankscope::piecesInArrivalOrder(store, id, {0, 1}, {RankStream::Out, RankStream::Err, RankStream::Events});
+    QCOMPARE(describe(merged),
+             (QStringList{"0 err 0-5 @1000.0", "1 err 0-9 @1000.5", "0 events 0-3 @1000.7", "1 err 9-10 @1001.1",
+                          "1 err 10-15 @1001.1", "0 err 5-10 @1001.2", "0 err 10-15 @1001.2"}));
+
+    // Stored before arrivals were kept: each stream whole, in the order asked, untimed.
+    QVERIFY(QFile::remove(store.streamPath(id, 0, RankStream::Err) + QStringLiteral(".arrivals")));
+    QVERIFY(QFile::remove(store.streamPath(id, 1, RankStream::Err) + QStringLiteral(".arrivals")));
+    QCOMPARE(describe(rankscope::piecesInArrivalOrder(store, id, {1, 0}, {RankStream::Err})),
+             (QStringList{"1 err 0-15 @0.0", "0 err 0-15 @0.0"}));
 }
 
 // `rankscope-cli stop` marks the run, and another front end following it reads the mark: the first request's

@@ -29,6 +29,7 @@
 #include <QNetworkRequest>
 #include <QPushButton>
 #include <QRandomGenerator>
+#include <QRegularExpression>
 #include <QSignalSpy>
 #include <QStandardPaths>
 #include <QStatusBar>
@@ -191,10 +192,17 @@ private slots:
             QCOMPARE(gridState(window.runView()->gridModel(), rank), RankLiveState::Finished);
         }
         QVERIFY(window.logInspector()->model()->rowCount() > 0);
-        // Lines read back from the store have no arrival time: they say so instead of showing today's.
+        // Lines read back from the store show when they arrived (as they did live), not when the window opened,
+        // and come in that order.
         const LogModel* logs = window.logInspector()->model();
-        for (int row = 0; row < logs->rowCount(); ++row)
-            QCOMPARE(logs->index(row, LogModel::TimeColumn).data().toString(), QStringLiteral("(stored)"));
+        const QRegularExpression clock(QStringLiteral("^\\d\\d:\\d\\d:\\d\\d\\.\\d\\d\\d$"));
+        QString previous;
+        for (int row = 0; row < logs->rowCount(); ++row) {
+            const QString time = logs->index(row, LogModel::TimeColumn).data().toString();
+            QVERIFY2(clock.match(time).hasMatch(), qPrintable(time));
+            QVERIFY2(time >= previous || previous.startsWith(QLatin1String("23:")), qPrintable(previous + time));
+            previous = time;
+        }
 
         // A long finding in the status bar is cut to the room left of the run's label, and whole in its tooltip.
         window.resize(900, 600);

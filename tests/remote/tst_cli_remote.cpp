@@ -104,9 +104,11 @@ private slots:
     }
 
     void runThroughAnSshConfigAliasShowsProgressAndSummary() {
-        const CliResult result = cli(QStringList{QStringLiteral("run"), writeJob(QStringLiteral("alias"), trainer(8),
-                                                                                 QStringLiteral("rs-alias"))} +
-                                     connection());
+        const CliResult result =
+            cli(QStringList{QStringLiteral("run"),
+                            writeJob(QStringLiteral("alias"), trainer(8, {"--slow-ms", "100", "--slow-rank", "1"}),
+                                     QStringLiteral("rs-alias"))} +
+                connection());
         QVERIFY2(result.exitCode == 0, (result.out + result.err).constData());
         QVERIFY2(result.out.contains("finished"), result.out.constData());
         QVERIFY(result.out.contains("final loss"));
@@ -124,6 +126,27 @@ private slots:
         QCOMPARE(logs.exitCode, 0);
         QVERIFY2(logs.out.contains("[rank 1 err] [rank 1] epoch 1/1 step"), logs.out.constData());
         QVERIFY2(logs.err.isEmpty(), logs.err.constData());
+        // Every rank's: interleaved as the lines arrived, each rank's whole and in its own order.
+        const CliResult merged = cli({QStringLiteral("logs"), QStringLiteral("latest")});
+        QCOMPARE(merged.exitCode, 0);
+        RunStore store(m_dir.filePath(QStringLiteral("home")));
+        const QString id = store.resolveId(QStringLiteral("latest"));
+        QHash<int, QByteArray> shownErr;
+        qsizetype firstOf1 = -1;
+        qsizetype lastOf0 = -1;
+        const QByteArrayList mergedLines = merged.out.split('\n');
+        for (qsizetype i = 0; i < mergedLines.size(); ++i)
+            for (int r = 0; r < 2; ++r)
+                if (mergedLines[i].startsWith(QStringLiteral("[rank %1 err] ").arg(r).toUtf8())) {
+                    shownErr[r] += mergedLines[i].mid(13) + '\n';
+                    if (r == 1 && firstOf1 < 0)
+                        firstOf1 = i;
+                    if (r == 0)
+                        lastOf0 = i;
+                }
+        for (int r = 0; r < 2; ++r)
+            QCOMPARE(shownErr[r], readAll(store.streamPath(id, r, RankStream::Err)));
+        QVERIFY2(firstOf1 >= 0 && firstOf1 < lastOf0, merged.out.constData());
         const CliResult events = cli({QStringLiteral("logs"), QStringLiteral("latest"), QStringLiteral("--rank"),
                                       QStringLiteral("1"), QStringLiteral("--stream"), QStringLiteral("events,err")});
         QVERIFY2(events.out.contains("[rank 1 events] @rankscope {") && events.out.contains("[rank 1 err] "),

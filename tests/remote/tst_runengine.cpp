@@ -112,7 +112,8 @@ private slots:
                         {"name", "local"},
                         {"mode", "debug"},
                         {"master_port", 29600 + QRandomGenerator::global()->bounded(300)},
-                        {"trainer", trainerJson(12)},
+                        // A line a step, a step every 50 ms or more: both ranks speak throughout the run.
+                        {"trainer", trainerJson(12, {"--log-every", "1", "--slow-ms", "50", "--slow-rank", "1"})},
                         {"debug", QJsonObject{{"node", "local"}, {"procs", 2}, {"max_steps", 12}}}};
         QString error;
         QVERIFY2(engine.launch(jobFrom(job), RunMode::Debug, &error), qPrintable(error));
@@ -129,6 +130,26 @@ private slots:
         }
         QCOMPARE(store.list().front().id, record.id);
         QCOMPARE(store.list().front().state, QStringLiteral("finished"));
+
+        // Opened from the store, the ranks' lines come as they arrived, each with its time: not rank 0's whole log
+        // before rank 1's.
+        remote::RunEngine reader(&store, engineOptions());
+        QVector<RankLogLine> lines;
+        connect(&reader, &remote::RunEngine::logLines, [&lines](const QVector<RankLogLine>& some) { lines += some; });
+        QVERIFY2(reader.open(record.id, &error), qPrintable(error));
+        QVERIFY2(lines.size() >= 24, qPrintable(QString::number(lines.size())));
+        qint64 firstOf1 = -1;
+        qint64 lastOf0 = -1;
+        for (qsizetype i = 0; i < lines.size(); ++i) {
+            QVERIFY2(lines[i].receivedAt > 0.0, qPrintable(lines[i].text));
+            if (i > 0)
+                QVERIFY2(lines[i].receivedAt >= lines[i - 1].receivedAt, qPrintable(lines[i].text));
+            if (lines[i].rank == 1 && firstOf1 < 0)
+                firstOf1 = i;
+            if (lines[i].rank == 0)
+                lastOf0 = i;
+        }
+        QVERIFY2(firstOf1 >= 0 && firstOf1 < lastOf0, qPrintable(QStringLiteral("%1 %2").arg(firstOf1).arg(lastOf0)));
     }
 
     // Every rank of the real trainer fails at start-up the same way (its data is missing): the run's verdict names

@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: MIT
+#include "core/arrivalorder.h"
+
+#include <QFileInfo>
+
+#include <algorithm>
+
+namespace rankscope {
+
+QVector<StoredPiece> piecesInArrivalOrder(const RunStore& store, const QString& id, const QVector<int>& ranks,
+                                          const QVector<RankStream>& streams) {
+    QVector<StoredPiece> pieces;
+    for (const int rank : ranks)
+        for (const RankStream stream : streams) {
+            const QFileInfo file(store.streamPath(id, rank, stream));
+            if (!file.exists())
+                continue;
+            const qint64 size = file.size();
+            qint64 from = 0;
+            double last = 0.0;
+            for (const auto& [end, time] : store.arrivals(id, rank, stream)) {
+                if (end <= from || end > size)
+                    continue; // not a piece of this file as it is: ignored, its bytes join the next piece
+                last = std::max(last, time); // a clock set back leaves a stream's own order alone
+                pieces.append({rank, stream, from, end, last});
+                from = end;
+            }
+            if (from < size)
+                pieces.append({rank, stream, from, size, last});
+        }
+    std::stable_sort(pieces.begin(), pieces.end(),
+                     [](const StoredPiece& a, const StoredPiece& b) { return a.arrivedAt < b.arrivedAt; });
+    return pieces;
+}
+
+} // namespace rankscope

@@ -1,0 +1,30 @@
+// SPDX-License-Identifier: MIT
+// The stored streams of a run's ranks in the order their bytes reached this machine. The store keeps each rank
+// stream byte for byte, one file per stream, and beside it when each appended piece arrived
+// (RunStore::arrivals). Reading the files one after another shows rank 0's whole log before rank 1's; cut at
+// those arrivals and merged by time, a stored run reads as it did live: which rank spoke first, and when.
+#pragma once
+
+#include "core/runstore.h"
+
+#include <QVector>
+
+namespace rankscope {
+
+// Bytes [from, to) of a rank's stored stream, and when they arrived (Unix seconds; 0: not recorded, a run stored
+// before arrivals were kept).
+struct StoredPiece {
+    int rank = 0;
+    RankStream stream = RankStream::Out;
+    qint64 from = 0;
+    qint64 to = 0;
+    double arrivedAt = 0.0;
+};
+
+// Every stored byte of `ranks` x `streams`, in pieces, by time of arrival; among equal times (and untimed
+// pieces, which come first) ranks and streams keep the order given. Bytes past the last recorded arrival (a
+// stop between the two writes) join the stream's last time. A stream with no file gives nothing.
+[[nodiscard]] QVector<StoredPiece> piecesInArrivalOrder(const RunStore& store, const QString& id,
+                                                        const QVector<int>& ranks, const QVector<RankStream>& streams);
+
+} // namespace rankscope
