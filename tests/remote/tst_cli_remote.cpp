@@ -27,11 +27,15 @@ class tst_CliRemote final : public QObject {
     Q_OBJECT
 
 private:
-    CliResult cli(const QStringList& arguments, int timeoutMs = 120000) const {
-        QProcess process;
+    // This machine's environment, with the test's own run store.
+    QProcessEnvironment cliEnvironment() const {
         QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
         environment.insert(QStringLiteral("RANKSCOPE_HOME"), m_dir.filePath(QStringLiteral("home")));
-        process.setProcessEnvironment(environment);
+        return environment;
+    }
+    CliResult cli(const QStringList& arguments, int timeoutMs = 120000) const {
+        QProcess process;
+        process.setProcessEnvironment(cliEnvironment());
         process.start(QStringLiteral(RANKSCOPE_BIN_DIR "/rankscope-cli"), arguments);
         if (!process.waitForFinished(timeoutMs)) {
             process.kill();
@@ -61,6 +65,23 @@ private:
         file.open(QIODevice::WriteOnly);
         file.write(QJsonDocument(job).toJson());
         return path;
+    }
+    // `rankscope-cli logs ID --rank 0 --stream err,events --follow`, started in `follow`.
+    void followRank0(QProcess& follow, const QString& id) const {
+        follow.setProcessEnvironment(cliEnvironment());
+        follow.start(QStringLiteral(RANKSCOPE_BIN_DIR "/rankscope-cli"),
+                     QStringList{QStringLiteral("logs"), id, QStringLiteral("--rank"), QStringLiteral("0"),
+                                 QStringLiteral("--stream"), QStringLiteral("err,events"), QStringLiteral("--follow")} +
+                         connection());
+    }
+    // The final loss in rank 0's row of a run's final table; empty when there is no such row.
+    QByteArray rank0Loss(const QByteArray& table) const {
+        for (const QByteArray& line : table.split('\n')) {
+            const QByteArrayList cells = line.simplified().split(' ');
+            if (cells.size() >= 4 && cells[0] == "0" && cells[1] == m_sshd.host().toUtf8())
+                return cells[2];
+        }
+        return {};
     }
     static QJsonObject trainer(int steps, const QJsonArray& extra = {}, int epochs = 1) {
         return QJsonObject{{"dataset", "synthetic"}, {"model", "mlp"},    {"epochs", epochs},   {"max_steps", steps},
@@ -189,9 +210,7 @@ private slots:
 
     void ctrlCStopsTheRunOnTheNodes() {
         QProcess run;
-        QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
-        environment.insert(QStringLiteral("RANKSCOPE_HOME"), m_dir.filePath(QStringLiteral("home")));
-        run.setProcessEnvironment(environment);
+        run.setProcessEnvironment(cliEnvironment());
         run.setProcessChannelMode(QProcess::MergedChannels);
         run.start(QStringLiteral(RANKSCOPE_BIN_DIR "/rankscope-cli"),
                   QStringList{QStringLiteral("run"),
@@ -239,13 +258,7 @@ private slots:
 
         // logs --follow catches up from the node and keeps printing; stop it after a while.
         QProcess follow;
-        QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
-        environment.insert(QStringLiteral("RANKSCOPE_HOME"), m_dir.filePath(QStringLiteral("home")));
-        follow.setProcessEnvironment(environment);
-        follow.start(QStringLiteral(RANKSCOPE_BIN_DIR "/rankscope-cli"),
-                     QStringList{QStringLiteral("logs"), id, QStringLiteral("--rank"), QStringLiteral("0"),
-                                 QStringLiteral("--stream"), QStringLiteral("err,events"), QStringLiteral("--follow")} +
-                         connection());
+        followRank0(follow, id);
         QByteArray followed;
         QTRY_VERIFY2_WITH_TIMEOUT((followed += follow.readAllStandardOutput()).contains("[rank 0] epoch 1/1000 step"),
                                   (followed + follow.readAllStandardError()).constData(), 30000);
@@ -264,7 +277,7 @@ private slots:
 
         // attach only watches: SIGTERM (`timeout 60 rankscope-cli attach …`) leaves the run going.
         QProcess attach;
-        attach.setProcessEnvironment(environment);
+        attach.setProcessEnvironment(cliEnvironment());
         attach.start(QStringLiteral(RANKSCOPE_BIN_DIR "/rankscope-cli"),
                      QStringList{QStringLiteral("attach"), id} + connection());
         QByteArray attached;
@@ -280,15 +293,7 @@ private slots:
         const CliResult stopped = cli(QStringList{QStringLiteral("stop"), id} + connection());
         QVERIFY2(stopped.exitCode == 0, (stopped.out + stopped.err).constData());
         // Its table starts from what the store held when it attached: rank 0 has a loss and a throughput.
-        bool rank0Row = false;
-        for (const QByteArray& line : stopped.out.split('\n')) {
-            const QByteArrayList cells = line.simplified().split(' ');
-            if (cells.size() >= 4 && cells[0] == "0" && cells[1] == m_sshd.host().toUtf8()) {
-                rank0Row = true;
-                QVERIFY2(cells[2] != "-" && cells[2].toDouble() > 0.0, line.constData());
-            }
-        }
-        QVERIFY2(rank0Row, stopped.out.constData());
+        QVERIFY2(rank0Loss(stopped.out).toDouble() > 0.0, stopped.out.constData()); // not "-", nor no row
         QVERIFY2(stopped.out.contains("no process of the run is left"), stopped.out.constData());
         QCOMPARE(store.load(id)->state, QStringLiteral("stopped"));
         QCOMPARE(store.load(id)->exits.value(0).status, 128 + 15); // it was still training: SIGTERM ended it
@@ -320,13 +325,7 @@ private slots:
 
         // Fill this machine's copy up to the hang.
         QProcess follow;
-        QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
-        environment.insert(QStringLiteral("RANKSCOPE_HOME"), m_dir.filePath(QStringLiteral("home")));
-        follow.setProcessEnvironment(environment);
-        follow.start(QStringLiteral(RANKSCOPE_BIN_DIR "/rankscope-cli"),
-                     QStringList{QStringLiteral("logs"), id, QStringLiteral("--rank"), QStringLiteral("0"),
-                                 QStringLiteral("--stream"), QStringLiteral("err,events"), QStringLiteral("--follow")} +
-                         connection());
+        followRank0(follow, id);
         QByteArray followed;
         QTRY_VERIFY2_WITH_TIMEOUT((followed += follow.readAllStandardOutput()).contains("injected hang at step 3"),
                                   (followed + follow.readAllStandardError()).constData(), 30000);
@@ -337,15 +336,7 @@ private slots:
 
         const CliResult stopped = cli(QStringList{QStringLiteral("stop"), id} + connection());
         QVERIFY2(stopped.exitCode == 0, (stopped.out + stopped.err).constData());
-        bool rank0Row = false;
-        for (const QByteArray& line : stopped.out.split('\n')) {
-            const QByteArrayList cells = line.simplified().split(' ');
-            if (cells.size() >= 4 && cells[0] == "0" && cells[1] == m_sshd.host().toUtf8()) {
-                rank0Row = true;
-                QVERIFY2(cells[2] != "-" && cells[2].toDouble() > 0.0, line.constData());
-            }
-        }
-        QVERIFY2(rank0Row, stopped.out.constData());
+        QVERIFY2(rank0Loss(stopped.out).toDouble() > 0.0, stopped.out.constData()); // not "-", nor no row
         QCOMPARE(store.load(id)->state, QStringLiteral("stopped"));
     }
 };

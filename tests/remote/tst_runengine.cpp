@@ -62,6 +62,14 @@ private:
         return finished.isEmpty() ? RunRecord() : finished.front().front().value<RunRecord>();
     }
 
+    // Submits `job` and waits for its end: a launch that fails ends within a minute.
+    static RunRecord launchThatFails(remote::RunEngine& engine, const QJsonObject& job) {
+        QString error;
+        if (!engine.launch(jobFrom(job), RunMode::Submit, &error))
+            qWarning("%s", qPrintable(error));
+        return waitForEnd(engine, 60000);
+    }
+
     // A two-rank run saved in `store` as running, with no events yet: its id, or empty when it cannot be saved.
     static QString newStoredRun(RunStore& store, const QString& name) {
         RunRecord record;
@@ -728,11 +736,9 @@ private slots:
                               {"master_port", port},
                               {"nodes", QJsonArray{loopbackNode("loop")}},
                               {"trainer", trainerJson(5)}};
-        QString error;
-        QVERIFY2(engine.launch(jobFrom(job), RunMode::Submit, &error), qPrintable(error));
-        const RunRecord record = waitForEnd(engine, 60000);
-        QCOMPARE(record.state, QStringLiteral("failed"));
+        const RunRecord record = launchThatFails(engine, job);
         QVERIFY(engine.launchFailed());
+        QCOMPARE(record.state, QStringLiteral("failed"));
         QVERIFY2(record.summary.contains(QStringLiteral("master port %1 is already in use").arg(port)),
                  qPrintable(record.summary));
         QVERIFY(exited.isEmpty()); // no rank was started
@@ -757,11 +763,9 @@ private slots:
                               {"deploy", "binary"},
                               {"nodes", QJsonArray{loopbackNode("ready"), refused}},
                               {"trainer", trainerJson(5)}};
-        QString error;
-        QVERIFY2(engine.launch(jobFrom(job), RunMode::Submit, &error), qPrintable(error));
-        const RunRecord record = waitForEnd(engine, 60000);
-        QCOMPARE(record.state, QStringLiteral("failed"));
+        const RunRecord record = launchThatFails(engine, job);
         QVERIFY(engine.launchFailed());
+        QCOMPARE(record.state, QStringLiteral("failed"));
         QVERIFY2(record.summary.contains(QLatin1String("nosuchuser")), qPrintable(record.summary));
         QVERIFY2(exited.isEmpty(), qPrintable(said.join(QLatin1Char('\n'))));
         const QString runDir = m_dir.filePath(QStringLiteral("work dir 'of' $node/runs/%1/node0").arg(record.id));
