@@ -17,6 +17,7 @@
 #include <QLabel>
 #include <QMessageBox>
 #include <QPushButton>
+#include <QScrollBar>
 #include <QTableView>
 #include <QVBoxLayout>
 
@@ -76,6 +77,11 @@ ClusterPanel::ClusterPanel(QWidget* parent)
     m_table->setAlternatingRowColors(true);
     m_table->setWordWrap(false);
     m_table->verticalHeader()->hide();
+    // Room for four nodes before it scrolls, whatever the splitter gives the panel (and a narrow window's
+    // horizontal scroll bar takes).
+    m_table->setMinimumHeight(m_table->horizontalHeader()->sizeHint().height() +
+                              4 * m_table->verticalHeader()->defaultSectionSize() + 2 * m_table->frameWidth() +
+                              m_table->horizontalScrollBar()->sizeHint().height());
     QHeaderView* header = m_table->horizontalHeader();
     header->setStretchLastSection(true);
     for (int column = NodeTableModel::Name; column <= NodeTableModel::State; ++column)
@@ -89,6 +95,8 @@ ClusterPanel::ClusterPanel(QWidget* parent)
         showDetails();
     });
     connect(m_model, &NodeTableModel::dataChanged, this, &ClusterPanel::showDetails);
+    connect(m_model, &NodeTableModel::modelReset, this, &ClusterPanel::showDetails);
+    connect(m_model, &NodeTableModel::rowsRemoved, this, &ClusterPanel::showDetails);
     connect(m_model, &NodeTableModel::nodesEdited, this, [this] {
         updateButtons();
         emit nodesEdited();
@@ -109,6 +117,7 @@ ClusterPanel::ClusterPanel(QWidget* parent)
     layout->addWidget(m_details, 1);
     layout->addWidget(m_status);
     updateButtons();
+    showDetails();
     setStatus(tr("Add nodes, then Check them."));
 }
 
@@ -272,9 +281,15 @@ void ClusterPanel::showDetails() {
     const QModelIndexList rows = m_table->selectionModel()->selectedRows();
     const int row = rows.isEmpty() ? -1 : rows.front().row();
     if (row < 0 || row >= m_model->rowCount() || !m_model->checkResult(row)) {
+        // Before any check there is nothing to see: the node table takes the room.
+        bool anyChecked = false;
+        for (int r = 0; r < m_model->rowCount() && !anyChecked; ++r)
+            anyChecked = m_model->checkResult(r).has_value();
         m_details->setText(tr("<i>Select a checked node to see every finding.</i>"));
+        m_details->setVisible(anyChecked);
         return;
     }
+    m_details->setVisible(true);
     const NodeCheck& check = *m_model->checkResult(row);
     QString html = QStringLiteral("<b>%1</b> (%2)<br>").arg(check.name.toHtmlEscaped(), check.host.toHtmlEscaped());
     for (const CheckVerdict& verdict : check.verdicts) {

@@ -9,12 +9,15 @@
 #include "core/jobspec.h"
 
 #include <QApplication>
+#include <QHeaderView>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QLabel>
 #include <QMessageBox>
 #include <QPushButton>
 #include <QSignalSpy>
+#include <QTableView>
 #include <QTemporaryDir>
 #include <QThread>
 #include <QTimer>
@@ -126,6 +129,9 @@ private slots:
         panel.setConnectionOptions(options(m_sshd.knownHostsPath()));
         panel.setJob(job({node(QStringLiteral("loop"), m_sshd.port())}));
         QCOMPARE(panel.statusText(), QStringLiteral("1 node(s): Check them before a run.")); // it has nodes now
+        // Nothing to detail before a check: the node table has the room.
+        const auto* details = panel.findChild<QLabel*>(QStringLiteral("details"));
+        QVERIFY(details && !details->isVisibleTo(&panel));
         NodeTableModel& model = *panel.model();
         QSignalSpy finished(&panel, &ClusterPanel::checkFinished);
         QString error;
@@ -143,6 +149,27 @@ private slots:
         QVERIFY2(cell(model, 0, NodeTableModel::Summary).startsWith(os), qPrintable(dumpRow(model, 0)));
         QVERIFY(cell(model, 0, NodeTableModel::Cause).isEmpty());
         QVERIFY(panel.statusText().contains(QLatin1String("passed")));
+        QVERIFY(details->isVisibleTo(&panel));
+        QVERIFY2(details->text().contains(QLatin1String("Select a checked node")), qPrintable(details->text()));
+        panel.findChild<QTableView*>()->selectRow(0);
+        QVERIFY2(details->text().contains(QLatin1String("<b>loop</b>")), qPrintable(details->text()));
+    }
+
+    // However little room the window gives the panel, four nodes show before the table scrolls.
+    void nodeTableShowsFourNodes() {
+        ClusterPanel panel;
+        panel.resize(900, 120);
+        panel.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&panel));
+        const auto* table = panel.findChild<QTableView*>();
+        const int rows = 4 * table->verticalHeader()->defaultSectionSize();
+        QVERIFY2(table->viewport()->height() >= rows,
+                 qPrintable(QStringLiteral("%1 < %2 (table %3, header %4, frame %5)")
+                                .arg(table->viewport()->height())
+                                .arg(rows)
+                                .arg(table->height())
+                                .arg(table->horizontalHeader()->height())
+                                .arg(table->frameWidth())));
     }
 
     void closedPortFailsWithRefused() {
