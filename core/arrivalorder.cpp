@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: MIT
 #include "core/arrivalorder.h"
 
+#include <QFile>
 #include <QFileInfo>
+#include <QHash>
+#include <QPair>
 
 #include <algorithm>
 
@@ -31,6 +34,23 @@ QVector<StoredPiece> piecesInArrivalOrder(const RunStore& store, const QString& 
     std::stable_sort(pieces.begin(), pieces.end(),
                      [](const StoredPiece& a, const StoredPiece& b) { return a.arrivedAt < b.arrivedAt; });
     return pieces;
+}
+
+void visitStoredPieces(const RunStore& store, const QString& id, const QVector<int>& ranks,
+                       const QVector<RankStream>& streams,
+                       const std::function<void(const StoredPiece& piece, QByteArrayView bytes, bool last)>& visit) {
+    QHash<QPair<int, int>, QByteArray> files; // (rank, stream): the file, read once
+    for (const StoredPiece& piece : piecesInArrivalOrder(store, id, ranks, streams)) {
+        const QPair<int, int> key{piece.rank, static_cast<int>(piece.stream)};
+        auto file = files.find(key);
+        if (file == files.end()) {
+            QFile reading(store.streamPath(id, piece.rank, piece.stream));
+            file = files.insert(key, reading.open(QIODevice::ReadOnly) ? reading.readAll() : QByteArray());
+        }
+        const qint64 to = std::min<qint64>(piece.to, file->size()); // the file may have grown meanwhile
+        if (to > piece.from)
+            visit(piece, QByteArrayView(*file).sliced(piece.from, to - piece.from), to == file->size());
+    }
 }
 
 } // namespace rankscope

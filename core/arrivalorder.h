@@ -7,7 +7,10 @@
 
 #include "core/runstore.h"
 
+#include <QByteArrayView>
 #include <QVector>
+
+#include <functional>
 
 namespace rankscope {
 
@@ -26,5 +29,11 @@ struct StoredPiece {
 // stop between the two writes) join the stream's last time. A stream with no file gives nothing.
 [[nodiscard]] QVector<StoredPiece> piecesInArrivalOrder(const RunStore& store, const QString& id,
                                                         const QVector<int>& ranks, const QVector<RankStream>& streams);
+
+// Goes through piecesInArrivalOrder, reading each stream's file once: `visit` gets each piece with its bytes, and
+// whether it is its stream's last.
+void visitStoredPieces(const RunStore& store, const QString& id, const QVector<int>& ranks,
+                       const QVector<RankStream>& streams,
+                       const std::function<void(const StoredPiece& piece, QByteArrayView bytes, bool last)>& visit);
 
 } // namespace rankscope

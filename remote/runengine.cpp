@@ -588,19 +588,10 @@ void RunEngine::replayStreams() {
     for (const RunNodeRecord& node : std::as_const(m_record.nodes))
         ranks += node.ranks;
     const QVector<RankStream> streams(std::begin(kRankStreams), std::end(kRankStreams));
-    QHash<QPair<int, int>, QByteArray> stored; // (rank, stream): the file, read once
-    for (const StoredPiece& piece : piecesInArrivalOrder(*m_store, m_record.id, ranks, streams)) {
-        const QPair<int, int> key{piece.rank, static_cast<int>(piece.stream)};
-        auto file = stored.find(key);
-        if (file == stored.end()) {
-            QFile reading(m_store->streamPath(m_record.id, piece.rank, piece.stream));
-            file = stored.insert(key, reading.open(QIODevice::ReadOnly) ? reading.readAll() : QByteArray());
-        }
-        const qint64 to = std::min<qint64>(piece.to, file->size());
-        if (to > piece.from)
-            deliver(m_replayParsers.feed(piece.rank, piece.stream,
-                                         QByteArrayView(*file).sliced(piece.from, to - piece.from), piece.arrivedAt));
-    }
+    visitStoredPieces(*m_store, m_record.id, ranks, streams,
+                      [this](const StoredPiece& piece, QByteArrayView bytes, bool /*last*/) {
+                          deliver(m_replayParsers.feed(piece.rank, piece.stream, bytes, piece.arrivedAt));
+                      });
     for (int node = 0; node < m_record.nodes.size(); ++node) {
         QFile file(m_store->nodeStreamPath(m_record.id, node, kGpuStream));
         if (file.open(QIODevice::ReadOnly))

@@ -415,38 +415,29 @@ int runLogsCommand(const QString& run, std::optional<int> rank, const QString& s
             if (!rank || r == *rank)
                 ranks.append(r);
         // Several streams: their lines interleaved as they arrived on this machine, each once it is whole.
-        QHash<QPair<int, int>, QByteArray> stored; // (rank, stream): the file, read once
-        QHash<QPair<int, int>, qint64> lineStarts; // where its next line to print starts
-        const auto printLines = [&](int r, RankStream s, const QByteArray& bytes, qint64 to, bool last) {
-            qint64& start = lineStarts[{r, static_cast<int>(s)}];
-            while (start < to) {
-                const qsizetype end = bytes.indexOf('\n', start);
-                if ((end < 0 || end >= to) && !last)
-                    return; // its end comes with a later piece
-                const qint64 stop = end < 0 || end >= to ? to : end + 1;
-                std::printf("[rank %d %s] ", r, qPrintable(rankStreamSuffix(s)));
-                std::fwrite(bytes.constData() + start, 1, static_cast<size_t>(stop - start), stdout);
-                if (bytes.at(stop - 1) != '\n')
+        QHash<QPair<int, int>, QByteArray> partial; // (rank, stream): its line whose end has not come yet
+        visitStoredPieces(store, id, ranks, streams, [&](const StoredPiece& piece, QByteArrayView bytes, bool last) {
+            shown += bytes.size();
+            if (!prefix) {
+                std::fwrite(bytes.data(), 1, static_cast<size_t>(bytes.size()), stdout);
+                return;
+            }
+            QByteArray& pending = partial[{piece.rank, static_cast<int>(piece.stream)}];
+            pending += bytes;
+            qsizetype start = 0;
+            while (start < pending.size()) {
+                const qsizetype end = pending.indexOf('\n', start);
+                if (end < 0 && !last)
+                    break; // its end comes with a later piece
+                const qsizetype stop = end < 0 ? pending.size() : end + 1;
+                std::printf("[rank %d %s] ", piece.rank, qPrintable(rankStreamSuffix(piece.stream)));
+                std::fwrite(pending.constData() + start, 1, static_cast<size_t>(stop - start), stdout);
+                if (end < 0)
                     std::fputc('\n', stdout);
                 start = stop;
             }
-        };
-        for (const StoredPiece& piece : piecesInArrivalOrder(store, id, ranks, streams)) {
-            const QPair<int, int> key{piece.rank, static_cast<int>(piece.stream)};
-            auto file = stored.find(key);
-            if (file == stored.end()) {
-                QFile reading(store.streamPath(id, piece.rank, piece.stream));
-                file = stored.insert(key, reading.open(QIODevice::ReadOnly) ? reading.readAll() : QByteArray());
-                shown += file->size();
-            }
-            const qint64 to = std::min<qint64>(piece.to, file->size());
-            if (to <= piece.from)
-                continue;
-            if (!prefix)
-                std::fwrite(file->constData() + piece.from, 1, static_cast<size_t>(to - piece.from), stdout);
-            else
-                printLines(piece.rank, piece.stream, *file, to, to == file->size());
-        }
+            pending.remove(0, start);
+        });
         std::fflush(stdout);
         // Silence is never left unexplained: an empty answer, or a copy that may be behind the run, is said so.
         if (!record->endSeen())
