@@ -355,14 +355,13 @@ qint64 RunStore::streamSize(const QString& id, int rank, RankStream stream) cons
 bool RunStore::appendStream(const QString& id, int rank, RankStream stream, qint64 offset, QByteArrayView bytes,
                             QString* error, qint64* appended, double arrivedAt) {
     qint64 added = 0;
-    if (appended)
-        *appended = 0;
     const QString path = streamPath(id, rank, stream);
-    if (!appendAt(path, QStringLiteral("rank %1 %2").arg(rank).arg(rankStreamSuffix(stream)), offset, bytes, error,
-                  &added))
-        return false;
+    const bool ok = appendAt(path, QStringLiteral("rank %1 %2").arg(rank).arg(rankStreamSuffix(stream)), offset, bytes,
+                             error, &added);
     if (appended)
         *appended = added;
+    if (!ok)
+        return false;
     if (added > 0 && arrivedAt > 0.0) {
         // "END MILLISECONDS\n": the stream's size after this append, and when it came.
         QFile arrivals(path + QStringLiteral(".arrivals"));

@@ -6,6 +6,7 @@
 
 #include "core/arrivalorder.h"
 #include "core/jobspec.h"
+#include "core/linesplitter.h"
 #include "core/rankplan.h"
 #include "core/runstore.h"
 #include "remote/runengine.h"
@@ -415,28 +416,22 @@ int runLogsCommand(const QString& run, std::optional<int> rank, const QString& s
             if (!rank || r == *rank)
                 ranks.append(r);
         // Several streams: their lines interleaved as they arrived on this machine, each once it is whole.
-        QHash<QPair<int, int>, QByteArray> partial; // (rank, stream): its line whose end has not come yet
+        QHash<QPair<int, int>, LineSplitter> splitters; // (rank, stream): holds its line whose end has not come yet
         visitStoredPieces(store, id, ranks, streams, [&](const StoredPiece& piece, QByteArrayView bytes, bool last) {
             shown += bytes.size();
             if (!prefix) {
                 std::fwrite(bytes.data(), 1, static_cast<size_t>(bytes.size()), stdout);
                 return;
             }
-            QByteArray& pending = partial[{piece.rank, static_cast<int>(piece.stream)}];
-            pending += bytes;
-            qsizetype start = 0;
-            while (start < pending.size()) {
-                const qsizetype end = pending.indexOf('\n', start);
-                if (end < 0 && !last)
-                    break; // its end comes with a later piece
-                const qsizetype stop = end < 0 ? pending.size() : end + 1;
+            LineSplitter& splitter = splitters[{piece.rank, static_cast<int>(piece.stream)}];
+            QVector<LinePiece> lines = splitter.feed(bytes);
+            if (last)
+                lines += splitter.finish();
+            for (const LinePiece& line : std::as_const(lines)) {
                 std::printf("[rank %d %s] ", piece.rank, qPrintable(rankStreamSuffix(piece.stream)));
-                std::fwrite(pending.constData() + start, 1, static_cast<size_t>(stop - start), stdout);
-                if (end < 0)
-                    std::fputc('\n', stdout);
-                start = stop;
+                std::fwrite(line.bytes.constData(), 1, static_cast<size_t>(line.bytes.size()), stdout);
+                std::fputc('\n', stdout);
             }
-            pending.remove(0, start);
         });
         std::fflush(stdout);
         // Silence is never left unexplained: an empty answer, or a copy that may be behind the run, is said so.
