@@ -10,27 +10,40 @@
 
 namespace rankscope {
 
+QVector<StoredPiece> storedPieces(const RunStore& store, const QString& id, int rank, RankStream stream) {
+    QVector<StoredPiece> pieces;
+    const QFileInfo file(store.streamPath(id, rank, stream));
+    if (!file.exists())
+        return pieces;
+    const qint64 size = file.size();
+    qint64 from = 0;
+    double last = 0.0;
+    for (const auto& [end, time] : store.arrivals(id, rank, stream)) {
+        if (end <= from || end > size)
+            continue;                // not a piece of this file as it is: ignored, its bytes join the next piece
+        last = std::max(last, time); // a clock set back leaves a stream's own order alone
+        pieces.append({rank, stream, from, end, last});
+        from = end;
+    }
+    if (from < size)
+        pieces.append({rank, stream, from, size, last});
+    return pieces;
+}
+
+double arrivalOfLineEnding(const QVector<StoredPiece>& pieces, qint64 end) {
+    if (pieces.isEmpty())
+        return 0.0;
+    const auto holding = std::lower_bound(pieces.cbegin(), pieces.cend(), end,
+                                          [](const StoredPiece& piece, qint64 at) { return piece.to < at; });
+    return holding == pieces.cend() ? pieces.back().arrivedAt : holding->arrivedAt;
+}
+
 QVector<StoredPiece> piecesInArrivalOrder(const RunStore& store, const QString& id, const QVector<int>& ranks,
                                           const QVector<RankStream>& streams) {
     QVector<StoredPiece> pieces;
     for (const int rank : ranks)
-        for (const RankStream stream : streams) {
-            const QFileInfo file(store.streamPath(id, rank, stream));
-            if (!file.exists())
-                continue;
-            const qint64 size = file.size();
-            qint64 from = 0;
-            double last = 0.0;
-            for (const auto& [end, time] : store.arrivals(id, rank, stream)) {
-                if (end <= from || end > size)
-                    continue; // not a piece of this file as it is: ignored, its bytes join the next piece
-                last = std::max(last, time); // a clock set back leaves a stream's own order alone
-                pieces.append({rank, stream, from, end, last});
-                from = end;
-            }
-            if (from < size)
-                pieces.append({rank, stream, from, size, last});
-        }
+        for (const RankStream stream : streams)
+            pieces += storedPieces(store, id, rank, stream);
     std::stable_sort(pieces.begin(), pieces.end(),
                      [](const StoredPiece& a, const StoredPiece& b) { return a.arrivedAt < b.arrivedAt; });
     return pieces;

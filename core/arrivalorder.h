@@ -24,6 +24,14 @@ struct StoredPiece {
     double arrivedAt = 0.0;
 };
 
+// One stored stream's bytes in the pieces they arrived in, in stream order: what piecesInArrivalOrder merges.
+// Empty when the stream has no file.
+[[nodiscard]] QVector<StoredPiece> storedPieces(const RunStore& store, const QString& id, int rank, RankStream stream);
+
+// When the stored line that ends just before byte `end` of its stream arrived: the time of the piece holding
+// that byte (`pieces` as storedPieces gives them). Bytes past the last piece take its time; 0 without pieces.
+[[nodiscard]] double arrivalOfLineEnding(const QVector<StoredPiece>& pieces, qint64 end);
+
 // Every stored byte of `ranks` x `streams`, in pieces, by time of arrival; among equal times (and untimed
 // pieces, which come first) ranks and streams keep the order given. Bytes past the last recorded arrival (a
 // stop between the two writes) join the stream's last time. A stream with no file gives nothing.

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "streamlines.h"
 
+#include "core/arrivalorder.h"
+
 #include <QFile>
 
 #include <algorithm>
@@ -60,13 +62,16 @@ StreamLineReader::Page StreamLineReader::read(qint64 from, int count) {
     if (!file.seek(m_checkpoints.value(checkpoint)))
         return page;
     const qint64 last = std::min<qint64>(m_lines, page.first + count - 1);
+    qint64 offset = file.pos();
     while (line <= last) {
         QByteArray bytes = file.readLine();
         if (bytes.isEmpty() || !bytes.endsWith('\n'))
             break; // truncated under us
+        offset += bytes.size();
         if (line >= page.first) {
             bytes.chop(bytes.endsWith("\r\n") ? 2 : 1);
             page.lines.append(QString::fromUtf8(bytes));
+            page.ends.append(offset);
         }
         ++line;
     }
@@ -84,10 +89,32 @@ QVector<RankLogLine> RunLinePager::before(int rank, RankStream stream, qint64 be
     if (!reader)
         reader = std::make_shared<StreamLineReader>(path);
     const StreamLineReader::Page page = reader->read(from, int(before - from));
+    // Read after the lines: bytes appended in between are past the last piece and take its time.
+    const QVector<StoredPiece> pieces = storedPieces(*m_store, m_runId, rank, stream);
     QVector<RankLogLine> lines;
     lines.reserve(page.lines.size());
     for (qsizetype i = 0; i < page.lines.size(); ++i)
-        lines.append({rank, stream, page.first + i, page.lines[i], 0.0});
+        lines.append({rank, stream, page.first + i, page.lines[i], arrivalOfLineEnding(pieces, page.ends[i])});
+    return lines;
+}
+
+QVector<RankLogLine> RunLinePager::before(const QVector<StreamStart>& streams, int count) {
+    QVector<RankLogLine> lines;
+    double complete = 0.0; // every stream's lines from this time on are here
+    for (const StreamStart& start : streams) {
+        const QVector<RankLogLine> read = before(start.rank, start.stream, start.before, count);
+        if (read.isEmpty())
+            continue;
+        if (read.front().lineNumber > 1) // more before: none of its lines older than this one is here
+            complete = std::max(complete, read.front().receivedAt);
+        lines += read;
+    }
+    // In arrival order; each stream's own lines already are, so a stable sort keeps them as they were.
+    std::stable_sort(lines.begin(), lines.end(),
+                     [](const RankLogLine& a, const RankLogLine& b) { return a.receivedAt < b.receivedAt; });
+    const auto kept = std::lower_bound(lines.cbegin(), lines.cend(), complete,
+                                       [](const RankLogLine& line, double time) { return line.receivedAt < time; });
+    lines.erase(lines.cbegin(), kept);
     return lines;
 }
 

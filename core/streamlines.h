@@ -20,6 +20,7 @@ public:
 
     struct Page {
         QVector<QString> lines; // decoded as UTF-8 (invalid bytes replaced), without the newline
+        QVector<qint64> ends;   // per line: the byte offset just after its newline in the file
         qint64 first = 1;       // the number of lines[0]; numbers start at 1
         qint64 total = 0;       // complete lines in the file when read
     };
@@ -45,8 +46,22 @@ class RunLinePager final {
 public:
     RunLinePager(const RunStore* store, QString runId);
 
-    // Up to `count` lines of (rank, stream) just before line number `before` (1-based), oldest first, numbered.
+    // Up to `count` lines of (rank, stream) just before line number `before` (1-based), oldest first, numbered,
+    // each with the time it arrived (RunStore::arrivals; 0 for a run stored before arrivals were kept).
     [[nodiscard]] QVector<RankLogLine> before(int rank, RankStream stream, qint64 before, int count);
+
+    // A stream to read back, and the number of its oldest line already shown.
+    struct StreamStart {
+        int rank = 0;
+        RankStream stream = RankStream::Out;
+        qint64 before = 1;
+    };
+    // Up to `count` lines of each stream just before its `before`, merged in the order they arrived, as the
+    // lines were shown live. A stream with more lines than `count` leaves a hole before the oldest line read:
+    // the other streams' lines older than that one are left out too (the next call reads them), so the lines
+    // given have no stretch where one stream's lines are missing. Among equal times, and for runs stored without
+    // arrivals, the streams keep the order given.
+    [[nodiscard]] QVector<RankLogLine> before(const QVector<StreamStart>& streams, int count);
 
 private:
     const RunStore* m_store;

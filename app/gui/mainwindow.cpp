@@ -393,8 +393,8 @@ void MainWindow::onRunStarting(const RunRecord& record) {
     m_logs->model()->setRankHosts(record.rankHosts());
     // Lines the inspector's window let go are read back from the run store on demand.
     auto pager = std::make_shared<RunLinePager>(m_session->store(), record.id);
-    m_logs->setOlderLinesSource([pager](int rank, RankStream stream, qint64 before, int count) {
-        return pager->before(rank, stream, before, count);
+    m_logs->setOlderLinesSource([pager](const QVector<RunLinePager::StreamStart>& streams, int count) {
+        return pager->before(streams, count);
     });
     m_focusedRank = -1;
     m_runLabel->setText(QStringLiteral("%1 · %2 · %3").arg(record.id, record.mode, record.state));

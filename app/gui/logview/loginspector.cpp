@@ -230,13 +230,12 @@ int LogInspector::loadOlderLines(int perStream) {
     if (!m_olderSource)
         return 0;
     const QSet<int>& shown = m_proxy->ranks();
-    QVector<RankLogLine> older;
+    QVector<RunLinePager::StreamStart> streams;
     for (const auto& [rank, stream] : m_model->streamsWithOlderLines()) {
-        if (!shown.isEmpty() && !shown.contains(rank))
-            continue;
-        const qint64 before = m_model->firstLineHeld(rank, stream);
-        older += m_olderSource(rank, stream, before, int(std::min<qint64>(perStream, before - 1)));
+        if (shown.isEmpty() || shown.contains(rank))
+            streams.append({rank, stream, m_model->firstLineHeld(rank, stream)});
     }
+    const QVector<RankLogLine> older = streams.isEmpty() ? QVector<RankLogLine>() : m_olderSource(streams, perStream);
     if (older.isEmpty())
         return 0;
     setFollowing(false);

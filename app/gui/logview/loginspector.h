@@ -3,6 +3,7 @@
 
 #include "core/logclassify.h"
 #include "core/runstore.h"
+#include "core/streamlines.h"
 
 #include <QSet>
 #include <QWidget>
@@ -54,9 +55,11 @@ public:
     // Selects and scrolls to the earliest Error or Fatal line of any rank (by time), clearing the filters
     // that hide it. False when the model holds no error.
     bool showFirstError();
-    // Where older lines come from once the window let them go: up to `count` lines of (rank, stream) before
-    // line number `before`, in order (the main window reads the run store; see RunLinePager). Unset: no paging.
-    using OlderLinesSource = std::function<QVector<RankLogLine>(int rank, RankStream stream, qint64 before, int count)>;
+    // Where older lines come from once the window let them go: up to `count` lines of each stream before its
+    // `before`, merged in the order they arrived (the main window reads the run store; see
+    // RunLinePager::before). Unset: no paging.
+    using OlderLinesSource =
+        std::function<QVector<RankLogLine>(const QVector<RunLinePager::StreamStart>& streams, int count)>;
     void setOlderLinesSource(OlderLinesSource source);
     // Reads up to `perStream` older lines of every stream of the ranks shown into the top of the view, and stops
     // following (the user is reading back). Returns how many lines came in.

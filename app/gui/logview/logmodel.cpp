@@ -56,7 +56,7 @@ LogModel::Line makeLine(const RankLogLine& piece) {
     LogModel::Line line;
     line.text = piece.text;
     line.receivedAt = piece.receivedAt;
-    line.older = piece.receivedAt <= 0.0; // read back from the run store: shown as "(stored)"
+    line.timeUnknown = piece.receivedAt <= 0.0; // read back from a run stored without arrival times
     line.lineNumber = piece.lineNumber;
     line.rank = piece.rank;
     line.stream = piece.stream;
@@ -99,7 +99,7 @@ QVariant LogModel::data(const QModelIndex& index, int role) const {
     case Qt::DisplayRole:
         return displayData(line, index.column());
     case Qt::ToolTipRole:
-        if (index.column() == TimeColumn && line.older)
+        if (index.column() == TimeColumn && line.timeUnknown)
             return tr("read back from the run store: when it arrived is not recorded");
         return index.column() == TimeColumn ? formatTime(line.receivedAt, QStringLiteral("yyyy-MM-dd hh:mm:ss.zzz"))
                                             : displayData(line, index.column());
@@ -133,7 +133,7 @@ QVariant LogModel::data(const QModelIndex& index, int role) const {
 QVariant LogModel::displayData(const Line& line, int column) const {
     switch (column) {
     case TimeColumn:
-        return line.older ? tr("(stored)") : formatTime(line.receivedAt, QStringLiteral("hh:mm:ss.zzz"));
+        return line.timeUnknown ? tr("(stored)") : formatTime(line.receivedAt, QStringLiteral("hh:mm:ss.zzz"));
     case RankColumn:
         return hostRankLabel(line.rank);
     case StreamColumn:
@@ -321,19 +321,20 @@ void LogModel::prependOlder(const QVector<RankLogLine>& lines) {
         if (piece.stream == RankStream::Events || piece.lineNumber < 1 ||
             piece.lineNumber >= firstLineHeld(piece.rank, piece.stream))
             continue; // not older than what is held: it would be shown twice
-        Line line = makeLine(piece);
-        line.older = true;
-        older.push_back(std::move(line));
+        older.push_back(makeLine(piece));
     }
     const auto room = qint64(m_maxRows) - m_held; // held rows stay below one window's worth
     if (older.empty() || room <= 0)
         return;
     if (qint64(older.size()) > room)
         older.erase(older.begin(), older.end() - room); // the newest of them, next to what is held
-    // The merged view is in arrival order; lines read back have none, so they take the oldest time held.
-    const double before = m_lines.empty() ? 0.0 : m_lines.front().receivedAt;
+    // The merged view is in arrival order. Lines read back came before those held: one stored without its time
+    // takes the oldest time held, and none is put after it (the store's clock and the engine's may differ by the
+    // time between a read and its write).
+    const double oldestHeld = m_lines.empty() ? 0.0 : m_lines.front().receivedAt;
     for (Line& line : older) {
-        line.receivedAt = before;
+        if (line.timeUnknown || (!m_lines.empty() && line.receivedAt > oldestHeld))
+            line.receivedAt = oldestHeld;
         qint64& first = m_firstLine[streamKey(line.rank, line.stream)];
         first = std::min(first, line.lineNumber);
     }

@@ -41,8 +41,9 @@ public:
         RankStream stream = RankStream::Out;
         LogSeverity severity = LogSeverity::Info;
         bool nccl = false;
-        // Read back from the run store (a replay, or prependOlder): its arrival time is not known.
-        bool older = false;
+        // Read back from a run stored before arrival times were kept (a replay, or prependOlder): when it arrived
+        // is not known. Shown as "(stored)".
+        bool timeUnknown = false;
     };
 
     explicit LogModel(QObject* parent = nullptr);
@@ -69,9 +70,9 @@ public:
     [[nodiscard]] qint64 olderLines() const;
     // The number of the oldest line of (rank, stream) that may still be here: the lines before it are older.
     [[nodiscard]] qint64 firstLineHeld(int rank, RankStream stream) const;
-    // Older lines read back from the run store, inserted at the top in the order given (one insertion), each
-    // before the lines held of its stream. They are held while the user reads them: the window grows by them,
-    // up to twice its size, until releaseOlder() (following the newest lines again) lets them go.
+    // Older lines read back from the run store, in arrival order (RunLinePager::before), inserted at the top
+    // (one insertion), each before the lines held of its stream. They are held while the user reads them: the window
+    // grows by them, up to twice its size, until releaseOlder() (following the newest lines again) lets them go.
     void prependOlder(const QVector<RankLogLine>& lines);
     // The (rank, stream) pairs with older lines in the store, in rank order, stdout before stderr.
     [[nodiscard]] QVector<QPair<int, RankStream>> streamsWithOlderLines() const;

@@ -277,8 +277,8 @@ private Q_SLOTS:
         QVERIFY(!button->isEnabled()); // no source yet
 
         auto pager = std::make_shared<rankscope::RunLinePager>(&store, run);
-        inspector.setOlderLinesSource([pager](int rank, RankStream stream, qint64 before, int count) {
-            return pager->before(rank, stream, before, count);
+        inspector.setOlderLinesSource([pager](const QVector<rankscope::RunLinePager::StreamStart>& streams, int count) {
+            return pager->before(streams, count);
         });
         QVERIFY(button->isEnabled());
         QVERIFY(inspector.statusText().contains(QStringLiteral("500 older lines in the run store")));
@@ -294,11 +294,11 @@ private Q_SLOTS:
             QCOMPARE(line.rank, 1);
             QCOMPARE(line.lineNumber, 211 + row);
             QCOMPARE(line.text, QStringLiteral("[rank 1] line %1").arg(211 + row));
-            QVERIFY(line.older);
+            QVERIFY(line.timeUnknown); // stored without arrival times
         }
         QCOMPARE(model->index(0, LogModel::TimeColumn).data().toString(), QStringLiteral("(stored)"));
         QCOMPARE(model->line(40).lineNumber, 251); // then what was held
-        QVERIFY(!model->line(40).older);
+        QVERIFY(!model->line(40).timeUnknown);
 
         // The button does the same, up to one window's worth of read-back lines: memory stays bounded.
         button->click();
@@ -320,6 +320,78 @@ private Q_SLOTS:
         QCOMPARE(model->rowCount(), 100);
         QCOMPARE(model->olderLines(), 501); // rank 0's 251 (its line 251 went for line 301), rank 1's 250
         QVERIFY(button->isEnabled());
+    }
+
+    // A run stored with its arrival times reads back as it was shown live: the ranks' older lines interleaved by
+    // when they came, each with its clock time. Rank 0 speaks every 10 ms and rank 1 every 50 ms, so 40 lines of
+    // each reach back 0.4 s and 2 s: rank 1's lines from before rank 0's oldest line read wait for the next read,
+    // or the view would show 1.6 s in which rank 0 seems silent.
+    void olderLinesComeBackInTheOrderTheyArrived() {
+        QTemporaryDir dir;
+        rankscope::RunStore store(dir.path());
+        rankscope::RunRecord record;
+        record.id = store.newRunId();
+        QVERIFY(store.save(record));
+        const QVector<RankLogLine> rank0 = progress(0, 1, 600, 1000.0);
+        QVector<RankLogLine> rank1;
+        for (int i = 0; i < 120; ++i)
+            rank1.append(
+                {1, RankStream::Err, i + 1, QStringLiteral("[rank 1] line %1").arg(i + 1), 1000.005 + i * 0.05});
+        QVector<RankLogLine> live = rank0 + rank1;
+        for (const RankLogLine& line : std::as_const(live)) { // one piece per line, as slow ranks' lines come
+            QString error;
+            QVERIFY2(store.appendStream(record.id, line.rank, line.stream,
+                                        store.streamSize(record.id, line.rank, line.stream), line.text.toUtf8() + '\n',
+                                        &error, nullptr, line.receivedAt),
+                     qPrintable(error));
+        }
+        std::stable_sort(live.begin(), live.end(),
+                         [](const RankLogLine& a, const RankLogLine& b) { return a.receivedAt < b.receivedAt; });
+
+        LogInspector inspector;
+        LogModel* model = inspector.model();
+        model->setMaxRows(100);
+        feed(inspector, live);
+        const qint64 held0 = model->firstLineHeld(0, RankStream::Err);
+        const qint64 held1 = model->firstLineHeld(1, RankStream::Err);
+        QCOMPARE(held0 + held1, 720 - 100 + 2); // the window holds the newest 100 lines of both
+        auto pager = std::make_shared<rankscope::RunLinePager>(&store, record.id);
+        inspector.setOlderLinesSource([pager](const QVector<rankscope::RunLinePager::StreamStart>& streams, int count) {
+            return pager->before(streams, count);
+        });
+
+        const int added = inspector.loadOlderLines(40);
+        QCOMPARE(model->firstLineHeld(0, RankStream::Err), held0 - 40);
+        const double oldest0 = rank0[int(held0 - 40 - 1)].receivedAt; // rank 0's oldest line read
+        // Rank 1: only its lines from rank 0's oldest line read on, about 0.4 s of them, not all 40.
+        qint64 first1 = held1;
+        while (first1 > 1 && rank1[int(first1 - 2)].receivedAt >= oldest0)
+            --first1;
+        QCOMPARE(model->firstLineHeld(1, RankStream::Err), first1);
+        QVERIFY2(held1 - first1 >= 6 && held1 - first1 <= 10, qPrintable(QString::number(held1 - first1)));
+        QCOMPARE(added, int(40 + held1 - first1));
+        // Interleaved as they came: the rows read back, then those held, are the live lines in live order.
+        const auto liveFrom = std::find_if(live.cbegin(), live.cend(), [&](const RankLogLine& line) {
+            return line.rank == 0 && line.lineNumber == held0 - 40;
+        });
+        for (int row = 0; row < model->rowCount(); ++row) {
+            const LogModel::Line& line = model->line(row);
+            const RankLogLine& expected = *(liveFrom + row);
+            QCOMPARE(line.rank, expected.rank);
+            QCOMPARE(line.lineNumber, expected.lineNumber);
+            QVERIFY(!line.timeUnknown);
+            QCOMPARE(line.receivedAt, expected.receivedAt);
+        }
+        QCOMPARE(model->index(0, LogModel::TimeColumn).data().toString(),
+                 QDateTime::fromMSecsSinceEpoch(qint64(oldest0 * 1000)).toString(QStringLiteral("hh:mm:ss.zzz")));
+
+        // The next read goes on from there with no line of either rank left out.
+        inspector.loadOlderLines(40);
+        QCOMPARE(model->firstLineHeld(0, RankStream::Err), held0 - 80);
+        QCOMPARE(model->line(0).rank, 0);
+        for (int row = 1; row < model->rowCount(); ++row)
+            QVERIFY(model->line(row - 1).receivedAt <= model->line(row).receivedAt);
+        QCOMPARE(model->rowCount(), 100 + 80 + int(held1 - model->firstLineHeld(1, RankStream::Err)));
     }
 
     // Not a check: RANKSCOPE_SCREENSHOT=path saves a picture of the inspector on recorded logs.
