@@ -442,7 +442,13 @@ inline void NcclLogParser::keepLastHeader(QByteArrayView line, qsizetype at, qsi
     last.size = header.pid >= 0 && at - start <= qsizetype(last.bytes.size()) ? at - start : 0;
     if (last.size == 0)
         return;
-    std::memcpy(last.bytes.data(), line.data() + start, static_cast<size_t>(last.size));
+    // In words, inline: a call to memcpy for a few dozen bytes cost more than the copy. The last word may take up to
+    // 7 bytes past the header, which the record's marker ("NCCL INFO ", 10 bytes) holds; `bytes` has room for
+    // them, as its size is a multiple of 8.
+    static_assert(sizeof(last.bytes) % 8 == 0);
+    const char* from = line.data() + start;
+    for (qsizetype copied = 0; copied < last.size; copied += 8)
+        std::memcpy(last.bytes.data() + copied, from + copied, 8);
     last.hostSize = header.host.size();
     last.pid = header.pid;
     last.tid = header.tid;
@@ -522,11 +528,11 @@ void NcclLogParser::takeRecord(const Header& header, QByteArrayView source, bool
         // Every rank prints it, mostly with the same name as the last: that one is counted without a lookup.
         const QByteArrayView name = trimmedBlanks(message.sliced(14));
         if (m_lastNetwork < 0 || !sameBytes(name, m_lastNetworkBytes)) {
-            setBytes(m_key, canonicalUtf8(name, m_canonical));
-            auto index = m_networkIndex.constFind(m_key);
+            const QByteArrayView key = canonicalUtf8(name, m_canonical);
+            auto index = m_networkIndex.constFind(viewAsKey(key));
             if (index == m_networkIndex.cend()) {
-                index = m_networkIndex.insert(m_key, m_networkOrder.size());
-                m_networkOrder.append(m_key);
+                index = m_networkIndex.insert({key.toByteArray()}, m_networkOrder.size());
+                m_networkOrder.append(key.toByteArray());
                 m_networkVotes.append(0);
             }
             m_lastNetwork = *index;
@@ -574,7 +580,7 @@ void NcclLogParser::findHost(QByteArrayView host) {
                                [host](const Host* seen) { return seen && sameBytes(host, seen->bytes); });
     if (recent == m_recentHosts.end()) {
         --recent; // the oldest makes room
-        const auto found = m_hostsByBytes.constFind(QByteArray::fromRawData(host.data(), host.size()));
+        const auto found = m_hostsByBytes.constFind(viewAsKey(host));
         if (found != m_hostsByBytes.cend()) {
             *recent = *found;
         } else {
@@ -584,11 +590,21 @@ void NcclLogParser::findHost(QByteArrayView host) {
             added.name = str(host);
             if (!m_hosts.contains(added.name))
                 m_hosts.append(added.name);
-            m_hostsByBytes.insert(added.bytes, &added);
+            m_hostsByBytes.insert({added.bytes}, &added);
             *recent = &added;
         }
     }
-    std::rotate(m_recentHosts.begin(), recent, recent + 1); // to the front: it is the last host now
+    // To the front: it is the last host now. Moved one by one: std::rotate, or a loop the compiler turns into one,
+    // calls memmove for the three pointers, which cost more than the rest of the lookup.
+    static_assert(std::tuple_size_v<decltype(m_recentHosts)> == 4);
+    const auto index = recent - m_recentHosts.begin(); // 1 to 3
+    const Host* const newest = *recent;
+    if (index == 3)
+        m_recentHosts[3] = m_recentHosts[2];
+    if (index >= 2)
+        m_recentHosts[2] = m_recentHosts[1];
+    m_recentHosts[1] = m_recentHosts[0];
+    m_recentHosts[0] = newest;
 }
 
 void NcclLogParser::takeConnection(QByteArrayView via) {
@@ -612,10 +628,10 @@ void NcclLogParser::takeConnection(QByteArrayView via) {
             return;
         // Counted by the bytes, most often the same as the last: no string is made for a name seen before.
         const QByteArrayView name = via.first(end);
-        if (m_lastTransport == m_otherTransports.end() || !sameBytes(name, m_lastTransport.key())) {
-            m_lastTransport = m_otherTransports.find(QByteArray::fromRawData(name.data(), name.size()));
+        if (m_lastTransport == m_otherTransports.end() || !sameBytes(name, m_lastTransport.key().bytes)) {
+            m_lastTransport = m_otherTransports.find(viewAsKey(name));
             if (m_lastTransport == m_otherTransports.end())
-                m_lastTransport = m_otherTransports.insert(name.toByteArray(), 0);
+                m_lastTransport = m_otherTransports.insert({name.toByteArray()}, 0);
         }
         ++*m_lastTransport;
     }
@@ -641,15 +657,17 @@ void NcclLogParser::takeCommInit(const Header& header, QByteArrayView message) {
         return; // the id was cut by a wrapped line: which communicator this is is not known
     NcclCommunicator* communicator = m_lastComm;
     if (!communicator || commId.isEmpty() || !sameBytes(commId, m_lastCommId)) {
+        QByteArrayView key;
         if (commId.isEmpty()) {
             setBytes(m_key, "nranks:");
             appendNumber(m_key, nranks);
+            key = m_key;
         } else {
-            setBytes(m_key, canonicalUtf8(commId, m_canonical));
+            key = canonicalUtf8(commId, m_canonical);
         }
-        auto found = m_comms.find(m_key);
+        auto found = m_comms.find(viewAsKey(key));
         if (found == m_comms.end()) {
-            found = m_comms.insert(m_key, {});
+            found = m_comms.insert({key.toByteArray()}, {}); // a copy: m_key stays unshared, and reused
             found->commId = str(commId);
         }
         communicator = &*found;
@@ -757,7 +775,7 @@ NcclFacts NcclLogParser::facts() const {
     // In the order of their keys as strings (they were a QMap<QString, …>).
     QList<QPair<QString, const NcclCommunicator*>> comms;
     for (auto it = m_comms.cbegin(); it != m_comms.cend(); ++it)
-        comms.append({str(it.key()), &it.value()});
+        comms.append({str(it.key().bytes), &it.value()});
     std::sort(comms.begin(), comms.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     for (const auto& [key, commPointer] : std::as_const(comms)) {
         const NcclCommunicator& comm = *commPointer;
@@ -782,7 +800,7 @@ NcclFacts NcclLogParser::facts() const {
     facts.interfaces.sort();
     facts.ibNoDevice = m_ibNoDevice;
     for (auto it = m_otherTransports.cbegin(); it != m_otherTransports.cend(); ++it)
-        facts.transports[str(it.key())] += it.value(); // names that differ only in invalid UTF-8 are one string
+        facts.transports[str(it.key().bytes)] += it.value(); // names that differ only in invalid UTF-8 are one string
     const char* const commonNames[kCommonTransports] = {"P2P", "SHM", "NET/Socket", "NET/IB", "GDRDMA", "NVLS"};
     for (int i = 0; i < kCommonTransports; ++i) {
         if (m_common[i] > 0)

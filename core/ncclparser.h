@@ -138,7 +138,9 @@ private:
     QList<QByteArray> m_versionBytes; // the same, as printed
     QStringList m_hosts;
     std::deque<Host> m_hostBytes;                  // every host printed (first an empty one); never moved
-    QHash<QByteArray, const Host*> m_hostsByBytes; // into m_hostBytes
+    // Into m_hostBytes. The tables keyed by bytes hash with hashBytes: Qt's SipHash of a name cost more than the rest
+    // of a record's reading, and a log of many hosts' ranks interleaved looks one up at nearly every change of host.
+    QHash<HashedBytes, const Host*> m_hostsByBytes;
     // The hosts of the last records that had one, newest first (at first the empty host). Most records repeat the
     // last; ranks of a few hosts interleave, so the others are compared before the table is looked up.
     std::array<const Host*, 4> m_recentHosts{};
@@ -146,7 +148,7 @@ private:
     LastHeader m_lastHeader;
     QByteArray m_lastSource;                     // the source location of the last warning
     QString m_lastSourceName;
-    QHash<QByteArray, NcclCommunicator> m_comms; // by commId, or "nranks:N" when no commId was printed
+    QHash<HashedBytes, NcclCommunicator> m_comms; // by commId, or "nranks:N" when no commId was printed
     // The communicator of the last comm init line, when that line printed a commId, and the id as printed: a job's
     // ranks print theirs one after another. Set again by every lookup in m_comms, so that it never points where an
     // insert has moved the table.
@@ -154,15 +156,15 @@ private:
     QByteArray m_lastCommId;
     QList<QByteArray> m_networkOrder;              // each network as first chosen
     QList<int> m_networkVotes;                    // how often each was chosen
-    QHash<QByteArray, qsizetype> m_networkIndex;  // into both
+    QHash<HashedBytes, qsizetype> m_networkIndex; // into both
     qsizetype m_lastNetwork = -1;                 // the last one chosen, and its bytes as printed
     QByteArray m_lastNetworkBytes;
     QList<QByteArray> m_interfaces;
     bool m_ibNoDevice = false;
     // The transports other than the common ones below, by their names' bytes, and the last one counted. An
     // iterator into a QHash stays valid until the next insert, which sets it again.
-    QHash<QByteArray, qint64> m_otherTransports;
-    QHash<QByteArray, qint64>::iterator m_lastTransport = m_otherTransports.end();
+    QHash<HashedBytes, qint64> m_otherTransports;
+    QHash<HashedBytes, qint64>::iterator m_lastTransport = m_otherTransports.end();
     enum CommonTransport { P2P, SHM, NetSocket, NetIB, GDRDMA, NVLS, kCommonTransports };
     qint64 m_common[kCommonTransports] = {};
     int m_channels = 0;

@@ -185,6 +185,8 @@ private slots:
     void fingerprintsMoveOffCommonBytes();
     void fingerprintsMoveAFewTimesOnly();
     void tunedSearchesFindWhatANaiveSearchFinds();
+    void hashOfBytesTakesEveryByte();
+    void hashedBytesKeysFindTheirEntries();
 };
 
 void tst_KeywordSearch::initTestCase() {
@@ -473,6 +475,56 @@ void tst_KeywordSearch::tunedSearchesFindWhatANaiveSearchFinds() {
             moved = moved || search.fingerprintOffset(k) != first[k];
         QVERIFY2(moved, "the texts moved no fingerprint: the tuned tables were not searched");
     }
+}
+
+// The parsers' tables hash host names and ids with hashBytes: every byte of a key of any size up to a few words
+// must count, and the seed too, or names that differ in one byte would all land in one bucket.
+void tst_KeywordSearch::hashOfBytesTakesEveryByte() {
+    QRandomGenerator random(7);
+    for (int size = 0; size <= 40; ++size) {
+        QByteArray key(size, Qt::Uninitialized);
+        for (char& c : key)
+            c = static_cast<char>(random.bounded(256));
+        const std::string_view view(key.constData(), static_cast<size_t>(size));
+        const quint64 hash = hashBytes(view, 12345);
+        // The same bytes elsewhere in memory, at another alignment, hash the same.
+        const QByteArray shifted = "x" + key;
+        QCOMPARE(hashBytes(std::string_view(shifted.constData() + 1, static_cast<size_t>(size)), 12345), hash);
+        QVERIFY2(hashBytes(view, 54321) != hash, qPrintable(QStringLiteral("size %1: the seed is ignored").arg(size)));
+        for (int at = 0; at < size; ++at) {
+            for (const int flip : {0x01, 0x80}) {
+                QByteArray changed = key;
+                changed[at] = static_cast<char>(changed[at] ^ flip);
+                QVERIFY2(hashBytes(std::string_view(changed.constData(), static_cast<size_t>(size)), 12345) != hash,
+                         qPrintable(QStringLiteral("size %1: byte %2 does not count").arg(size).arg(at)));
+            }
+        }
+        // One byte more (a zero byte, as far as the words go) is another key.
+        const QByteArray longer = key + '\0';
+        QVERIFY(hashBytes(std::string_view(longer.constData(), static_cast<size_t>(size + 1)), 12345) != hash);
+    }
+}
+
+// HashedBytes as a QHash key: keys looked up through views of other copies of their bytes (viewAsKey) find their
+// entries; bytes that are not a key find none.
+void tst_KeywordSearch::hashedBytesKeysFindTheirEntries() {
+    QRandomGenerator random(11);
+    QHash<HashedBytes, int> table;
+    QList<QByteArray> keys;
+    for (int i = 0; i < 3000; ++i) {
+        QByteArray key = "node" + QByteArray::number(i);
+        if (i % 3 == 0) // a tail of one repeated byte, any byte, NUL included
+            key += QByteArray(random.bounded(30), static_cast<char>(random.bounded(256)));
+        table.insert({key}, i);
+        keys.append(key);
+    }
+    QCOMPARE(table.size(), keys.size());
+    for (int i = 0; i < keys.size(); ++i) {
+        const QByteArray copy(keys[i].constData(), keys[i].size()); // the same bytes in other memory
+        QCOMPARE(table.value(viewAsKey(copy), -1), i);
+    }
+    QCOMPARE(table.value(viewAsKey("node-1"), -1), -1);
+    QCOMPARE(table.value(viewAsKey(""), -1), -1);
 }
 
 QTEST_GUILESS_MAIN(tst_KeywordSearch)
