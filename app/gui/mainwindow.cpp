@@ -32,6 +32,7 @@
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QInputDialog>
+#include <QJsonDocument>
 #include <QLabel>
 #include <QLineEdit>
 #include <QMenu>
@@ -125,6 +126,7 @@ MainWindow::~MainWindow() {
 
 void MainWindow::buildTabs() {
     m_tabs = new QTabWidget;
+    m_tabs->setObjectName(QStringLiteral("mainTabs"));
     m_tabs->setDocumentMode(true);
 
     m_editor = new JobEditor;
@@ -163,12 +165,25 @@ void MainWindow::buildTabs() {
     auto* open = new QPushButton(QStringLiteral("Open (offline)"));
     auto* attach = new QPushButton(QStringLiteral("Attach"));
     attach->setToolTip(QStringLiteral("Follow a run that is still going on on its nodes"));
+    auto* editJob = new QPushButton(QStringLiteral("Edit its job"));
+    editJob->setObjectName(QStringLiteral("editRunJob"));
+    editJob->setToolTip(QStringLiteral("Put the job this run was launched with into the Job tab, to launch it again "
+                                       "(say, submitted across every node after a debug run) or change it first"));
     auto* refresh = new QPushButton(QStringLiteral("Refresh"));
     connect(open, &QPushButton::clicked, this, [this] { openSelectedHistory(false); });
     connect(attach, &QPushButton::clicked, this, [this] { openSelectedHistory(true); });
+    connect(editJob, &QPushButton::clicked, this, [this] {
+        const QModelIndex index = m_history->currentIndex();
+        QString error;
+        if (!index.isValid())
+            showMessage(QStringLiteral("choose a run in the list first"), true);
+        else if (!editRunJob(index.data(HistoryModel::RunIdRole).toString(), &error))
+            showMessage(error, true);
+    });
     connect(refresh, &QPushButton::clicked, m_historyModel, &HistoryModel::refresh);
     buttons->addWidget(open);
     buttons->addWidget(attach);
+    buttons->addWidget(editJob);
     buttons->addStretch();
     buttons->addWidget(refresh);
     historyLayout->addWidget(m_history);
@@ -509,6 +524,25 @@ bool MainWindow::openJob(const QString& path, QString* error) {
         m_cluster->setJob(*job);
     updateDebugNodes();
     updateActions();
+    return true;
+}
+
+bool MainWindow::editRunJob(const QString& runId, QString* error) {
+    const std::optional<RunRecord> record = m_store->load(runId, error);
+    if (!record)
+        return false;
+    if (record->job.isEmpty()) {
+        if (error)
+            *error = QStringLiteral("run %1 kept no job to edit").arg(runId);
+        return false;
+    }
+    m_editor->openUntitled(QString::fromUtf8(QJsonDocument(record->job).toJson(QJsonDocument::Indented)));
+    if (const auto job = m_editor->job())
+        m_cluster->setJob(*job);
+    updateDebugNodes();
+    updateActions();
+    showTab(JobTab);
+    showMessage(QStringLiteral("the job of run %1 is in the editor, not saved yet (Save asks where)").arg(runId));
     return true;
 }
 

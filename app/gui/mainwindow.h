@@ -66,6 +66,9 @@ public:
     [[nodiscard]] class BridgeHost* bridgeHost() const { return m_bridge; }
     bool attachRun(const QString& runId, QString* error);
     bool openStoredRun(const QString& runId, QString* error); // offline
+    // Puts the job a stored run was launched with into the editor, untitled (Save asks where), with its cluster:
+    // to launch it again, or change it first. False with *error when the run is unknown or kept no job.
+    bool editRunJob(const QString& runId, QString* error);
     // Reattaches to the newest submitted run that is still going on; false when there is none.
     bool reattachLatest(QString* error = nullptr);
     void stopRun();

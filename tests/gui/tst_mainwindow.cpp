@@ -34,6 +34,7 @@
 #include <QStandardPaths>
 #include <QStatusBar>
 #include <QTabWidget>
+#include <QTableView>
 #include <QTemporaryDir>
 #include <QTreeView>
 #include <QTreeWidget>
@@ -222,6 +223,71 @@ private slots:
         // A run that is not there is named in the error, as the CLI names it.
         QVERIFY(!window.openStoredRun(QStringLiteral("no-such-run"), &error));
         QVERIFY2(error.contains(QLatin1String("no-such-run")), qPrintable(error));
+    }
+
+    // History's "Edit its job" puts the job the run was launched with into the Job tab, untitled: the job file the
+    // editor had stays as it was (Save asks where), and the job can be launched again at once. A run that kept no
+    // job, or is not there, says so and leaves the editor alone.
+    void aRunsJobGoesBackIntoTheEditor() {
+        QVERIFY(!m_runId.isEmpty());
+        MainWindow window(options());
+        window.show();
+        const QString otherPath = m_dir.filePath(QStringLiteral("other-job.json"));
+        {
+            QFile other(otherPath);
+            QVERIFY(other.open(QIODevice::WriteOnly));
+            other.write(localDebugJob().replace(QLatin1String("gui-debug"), QLatin1String("other")).toUtf8());
+        }
+        const QByteArray otherBytes = [&] {
+            QFile file(otherPath);
+            return file.open(QIODevice::ReadOnly) ? file.readAll() : QByteArray();
+        }();
+        QString error;
+        QVERIFY2(window.openJob(otherPath, &error), qPrintable(error));
+        QCOMPARE(window.jobEditor()->job()->name, QStringLiteral("other"));
+
+        // Chosen in the history view, as a user does.
+        auto* history = window.findChild<QTableView*>(QStringLiteral("historyView"));
+        auto* button = window.findChild<QPushButton*>(QStringLiteral("editRunJob"));
+        QVERIFY(history && button);
+        window.historyModel()->refresh();
+        const QModelIndexList rows = history->model()->match(history->model()->index(0, 0), HistoryModel::RunIdRole,
+                                                             m_runId, 1, Qt::MatchExactly);
+        QCOMPARE(rows.size(), 1);
+        history->setCurrentIndex(rows.front());
+        button->click();
+        const std::optional<RunRecord> record = window.store()->load(m_runId);
+        QVERIFY(record);
+        const std::optional<JobSpec> job = window.jobEditor()->job();
+        QVERIFY2(job, qPrintable(window.jobEditor()->issues().value(0).toString()));
+        QCOMPARE(job->name, QStringLiteral("gui-debug"));
+        QCOMPARE(job->masterPort, record->job.value(QStringLiteral("master_port")).toInt());
+        QCOMPARE(job->trainer.extraArgs, (QStringList{QStringLiteral("--threads"), QStringLiteral("1")}));
+        QVERIFY(window.jobEditor()->filePath().isEmpty());
+        QCOMPARE(window.findChild<QTabWidget*>(QStringLiteral("mainTabs"))->currentIndex(), int(MainWindow::JobTab));
+        QVERIFY(window.statusBar()->currentMessage().contains(m_runId));
+        QFile other(otherPath);
+        QVERIFY(other.open(QIODevice::ReadOnly));
+        QCOMPARE(other.readAll(), otherBytes); // not written over
+
+        // Launched again from there: the same job, a new run.
+        QSignalSpy finished(window.session(), &RunSession::finished);
+        QVERIFY2(window.debugRun(&error, QStringLiteral("local")), qPrintable(error));
+        QVERIFY(finished.wait(120000));
+        const auto again = finished.front().front().value<RunRecord>();
+        QCOMPARE(again.state, QStringLiteral("finished"));
+        QVERIFY(again.id != m_runId);
+        QCOMPARE(again.job, record->job);
+
+        // A run stored without its job, and a run that is not there.
+        RunRecord bare;
+        bare.id = window.store()->newRunId();
+        QVERIFY(window.store()->save(bare));
+        QVERIFY(!window.editRunJob(bare.id, &error));
+        QVERIFY2(error.contains(bare.id) && error.contains(QLatin1String("no job")), qPrintable(error));
+        QVERIFY(!window.editRunJob(QStringLiteral("no-such-run"), &error));
+        QVERIFY2(error.contains(QLatin1String("no-such-run")), qPrintable(error));
+        QCOMPARE(window.jobEditor()->job()->name, QStringLiteral("gui-debug")); // left alone
     }
 
     // A stored run not seen to end (left detached) is shown as of where this machine's copy stops, and says so; an

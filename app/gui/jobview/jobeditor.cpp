@@ -172,6 +172,12 @@ void JobEditor::setJob(const JobSpec& job) {
     setJsonText(QString::fromUtf8(QJsonDocument(jobToJson(job)).toJson(QJsonDocument::Indented)));
 }
 
+void JobEditor::openUntitled(const QString& text) {
+    m_filePath.clear();
+    setJsonText(text);
+    emit filePathChanged(m_filePath);
+}
+
 void JobEditor::setJsonText(const QString& text) {
     replaceJsonText(text);
     m_formEdits.clear();

@@ -43,6 +43,9 @@ public:
 
     // Replaces the text with jobToJson(job).
     void setJob(const JobSpec& job);
+    // A job that has no file yet (a stored run's, to launch again or change): the editor edits `text` and
+    // forgets the file it had, so that Save asks where instead of writing over that file.
+    void openUntitled(const QString& text);
     void setJsonText(const QString& text);
     [[nodiscard]] QString jsonText() const;
 
