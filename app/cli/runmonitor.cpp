@@ -5,6 +5,7 @@
 
 #include <QDateTime>
 
+#include <algorithm>
 #include <cmath>
 
 namespace rankscope::cli {
@@ -45,8 +46,15 @@ RunMonitor::RunMonitor(remote::RunEngine* engine, bool interactive, FILE* out)
                                        shortExitStatus(status)));
             });
     connect(engine, &remote::RunEngine::diagnoses, this, [this](const QVector<Diagnosis>& found) {
-        for (const Diagnosis& diagnosis : found)
+        for (const Diagnosis& diagnosis : found) {
             printLine(QStringLiteral("diagnosis: ") + diagnosis.toString());
+            const auto same = std::find_if(m_findings.begin(), m_findings.end(),
+                                           [&](const Diagnosis& d) { return d.key == diagnosis.key; });
+            if (same != m_findings.end())
+                *same = diagnosis;
+            else
+                m_findings.append(diagnosis);
+        }
     });
     connect(engine, &remote::RunEngine::stacksCaptured, this, [this](const StackTree& tree, const QString& path) {
         // An empty capture was said by stacksError ("no stacks from any rank"); only each rank's reason follows.
@@ -188,6 +196,17 @@ void RunMonitor::printSummary(const RunRecord& record) {
     }
     if (!record.summary.isEmpty())
         std::fprintf(m_out, "%s\n", qPrintable(record.summary));
+    // What was found and still stands, again: said once as it happened, it may be screens away by now. A finding
+    // the run's summary line already says is not repeated.
+    bool heading = false;
+    for (const Diagnosis& finding : std::as_const(m_findings)) {
+        if (finding.resolved || record.summary.contains(finding.message))
+            continue;
+        if (!heading)
+            std::fprintf(m_out, "findings:\n");
+        heading = true;
+        std::fprintf(m_out, "  %s\n", qPrintable(finding.toString()));
+    }
     std::fprintf(m_out, "logs: rankscope-cli logs %s [--rank R]\n", qPrintable(record.id));
     std::fflush(m_out);
 }

@@ -14,7 +14,8 @@ namespace rankscope::cli {
 
 // What `run` and `attach` show in a terminal: a progress bar per rank, redrawn in place on a terminal (a
 // line per rank every few seconds otherwise), the node and link messages as they happen, and at the end a
-// summary per rank. It only formats: the engine and core did the work.
+// summary per rank and the findings that still stand (the live lines may have scrolled away under a stack tree). It
+// only formats: the engine and core did the work.
 class RunMonitor final : public QObject {
     Q_OBJECT
 
@@ -47,6 +48,7 @@ private:
     int m_barLines = 0;
     int m_exitCode = 0;
     bool m_replaying = false;
+    QVector<Diagnosis> m_findings; // each finding as last said, by key
 };
 
 } // namespace rankscope::cli

@@ -8,6 +8,7 @@
 #include "core/rankstatus.h"
 
 #include <QDir>
+#include <QJsonDocument>
 #include <QProcess>
 #include <QRandomGenerator>
 #include <QTemporaryDir>
@@ -184,6 +185,31 @@ private slots:
         QVERIFY2(stragglers.front().message.startsWith(QLatin1String("rank 1 on localhost is a straggler")),
                  qPrintable(stragglers.front().message));
         QVERIFY(collected(diagnoses, DiagnosisKind::Hang).isEmpty()); // a slow rank is not a hung one
+    }
+
+    // `rankscope-cli run` says a finding as it happens, and again under the summary at the end, as it last stood:
+    // the live line may be screens away by then (a stack tree prints dozens of lines).
+    void cliSummaryRepeatsTheStandingFindings() {
+        const QString jobPath = m_dir.filePath(QStringLiteral("slow-cli.json"));
+        {
+            QFile job(jobPath);
+            QVERIFY(job.open(QIODevice::WriteOnly));
+            job.write(QJsonDocument(debugJob("slow-cli", 60, {"--slow-rank", "1", "--slow-ms", "40"})).toJson());
+        }
+        QProcess cli;
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert(QStringLiteral("RANKSCOPE_HOME"), m_dir.filePath(QStringLiteral("store")));
+        cli.setProcessEnvironment(env);
+        cli.start(kCli, {QStringLiteral("run"), jobPath});
+        QVERIFY(cli.waitForFinished(120000));
+        const QString out = QString::fromUtf8(cli.readAllStandardOutput() + cli.readAllStandardError());
+        QVERIFY2(cli.exitCode() == 0, qPrintable(out));
+        QVERIFY2(out.contains(QLatin1String("diagnosis: straggler: rank 1 on localhost")), qPrintable(out));
+        const qsizetype table = out.indexOf(QLatin1String("final loss"));
+        const qsizetype findings =
+            out.indexOf(QLatin1String("\nfindings:\n  straggler: rank 1 on localhost is a straggler"));
+        QVERIFY2(table > 0 && findings > table, qPrintable(out));
+        QVERIFY2(!out.mid(findings).contains(QLatin1String("rank 0 on localhost is a straggler")), qPrintable(out));
     }
 
     void failingRankIsTheRootCause() {
