@@ -219,7 +219,7 @@ QVector<int> RankStatusTracker::update(double now) {
         } else if (!it->diagnosisKey.isEmpty()) {
             it->diagnosisKey.clear(); // the finding was resolved: the reason it gave goes with it
             it->diagnosisCulprits = 0;
-            if (!isTerminal(state))
+            if (!isTerminal(state) || state == RankLiveState::Finished) // a finished rank's reason is only a finding
                 it->reason.clear();
         }
         if (state != it->state) {
@@ -256,8 +256,10 @@ RankLiveState RankStatusTracker::evaluate(const RankLiveStatus& status, const Hi
         return RankLiveState::Failed;
     if (status.exitStatus && *status.exitStatus == kLostExitStatus && !history.finished)
         return RankLiveState::Lost;
-    if (history.finished)
+    if (history.finished) {
+        *finding = straggler; // a straggler to the end: the grid of an ended run still tells which rank held it back
         return RankLiveState::Finished;
+    }
     if (hang) {
         *finding = hang;
         return RankLiveState::Hung;

@@ -48,7 +48,8 @@ struct RankLiveStatus {
 //              rank's "terminated" error (it was sent SIGTERM or SIGINT) and the end after it wait for its exit:
 //              stopped when the teardown ended it;
 //  - lost:     the exit status is kLostExitStatus (the node stopped answering), unless already failed;
-//  - finished: an end event with status "ok", or exit status 0, and nothing failed;
+//  - finished: an end event with status "ok", or exit status 0, and nothing failed; a rank that was still the
+//              straggler of an open finding keeps that finding as its reason;
 //  - stopped:  ended by RankScope's teardown (RankExit::stopped: the user's stop, or the peers of a failed rank),
 //              not by itself. A hung rank that is stopped stays hung: the teardown did not end its hang;
 //  - hung:     a rank an open hang finding holds at fault (RunDiagnostics: the rank that never reached the

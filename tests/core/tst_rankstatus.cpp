@@ -215,6 +215,37 @@ private Q_SLOTS:
         QCOMPARE(tracker.rank(3)->state, RankLiveState::Running);
     }
 
+    // A straggler that runs to the end is finished, and keeps the finding as its reason: the grid of an ended run
+    // still says which rank the others waited for. Resolved before the end, it leaves nothing behind.
+    void finishedStragglerKeepsItsFinding() {
+        RankStatusTracker tracker;
+        QVector<TrainerEvent> events;
+        for (int i = 1; i <= 5; ++i)
+            for (int rank = 0; rank < 2; ++rank)
+                events.append(step(rank, 1000.0 + i, i));
+        tracker.addEvents(events);
+        Diagnosis straggler{DiagnosisKind::Straggler,
+                            QStringLiteral("straggler:1"),
+                            {1},
+                            QStringLiteral("node-b"),
+                            1005.0,
+                            QStringLiteral("rank 1 on node-b computes 3.0x the median of the others"),
+                            false};
+        tracker.applyDiagnoses({straggler});
+        tracker.rankExited(0, 0, QStringLiteral("node-a"));
+        tracker.rankExited(1, 0, QStringLiteral("node-b"));
+        QCOMPARE(tracker.rank(1)->state, RankLiveState::Finished);
+        QCOMPARE(tracker.rank(1)->diagnosisKey, straggler.key);
+        QCOMPARE(tracker.rank(1)->reason, straggler.message);
+        QCOMPARE(tracker.rank(0)->state, RankLiveState::Finished);
+        QVERIFY(tracker.rank(0)->diagnosisKey.isEmpty());
+        straggler.resolved = true;
+        tracker.applyDiagnoses({straggler});
+        QCOMPARE(tracker.rank(1)->state, RankLiveState::Finished);
+        QVERIFY(tracker.rank(1)->diagnosisKey.isEmpty());
+        QVERIFY(tracker.rank(1)->reason.isEmpty());
+    }
+
     // The root cause's culprit reads as the finding, which says more than its exit status.
     void rootCauseGivesTheFailedRanksReason() {
         RankStatusTracker tracker;

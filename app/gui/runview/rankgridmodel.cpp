@@ -97,6 +97,9 @@ QVariant RankGridModel::display(const RankLiveStatus& status, int column) const 
         // alike (a shared cause, where who came first by milliseconds says nothing).
         if (status.state == RankLiveState::Failed && status.diagnosisKey == QLatin1String("root-cause"))
             return status.diagnosisCulprits > 1 ? tr("failed alike") : tr("failed first");
+        // A straggler that ran to the end: finished, and the one the others waited for.
+        if (status.state == RankLiveState::Finished && status.diagnosisKey.startsWith(QLatin1String("straggler")))
+            return tr("finished, slow");
         return rankLiveStateName(status.state);
     case StepColumn:
         return QString::number(status.step);

@@ -104,6 +104,24 @@ private Q_SLOTS:
         QCOMPARE(cell(model, 0, RankGridModel::StateColumn, Qt::ToolTipRole), cause.message);
     }
 
+    // A straggler that ran to the end reads "finished, slow", with the finding as its tooltip; the others
+    // "finished".
+    void finishedStragglerIsToldApart() {
+        RankGridModel model;
+        model.addEvents(recordedEvents(QStringLiteral("recorded-ok")));
+        model.rankExited(0, QStringLiteral("node-a"), 0, false);
+        model.rankExited(1, QStringLiteral("node-a"), 0, false);
+        Diagnosis straggler;
+        straggler.kind = DiagnosisKind::Straggler;
+        straggler.key = QStringLiteral("straggler:1");
+        straggler.ranks = {1};
+        straggler.message = QStringLiteral("rank 1 on node-a is a straggler: it computes 2.10x as long as the median");
+        model.addDiagnoses({straggler});
+        QCOMPARE(cell(model, 1, RankGridModel::StateColumn), QStringLiteral("finished, slow"));
+        QCOMPARE(cell(model, 1, RankGridModel::StateColumn, Qt::ToolTipRole), straggler.message);
+        QCOMPARE(cell(model, 0, RankGridModel::StateColumn), QStringLiteral("finished"));
+    }
+
     void sortRoleHoldsRawValues() {
         RankGridModel model;
         QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
