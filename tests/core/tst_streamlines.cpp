@@ -24,6 +24,28 @@ QByteArray numbered(int from, int to) {
     return text;
 }
 
+// A run in `store` with nothing stored yet.
+QString newRun(RunStore& store) {
+    RunRecord record;
+    record.id = store.newRunId();
+    return store.save(record) ? record.id : QString();
+}
+
+// Appends `bytes` to a rank's stored stream as the engine does, arrived at `at` (0: no time kept).
+void put(RunStore& store, const QString& id, int rank, RankStream stream, const QByteArray& bytes, double at) {
+    QString error;
+    QVERIFY2(store.appendStream(id, rank, stream, store.streamSize(id, rank, stream), bytes, &error, nullptr, at),
+             qPrintable(error));
+}
+
+// The texts of `lines`, in order.
+QStringList textsOf(const QVector<RankLogLine>& lines) {
+    QStringList texts;
+    for (const RankLogLine& line : lines)
+        texts << line.text;
+    return texts;
+}
+
 } // namespace
 
 class tst_StreamLines final : public QObject {
@@ -62,21 +84,14 @@ private slots:
     void pagedLinesCarryTheirArrivalTimes() {
         QTemporaryDir dir;
         RunStore store(dir.path());
-        RunRecord record;
-        record.id = store.newRunId();
-        QVERIFY(store.save(record));
-        const auto put = [&](int rank, const QByteArray& bytes, double at) {
-            QString error;
-            QVERIFY2(store.appendStream(record.id, rank, RankStream::Out,
-                                        store.streamSize(record.id, rank, RankStream::Out), bytes, &error, nullptr, at),
-                     qPrintable(error));
-        };
-        put(0, "a1\na2\n", 100.0);
-        put(0, "a3 he", 101.0);
-        put(0, "ld\na4\n", 102.5);
-        append(store.streamPath(record.id, 0, RankStream::Out), "a5\n"); // no arrival recorded
-        put(1, "b1\n", 0.0);                                             // stored without times
-        RunLinePager pager(&store, record.id);
+        const QString id = newRun(store);
+        QVERIFY(!id.isEmpty());
+        put(store, id, 0, RankStream::Out, "a1\na2\n", 100.0);
+        put(store, id, 0, RankStream::Out, "a3 he", 101.0);
+        put(store, id, 0, RankStream::Out, "ld\na4\n", 102.5);
+        append(store.streamPath(id, 0, RankStream::Out), "a5\n"); // no arrival recorded
+        put(store, id, 1, RankStream::Out, "b1\n", 0.0);          // stored without times
+        RunLinePager pager(&store, id);
         const QVector<RankLogLine> lines = pager.before(0, RankStream::Out, 6, 5);
         QCOMPARE(lines.size(), 5);
         QCOMPARE(lines[2].text, QStringLiteral("a3 held"));
@@ -94,43 +109,28 @@ private slots:
     void streamsReadBackTogetherAreMergedWithoutHoles() {
         QTemporaryDir dir;
         RunStore store(dir.path());
-        RunRecord record;
-        record.id = store.newRunId();
-        QVERIFY(store.save(record));
-        const auto put = [&](int rank, RankStream stream, int line, double at) {
-            QString error;
-            QVERIFY2(store.appendStream(record.id, rank, stream, store.streamSize(record.id, rank, stream),
-                                        "r" + QByteArray::number(rank) + " " + QByteArray::number(line) + '\n', &error,
-                                        nullptr, at),
-                     qPrintable(error));
+        const QString id = newRun(store);
+        QVERIFY(!id.isEmpty());
+        const auto line = [](int rank, int number) {
+            return "r" + QByteArray::number(rank) + " " + QByteArray::number(number) + '\n';
         };
         for (int i = 1; i <= 10; ++i)
-            put(0, RankStream::Out, i, 10.0 + i); // 11 .. 20
+            put(store, id, 0, RankStream::Out, line(0, i), 10.0 + i); // 11 .. 20
         for (int i = 1; i <= 4; ++i)
-            put(1, RankStream::Err, i, 10.5 + 3 * i); // 13.5, 16.5, 19.5, 22.5
-        put(2, RankStream::Out, 1, 12.2);
-        RunLinePager pager(&store, record.id);
+            put(store, id, 1, RankStream::Err, line(1, i), 10.5 + 3 * i); // 13.5, 16.5, 19.5, 22.5
+        put(store, id, 2, RankStream::Out, line(2, 1), 12.2);
+        RunLinePager pager(&store, id);
         // Rank 0 before its line 10, 3 lines: 7, 8, 9 (17 .. 19); rank 1 before 5: 2 .. 4, line 2 at 16.5 is
         // older than rank 0's oldest line read and waits; rank 2's one line (its first) too.
-        QVector<RankLogLine> lines =
-            pager.before({{0, RankStream::Out, 10}, {1, RankStream::Err, 5}, {2, RankStream::Out, 2}}, 3);
-        QStringList texts;
-        for (const RankLogLine& line : lines)
-            texts << line.text;
-        QCOMPARE(texts, (QStringList{"r0 7", "r0 8", "r0 9", "r1 3", "r1 4"}));
+        QCOMPARE(textsOf(pager.before({{0, RankStream::Out, 10}, {1, RankStream::Err, 5}, {2, RankStream::Out, 2}}, 3)),
+                 (QStringList{"r0 7", "r0 8", "r0 9", "r1 3", "r1 4"}));
         // Reading on from there: rank 0 lines 4 .. 6 (14 .. 16) and rank 1 line 2 (16.5). Rank 0 has lines before
         // its line 4, so rank 1's line 1 (13.5) and rank 2's (12.2) wait again.
-        texts.clear();
-        for (const RankLogLine& line :
-             pager.before({{0, RankStream::Out, 7}, {1, RankStream::Err, 3}, {2, RankStream::Out, 2}}, 3))
-            texts << line.text;
-        QCOMPARE(texts, (QStringList{"r0 4", "r0 5", "r0 6", "r1 2"}));
+        QCOMPARE(textsOf(pager.before({{0, RankStream::Out, 7}, {1, RankStream::Err, 3}, {2, RankStream::Out, 2}}, 3)),
+                 (QStringList{"r0 4", "r0 5", "r0 6", "r1 2"}));
         // Once every stream reaches its first line, nothing is cut.
-        texts.clear();
-        for (const RankLogLine& line :
-             pager.before({{0, RankStream::Out, 4}, {1, RankStream::Err, 2}, {2, RankStream::Out, 2}}, 3))
-            texts << line.text;
-        QCOMPARE(texts, (QStringList{"r0 1", "r0 2", "r2 1", "r0 3", "r1 1"}));
+        QCOMPARE(textsOf(pager.before({{0, RankStream::Out, 4}, {1, RankStream::Err, 2}, {2, RankStream::Out, 2}}, 3)),
+                 (QStringList{"r0 1", "r0 2", "r2 1", "r0 3", "r1 1"}));
     }
 
     void outOfRangeAndBadBytes() {
