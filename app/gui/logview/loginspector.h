@@ -61,8 +61,9 @@ public:
     using OlderLinesSource =
         std::function<QVector<RankLogLine>(const QVector<RunLinePager::StreamStart>& streams, int count)>;
     void setOlderLinesSource(OlderLinesSource source);
-    // Reads up to `perStream` older lines of every stream of the ranks shown into the top of the view, and stops
-    // following (the user is reading back). Returns how many lines came in.
+    // Reads up to `perStream` older lines of every stream of the ranks shown into the top of the view, merged as
+    // they arrived (a stream's lines older than another's oldest one read wait for the next call: see
+    // RunLinePager::before), and stops following (the user is reading back). Returns how many lines came in.
     int loadOlderLines(int perStream = 2000);
     // Writes every line of `rank` the model holds, in order, one per line.
     bool exportRankLog(int rank, const QString& path, QString* error = nullptr) const;
