@@ -192,6 +192,15 @@ void RunDiagnostics::runEnded(const RunRecord& record) {
     QString message = record.summary;
     if (const QString kernel = kernelSays(record, rank); !kernel.isEmpty())
         message += QStringLiteral("; ") + kernel;
+    // The first rank to fail may have failed of waiting: its collective timed out on a peer that was found stuck
+    // before. The hang came first, and the cause of the failure is the rank it names.
+    for (const Diagnosis& hang : std::as_const(m_all)) {
+        if (hang.kind == DiagnosisKind::Hang && !hang.resolved &&
+            !hang.ranks.first(std::min<qsizetype>(hang.culprits, hang.ranks.size())).contains(rank)) {
+            message += QStringLiteral("; it was waiting on a hung rank: ") + hang.message;
+            break;
+        }
+    }
     // Ranks that failed alike are culprits with it: none of them is the others' victim.
     const QVector<int> ranks = QVector<int>{rank} + record.failedAlike;
     Diagnosis cause{DiagnosisKind::RootCause,

@@ -70,7 +70,8 @@ struct DiagnosticsOptions {
 // as long as the slowest one's, and the others' surplus shows up as waiting; the slow rank is the one that
 // computes longer. Divergence: the trainer's replica check failing, or end checksums that differ.
 // Root cause: the engine's verdict on a failed run (first failure by cause, not by arrival), via runEnded(); for a
-// rank that died by a signal without an error of its own, what its node's kernel log says (core/kernelverdict.h).
+// rank that died by a signal without an error of its own, what its node's kernel log says (core/kernelverdict.h);
+// for a rank that failed while a hang finding stood that it is not a culprit of, that hang.
 class RunDiagnostics final {
 public:
     explicit RunDiagnostics(DiagnosticsOptions options = {});

@@ -726,8 +726,11 @@ void RunEngine::onRankExited(int /*node*/, int rank, int status, double unixTime
         m_kernelLogs->rankDied(m_record, rank, status, m_firstErrors.contains(rank),
                                m_workers.value(m_record.nodeOfRank(rank)));
         noteFailure();
-        // With a debugged rank every collective waits a day: the peers of a failed rank would too.
-        if ((m_record.mode == QLatin1String("submit") || m_record.debugRank >= 0) && !m_tearingDown)
+        // The peers of a failed rank fail in their next collective when it died, but one that is stuck (hung, in a
+        // debugger's day-long collectives, or in a NCCL kernel that never learns of the death) would wait for the
+        // collective timeout, 30 minutes by default, or forever, with the run's root cause unsaid: end them, in a
+        // debug run as in a submitted one.
+        if (!m_tearingDown)
             teardown(m_options.failureGraceSeconds);
     }
     saveRecord();

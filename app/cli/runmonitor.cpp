@@ -194,13 +194,18 @@ void RunMonitor::printSummary(const RunRecord& record) {
                      qPrintable(number(state ? state->endImagesPerSec : std::nullopt, 1)),
                      qPrintable(number(state ? state->wallSeconds : std::nullopt, 1)), qPrintable(exit));
     }
-    if (!record.summary.isEmpty())
+    // The run's summary line, unless a finding says it and more (the root cause with what the kernel log or a
+    // hang before it adds): that finding is listed below.
+    const bool saidByFinding = std::any_of(m_findings.cbegin(), m_findings.cend(), [&record](const Diagnosis& finding) {
+        return !finding.resolved && !record.summary.isEmpty() && finding.message.startsWith(record.summary);
+    });
+    if (!record.summary.isEmpty() && !saidByFinding)
         std::fprintf(m_out, "%s\n", qPrintable(record.summary));
     // What was found and still stands, again: said once as it happened, it may be screens away by now. A finding
     // the run's summary line already says is not repeated.
     bool heading = false;
     for (const Diagnosis& finding : std::as_const(m_findings)) {
-        if (finding.resolved || record.summary.contains(finding.message))
+        if (finding.resolved || (!saidByFinding && record.summary.contains(finding.message)))
             continue;
         if (!heading)
             std::fprintf(m_out, "findings:\n");

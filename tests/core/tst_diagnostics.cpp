@@ -248,6 +248,36 @@ private slots:
 
     // Ranks being ended stop moving by design: the same stillness is no hang once the ending began before it was
     // seen; a hang reported before the ending stays standing.
+    // Rank 0 of the recorded hang gives up when its collective times out and fails first: the root cause names it,
+    // and the hang it waited on (rank 1 stuck). Rank 1 failing first, a culprit of that hang, adds nothing.
+    void rootCauseOfAWaitingRankNamesTheHang() {
+        const auto rootCause = [](int firstFailed) {
+            RunDiagnostics diagnostics;
+            diagnostics.setRankHosts({{0, "node-a"}, {1, "node-a"}});
+            QVector<TrainerEvent> beforeTimeout;
+            for (const TrainerEvent& e : recorded(QStringLiteral("hang")))
+                if (e.type != TrainerEventType::Error && e.type != TrainerEventType::End)
+                    beforeTimeout.append(e);
+            if (replay(diagnostics, beforeTimeout, DiagnosisKind::Hang).isEmpty())
+                return QString();
+            RunRecord record;
+            record.state = QStringLiteral("failed");
+            record.firstFailedRank = firstFailed;
+            record.summary = QStringLiteral("rank %1 on node-a failed first: exit status 1").arg(firstFailed);
+            record.exits.insert(firstFailed, RankExit{1, {}});
+            diagnostics.runEnded(record);
+            for (const Diagnosis& d : diagnostics.update(beforeTimeout.back().time))
+                if (d.kind == DiagnosisKind::RootCause)
+                    return d.message;
+            return QString();
+        };
+        const QString waiting = rootCause(0);
+        QVERIFY2(waiting.startsWith(QLatin1String("rank 0 on node-a failed first: exit status 1; it was waiting on a "
+                                                  "hung rank: rank 1 on node-a stuck at step 3 in phase forward")),
+                 qPrintable(waiting));
+        QCOMPARE(rootCause(1), QStringLiteral("rank 1 on node-a failed first: exit status 1"));
+    }
+
     void stillnessOfRanksBeingEndedIsNoHang() {
         const QVector<TrainerEvent> events = threeRanksInsideCollective12();
         RunDiagnostics ending;

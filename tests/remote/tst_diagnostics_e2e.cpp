@@ -212,6 +212,31 @@ private slots:
         QVERIFY2(!out.mid(findings).contains(QLatin1String("rank 0 on localhost is a straggler")), qPrintable(out));
     }
 
+    // A debug run whose rank 1 hangs: rank 0's collective times out (4 s) and it fails. The hung rank is ended
+    // then, as in a submitted run, instead of holding the run open until its own timeout or a Ctrl-C; the root
+    // cause names rank 0, which failed first, and the hang it was waiting on.
+    void hungPeerOfAFailedRankIsEndedAndNamed() {
+        remote::RunEngine engine(&m_store, options());
+        QSignalSpy diagnoses(&engine, &remote::RunEngine::diagnoses);
+        QSignalSpy finished(&engine, &remote::RunEngine::finished);
+        QString error;
+        QVERIFY2(engine.launch(jobFrom(debugJob("hang-fail", 1000,
+                                                {"--hang-at-step", "4", "--hang-rank", "1", "--timeout-s", "4"})),
+                               RunMode::Debug, &error),
+                 qPrintable(error));
+        QVERIFY(finished.wait(60000));
+        const RunRecord record = engine.record();
+        QCOMPARE(record.state, QStringLiteral("failed"));
+        QCOMPARE(record.firstFailedRank, 0);
+        QVERIFY(record.exits.value(1).stopped);
+        const QVector<Diagnosis> causes = collected(diagnoses, DiagnosisKind::RootCause);
+        QCOMPARE(causes.size(), 1);
+        QCOMPARE(causes.front().ranks, QVector<int>{0});
+        QVERIFY2(causes.front().message.contains(
+                     QLatin1String("; it was waiting on a hung rank: rank 1 on localhost stuck at step 4")),
+                 qPrintable(causes.front().message));
+    }
+
     void failingRankIsTheRootCause() {
         remote::RunEngine engine(&m_store, options());
         QSignalSpy diagnoses(&engine, &remote::RunEngine::diagnoses);
