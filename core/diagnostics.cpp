@@ -256,6 +256,17 @@ double RunDiagnostics::newestMove(const Diagnosis& diagnosis) const {
     return newest;
 }
 
+void foldFindings(QVector<Diagnosis>& known, const QVector<Diagnosis>& changed) {
+    for (const Diagnosis& diagnosis : changed) {
+        const auto same =
+            std::find_if(known.begin(), known.end(), [&](const Diagnosis& d) { return d.key == diagnosis.key; });
+        if (same != known.end())
+            *same = diagnosis;
+        else
+            known.append(diagnosis);
+    }
+}
+
 void RunDiagnostics::report(Diagnosis diagnosis, QVector<Diagnosis>& changed) {
     const auto it = std::find_if(m_all.begin(), m_all.end(), [&](const Diagnosis& d) { return d.key == diagnosis.key; });
     if (it != m_all.end() && !it->resolved)

@@ -43,6 +43,10 @@ struct Diagnosis {
     [[nodiscard]] QJsonObject toJson() const;
 };
 
+// Keeps each finding as last said: a changed one (same key) replaces what `known` holds of it, in place; a new
+// one is appended. What a front end that follows the diagnoses signal lists at the end.
+void foldFindings(QVector<Diagnosis>& known, const QVector<Diagnosis>& changed);
+
 struct DiagnosticsOptions {
     // A hang is reported once the waiting ranks and the rank they wait for have shown no progress for this
     // many heartbeat intervals (the interval is measured from the heartbeats themselves), or for two typical

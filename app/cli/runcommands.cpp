@@ -307,16 +307,8 @@ int runDiagnoseCommand(const QString& run, bool json) {
     // The stored run replayed offline through the engine's own diagnosis, as of the moment it ended.
     remote::RunEngine engine(&store, remote::EngineOptions{});
     QVector<Diagnosis> found;
-    QObject::connect(&engine, &remote::RunEngine::diagnoses, [&found](const QVector<Diagnosis>& changed) {
-        for (const Diagnosis& diagnosis : changed) {
-            const auto same = std::find_if(found.begin(), found.end(),
-                                           [&](const Diagnosis& d) { return d.key == diagnosis.key; });
-            if (same != found.end())
-                *same = diagnosis;
-            else
-                found.append(diagnosis);
-        }
-    });
+    QObject::connect(&engine, &remote::RunEngine::diagnoses,
+                     [&found](const QVector<Diagnosis>& changed) { foldFindings(found, changed); });
     QString error;
     if (!engine.open(id, &error)) {
         printError(QStringLiteral("diagnose"), error);

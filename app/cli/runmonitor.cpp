@@ -46,15 +46,9 @@ RunMonitor::RunMonitor(remote::RunEngine* engine, bool interactive, FILE* out)
                                        shortExitStatus(status)));
             });
     connect(engine, &remote::RunEngine::diagnoses, this, [this](const QVector<Diagnosis>& found) {
-        for (const Diagnosis& diagnosis : found) {
+        for (const Diagnosis& diagnosis : found)
             printLine(QStringLiteral("diagnosis: ") + diagnosis.toString());
-            const auto same = std::find_if(m_findings.begin(), m_findings.end(),
-                                           [&](const Diagnosis& d) { return d.key == diagnosis.key; });
-            if (same != m_findings.end())
-                *same = diagnosis;
-            else
-                m_findings.append(diagnosis);
-        }
+        foldFindings(m_findings, found);
     });
     connect(engine, &remote::RunEngine::stacksCaptured, this, [this](const StackTree& tree, const QString& path) {
         // An empty capture was said by stacksError ("no stacks from any rank"); only each rank's reason follows.

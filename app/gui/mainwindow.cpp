@@ -293,6 +293,7 @@ void MainWindow::buildActions() {
         if (!debugRun(&error))
             showMessage(error, true);
     });
+    m_debugAction->setObjectName(QStringLiteral("debugAction"));
     m_debugAction->setToolTip(
         QStringLiteral("Few steps on one node, verbose NCCL and distributed checks; the run stops with the app"));
     bar->addWidget(m_debugNode);
@@ -518,13 +519,7 @@ void MainWindow::onFinished(const RunRecord& record) {
 }
 
 bool MainWindow::openJob(const QString& path, QString* error) {
-    if (!m_editor->openFile(path, error))
-        return false;
-    if (const auto job = m_editor->job())
-        m_cluster->setJob(*job);
-    updateDebugNodes();
-    updateActions();
-    return true;
+    return m_editor->openFile(path, error); // the editor's jobChanged fills the cluster and the actions
 }
 
 bool MainWindow::editRunJob(const QString& runId, QString* error) {
@@ -537,11 +532,7 @@ bool MainWindow::editRunJob(const QString& runId, QString* error) {
         return false;
     }
     m_editor->openUntitled(QString::fromUtf8(QJsonDocument(record->job).toJson(QJsonDocument::Indented)));
-    if (const auto job = m_editor->job())
-        m_cluster->setJob(*job);
-    updateDebugNodes();
-    updateActions();
-    showTab(JobTab);
+    showTab(JobTab); // the editor's jobChanged filled the cluster and the actions
     showMessage(QStringLiteral("the job of run %1 is in the editor, not saved yet (Save asks where)").arg(runId));
     return true;
 }

@@ -278,6 +278,26 @@ private slots:
         QCOMPARE(rootCause(1), QStringLiteral("rank 1 on node-a failed first: exit status 1"));
     }
 
+    // What the CLI keeps of the diagnoses signal: each finding once, in the order first said, as last said.
+    void foldedFindingsKeepTheLastWordOfEach() {
+        const auto finding = [](const char* key, const char* message, bool resolved = false) {
+            Diagnosis d;
+            d.key = QString::fromLatin1(key);
+            d.message = QString::fromLatin1(message);
+            d.resolved = resolved;
+            return d;
+        };
+        QVector<Diagnosis> known;
+        foldFindings(known, {finding("hang:5", "stuck"), finding("straggler:1", "2.0x")});
+        foldFindings(known, {finding("straggler:1", "2.5x"), finding("root-cause", "rank 0")});
+        foldFindings(known, {finding("hang:5", "stuck", true)});
+        QCOMPARE(known.size(), 3);
+        QCOMPARE(known[0].key, QStringLiteral("hang:5"));
+        QVERIFY(known[0].resolved);
+        QCOMPARE(known[1].message, QStringLiteral("2.5x"));
+        QCOMPARE(known[2].key, QStringLiteral("root-cause"));
+    }
+
     void stillnessOfRanksBeingEndedIsNoHang() {
         const QVector<TrainerEvent> events = threeRanksInsideCollective12();
         RunDiagnostics ending;

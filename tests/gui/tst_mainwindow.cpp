@@ -226,7 +226,8 @@ private slots:
     }
 
     // History's "Edit its job" puts the job the run was launched with into the Job tab, untitled: the job file the
-    // editor had stays as it was (Save asks where), and the job can be launched again at once. A run that kept no
+    // editor had (one with a problem here) stays as it was (Save asks where), and the job can be launched again at
+    // once. A run that kept no
     // job, or is not there, says so and leaves the editor alone.
     void aRunsJobGoesBackIntoTheEditor() {
         QVERIFY(!m_runId.isEmpty());
@@ -236,7 +237,8 @@ private slots:
         {
             QFile other(otherPath);
             QVERIFY(other.open(QIODevice::WriteOnly));
-            other.write(localDebugJob().replace(QLatin1String("gui-debug"), QLatin1String("other")).toUtf8());
+            // A job with a problem: nothing can be launched from it until the run's job replaces it.
+            other.write(localDebugJob().replace(QLatin1String("\"gui-debug\""), QLatin1String("7")).toUtf8());
         }
         const QByteArray otherBytes = [&] {
             QFile file(otherPath);
@@ -244,7 +246,9 @@ private slots:
         }();
         QString error;
         QVERIFY2(window.openJob(otherPath, &error), qPrintable(error));
-        QCOMPARE(window.jobEditor()->job()->name, QStringLiteral("other"));
+        QVERIFY(!window.jobEditor()->isValid());
+        const auto* debugAction = window.findChild<QAction*>(QStringLiteral("debugAction"));
+        QVERIFY(debugAction && !debugAction->isEnabled());
 
         // Chosen in the history view, as a user does.
         auto* history = window.findChild<QTableView*>(QStringLiteral("historyView"));
@@ -264,6 +268,7 @@ private slots:
         QCOMPARE(job->masterPort, record->job.value(QStringLiteral("master_port")).toInt());
         QCOMPARE(job->trainer.extraArgs, (QStringList{QStringLiteral("--threads"), QStringLiteral("1")}));
         QVERIFY(window.jobEditor()->filePath().isEmpty());
+        QVERIFY(debugAction->isEnabled()); // the actions follow the editor's new job
         QCOMPARE(window.findChild<QTabWidget*>(QStringLiteral("mainTabs"))->currentIndex(), int(MainWindow::JobTab));
         QVERIFY(window.statusBar()->currentMessage().contains(m_runId));
         QFile other(otherPath);
