@@ -50,7 +50,10 @@ bool stripOpenMpi(QByteArrayView inside, QByteArrayView after, StrippedLine& out
     return false;
 }
 
-// "[default3]:" (torchrun --tee, role name and local rank) and "[rank3]:" (PyTorch 2.x log prefix).
+// "[default3]:" (torchrun --tee, role name and local rank) and "[rank3]:" (PyTorch 2.x). PyTorch writes "[rank3]:"
+// straight before its C++ log lines ("[rank3]:[E626 …") but "[rank3]: " before each line of a Python traceback
+// ("[rank3]:   File …", "[rank3]: RuntimeError: …"): that one space is the prefix's, not the line's, or every
+// line of the traceback would look indented and its exception would never be read.
 bool stripRoleRank(QByteArrayView inside, QByteArrayView after, StrippedLine& out) {
     qsizetype letters = 0;
     while (letters < inside.size() && isAlpha(inside[letters]))
@@ -60,7 +63,8 @@ bool stripRoleRank(QByteArrayView inside, QByteArrayView after, StrippedLine& ou
     const int rank = digitsValue(inside.sliced(letters));
     if (rank < 0)
         return false;
-    out = {after.sliced(1), rank};
+    const bool pytorchRank = letters == 4 && std::memcmp(inside.data(), "rank", 4) == 0;
+    out = {after.sliced(pytorchRank && after.size() > 1 && after[1] == ' ' ? 2 : 1), rank};
     return true;
 }
 

@@ -98,6 +98,12 @@ void tst_LogParsers::prefixes_data() {
                                   << QByteArray("NCCL version 2.18.1+cuda12.1") << 3;
     QTest::newRow("pytorch rank") << QByteArray("[rank1]:[E626 06:24:44.903881913 ProcessGroupNCCL.cpp:616] x")
                                   << QByteArray("[E626 06:24:44.903881913 ProcessGroupNCCL.cpp:616] x") << 1;
+    QTest::newRow("pytorch rank, traceback") << QByteArray("[rank2]: Traceback (most recent call last):")
+                                             << QByteArray("Traceback (most recent call last):") << 2;
+    QTest::newRow("pytorch rank, traceback frame") << QByteArray("[rank2]:   File \"a.py\", line 1, in <module>")
+                                                   << QByteArray("  File \"a.py\", line 1, in <module>") << 2;
+    QTest::newRow("pytorch rank, empty line") << QByteArray("[rank2]: ") << QByteArray("") << 2;
+    QTest::newRow("torchrun tee keeps a space") << QByteArray("[default2]: x") << QByteArray(" x") << 2;
     QTest::newRow("ray") << QByteArray("(RayWorkerWrapper pid=1019) INFO 01-29 selector.py:120] y")
                          << QByteArray("INFO 01-29 selector.py:120] y") << -1;
     QTest::newRow("ray pid only") << QByteArray("(pid=77) NCCL INFO z") << QByteArray("NCCL INFO z") << -1;
@@ -242,6 +248,13 @@ void tst_LogParsers::publicLogs_data() {
     row("pytorch-121209-interleaved-tracebacks.log", "errors", "<absent>");
     row("salience-detr-4-timestamped-elastic.log", "errors", "<absent>");
     row("trixie-87-wrapped-runtimeerror.log", "errors.0.line", "1");
+    // PyTorch 2.4's "[rankN]: " before each line of a traceback (a space after the colon): every rank's exception is
+    // read, chained ones too, and the C++ warning that follows is no rank's exception.
+    row("deepspeed-hello-rank-space-tracebacks.log", "errors",
+        R"x([{"file":"log","line":8,"rank":1,"text":"subprocess.CalledProcessError: Command '['ninja', '-v']' returned non-zero exit status 1."},)x"
+        R"x({"file":"log","line":26,"rank":1,"text":"RuntimeError: Error building extension 'cpu_adam'"},)x"
+        R"x({"file":"log","line":37,"rank":0,"text":"ImportError: /users/zhu/.cache/torch_extensions/py312_cu118/cpu_adam/cpu_adam.so: cannot open shared object file: No such file or directory"},)x"
+        R"x({"file":"log","line":43,"text":"AttributeError: 'DeepSpeedCPUAdam' object has no attribute 'ds_opt_adam'"}])x");
     // The bundled trainer's own stderr, recorded (tests/data/logs): its error line names the rank.
     row("trainer-fail-rank1.err", "errors",
         R"x([{"file":"log","line":3,"rank":1,"text":"injected failure at step 3 (--fail-at-step)"}])x");
