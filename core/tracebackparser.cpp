@@ -36,6 +36,19 @@ int trainerErrorRank(QByteArrayView text, qsizetype keywordAt) {
     return rank;
 }
 
+// "worker-1: ": a host name as pdsh prints it (lower-case letters, digits, '.', '-', '_') and ": ", all of `text`.
+// pdsh, which DeepSpeed's launcher runs across nodes, puts it before every line. Upper case is left out so that a
+// logger's "ERROR: " or an exception's name before a traceback is not taken for a host: the traceback's next lines
+// do not repeat it.
+bool isHostPrefix(QByteArrayView text) {
+    if (text.size() < 3 || text.size() > 128 || !text.endsWith(": "))
+        return false;
+    const QByteArrayView host = text.chopped(2);
+    return std::all_of(host.begin(), host.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '_';
+    });
+}
+
 } // namespace
 
 TracebackLogParser::TracebackLogParser() : m_scanner({this}) {}
@@ -51,7 +64,21 @@ void TracebackLogParser::takeLine(const LogLine& line) {
     if (m_openTracebacks > 0 && line.number > m_cutAfter)
         closeCutTracebacks(line.number);
     if (line.holds(kTraceback)) {
-        RankState& state = *stateOf(line.rank, true);
+        const qsizetype at = line.indexOf(kTraceback);
+        RankState* prefixed = nullptr;
+        if (at > 0 && isHostPrefix(text.first(at))) {
+            QByteArrayView body;
+            prefixed = prefixedStateOf(text, &body);
+            if (!prefixed) {
+                auto free = std::find_if(m_prefixed.begin(), m_prefixed.end(),
+                                         [](const PrefixedTraceback& p) { return p.state.tracebackLines < 0; });
+                if (free == m_prefixed.end())
+                    free = m_prefixed.insert(m_prefixed.end(), PrefixedTraceback{});
+                free->prefix = text.first(at).toByteArray();
+                prefixed = &free->state;
+            }
+        }
+        RankState& state = prefixed ? *prefixed : *stateOf(line.rank, true);
         if (state.tracebackLines < 0) {
             if (m_openTracebacks++ == 0)
                 m_cutAfter = line.number + kMaxTracebackGap;
@@ -95,18 +122,33 @@ void TracebackLogParser::takeLine(const LogLine& line) {
             return;
         }
     }
-    RankState* state = m_openTracebacks > 0 ? stateOf(line.rank, false) : nullptr;
+    if (m_openTracebacks == 0)
+        return;
+    QByteArrayView body = text;
+    RankState* state = m_prefixed.empty() ? nullptr : prefixedStateOf(text, &body);
+    if (!state)
+        state = stateOf(line.rank, false);
     if (!state || state->tracebackLines < 0)
         return;
     state->lastLine = line.number;
-    if (text.isEmpty() || text.startsWith(' ') || text.startsWith('\t')) {
+    if (body.isEmpty() || body.startsWith(' ') || body.startsWith('\t')) {
         if (++state->tracebackLines > kMaxTracebackLines)
             closeTraceback(*state);
         return;
     }
     // The first line that is not indented ends the traceback: it names the exception.
-    addError(line, trimmedBlanks(text));
+    addError(line, trimmedBlanks(body));
     closeTraceback(*state);
+}
+
+TracebackLogParser::RankState* TracebackLogParser::prefixedStateOf(QByteArrayView text, QByteArrayView* body) {
+    for (PrefixedTraceback& open : m_prefixed) {
+        if (open.state.tracebackLines >= 0 && text.startsWith(open.prefix)) {
+            *body = text.sliced(open.prefix.size());
+            return &open.state;
+        }
+    }
+    return nullptr;
 }
 
 TracebackLogParser::RankState* TracebackLogParser::stateOf(int rank, bool create) {
@@ -146,6 +188,8 @@ void TracebackLogParser::closeCutTracebacks(qint64 lineNumber) {
         look(state);
     for (RankState& state : m_otherRanks)
         look(state);
+    for (PrefixedTraceback& open : m_prefixed)
+        look(open.state);
     m_cutAfter = next;
 }
 
@@ -156,6 +200,7 @@ void TracebackLogParser::addError(const LogLine& line, QByteArrayView text) {
 void TracebackLogParser::endOfStream() {
     m_flatRanks.clear();
     m_otherRanks.clear();
+    m_prefixed.clear();
     m_openTracebacks = 0;
 }
 

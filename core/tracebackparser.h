@@ -17,7 +17,9 @@ namespace rankscope {
 // reports on stderr ("[rank R] error: MESSAGE", <rankscope/event_schema.h>), with that R. Lines of different ranks
 // may interleave: a traceback is followed per rank named by the launcher prefix. A traceback whose rank prints no
 // line for kMaxTracebackGap lines of the stream was cut off (the process died, or the log was cut): it ends
-// without an error, and a line of its rank much later is not taken for its exception.
+// without an error, and a line of its rank much later is not taken for its exception. A traceback whose first line
+// starts with a host name and ": " (pdsh, as DeepSpeed's multi-node launcher runs it: "worker-1: Traceback …") is
+// followed through the lines that start with that same prefix, apart from other hosts' lines.
 class TracebackLogParser final : public LogLineSink {
 public:
     TracebackLogParser();
@@ -42,8 +44,15 @@ private:
         qint64 lastLine = 0;     // the stream's line number of its open traceback's last line
         QByteArray pendingThrow; // exception type of "terminate called after throwing"
     };
+    // An open traceback of lines that start with `prefix` ("worker-1: ").
+    struct PrefixedTraceback {
+        QByteArray prefix;
+        RankState state;
+    };
     // The state of `rank` (-1: none named); nullptr where it has none yet and create is false.
     RankState* stateOf(int rank, bool create);
+    // The state of the open traceback whose prefix starts `text`, and `text` without it; nullptr if none.
+    RankState* prefixedStateOf(QByteArrayView text, QByteArrayView* body);
     void closeTraceback(RankState& state);
     void closeCutTracebacks(qint64 lineNumber); // those whose rank printed nothing since before the gap
     void addError(const LogLine& line, QByteArrayView text);
@@ -54,6 +63,7 @@ private:
     // index costs less than a hash.
     std::vector<RankState> m_flatRanks;
     QHash<int, RankState> m_otherRanks; // any other rank a launcher prefix names
+    std::vector<PrefixedTraceback> m_prefixed; // a few hosts' at a time; an entry whose traceback ended is reused
     int m_openTracebacks = 0;
     qint64 m_cutAfter = 0; // no open traceback is cut off up to this line number
     QList<LogError> m_errors;

@@ -455,6 +455,25 @@ void tst_LogParsers::messyLines_data() {
                       "[default0]:KeyError: 'zero'\n")
         << "errors" << R"([{"file":"log","line":5,"rank":1,"text":"ValueError: one"},)"
                        R"({"file":"log","line":6,"rank":0,"text":"KeyError: 'zero'"}])";
+    // pdsh's "host: " before every line (DeepSpeed's launcher across nodes): each host's traceback is followed
+    // through the lines with its prefix, and its exception is read without it.
+    QTest::newRow("interleaved tracebacks under pdsh host prefixes")
+        << QByteArray("worker-0: Traceback (most recent call last):\n"
+                      "gpu.b_1: Traceback (most recent call last):\n"
+                      "worker-0:   File \"train.py\", line 9, in <module>\n"
+                      "gpu.b_1:   File \"train.py\", line 9, in <module>\n"
+                      "worker-0: ValueError: bad\n"
+                      "gpu.b_1:     main()\n"
+                      "gpu.b_1: RuntimeError: CUDA error: out of memory\n")
+        << "errors"
+        << R"([{"file":"log","line":5,"text":"ValueError: bad"},)"
+           R"({"file":"log","line":7,"text":"RuntimeError: CUDA error: out of memory"}])";
+    // A logger's "ERROR: " before a traceback is no host: the frames that follow do not repeat it.
+    QTest::newRow("a logger's level before a traceback") << QByteArray("ERROR: Traceback (most recent call last):\n"
+                                                                       "  File \"train.py\", line 9, in <module>\n"
+                                                                       "KeyError: 'x'\n")
+                                                         << "errors"
+                                                         << R"([{"file":"log","line":3,"text":"KeyError: 'x'"}])";
     // `srun --label` output: each task's traceback is its own, and its exception is the line after the frames, not
     // the first frame (which the label used to hide from the parser's frame test).
     QTest::newRow("interleaved tracebacks under srun labels")
