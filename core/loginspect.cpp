@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "core/loginspect.h"
 
+#include "core/kernellog.h"
+
 #include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -53,20 +55,63 @@ private:
     std::map<int, GpuSample> m_last;
 };
 
+// Kills by the system, which the program could not print an error for: the kernel's OOM killer and NVIDIA Xid
+// errors (a log that captured dmesg or syslog, or a node's console; core/kernellog.h tells a kernel line from a
+// program's line that only mentions one), and Slurm's report of an OOM kill in a job step ("slurmstepd: error:
+// Detected 1 oom_kill event in StepId=…"). Each is an error of its line.
+class LogInspector::KillSink final : public LogLineSink {
+public:
+    [[nodiscard]] QList<QByteArray> keywords() const override {
+        return {QByteArrayLiteral("Killed process "), QByteArrayLiteral("NVRM: Xid"),
+                QByteArrayLiteral("oom_kill event"), QByteArrayLiteral("oom-kill event")};
+    }
+    [[nodiscard]] bool wantsEveryLine() const override { return false; }
+    void setSource(const QString& file) { m_source = file; }
+    void takeLine(const LogLine& line) override {
+        enum { kKilled, kXid, kSlurmOom, kSlurmOomDashed };
+        if (!line.holds(kSlurmOom) && !line.holds(kSlurmOomDashed)) {
+            const qsizetype kills = m_kernel.oomKills().size();
+            const qsizetype xids = m_kernel.xids().size();
+            QByteArray bytes = line.text.toByteArray();
+            bytes.append('\n');
+            m_kernel.feed(bytes);
+            // A kill is the kernel's when it names the task ("Killed process 12 (python3)"), unlike a program's
+            // "Killed process 12 because …".
+            const bool killed = m_kernel.oomKills().size() > kills && !m_kernel.oomKills().last().command.isEmpty();
+            if (!killed && m_kernel.xids().size() == xids)
+                return;
+        }
+        m_errors.append({m_source, line.number, line.rank, errorText(trimmedBlanks(line.text))});
+    }
+    void endOfStream() override { m_kernel = KernelLogParser(); }
+    [[nodiscard]] const QList<LogError>& errors() const { return m_errors; }
+
+private:
+    KernelLogParser m_kernel; // of this stream's kill lines only: its facts say which lines are a kernel's
+    QString m_source;
+    QList<LogError> m_errors;
+};
+
 namespace {
 
 constexpr qsizetype kReadChunk = 1024 * 1024;
 
 } // namespace
 
-LogInspector::LogInspector() : m_gpu(new GpuSink), m_scanner({&m_nccl, &m_watchdog, &m_elastic, &m_traceback, m_gpu}) {}
+LogInspector::LogInspector()
+    : m_gpu(new GpuSink), m_kills(new KillSink),
+      m_scanner({&m_nccl, &m_watchdog, &m_elastic, &m_traceback, m_gpu, m_kills}) {}
 
-LogInspector::~LogInspector() { delete m_gpu; }
+LogInspector::~LogInspector() {
+    delete m_gpu;
+    delete m_kills;
+}
 
 void LogInspector::beginFile(const QString& name) {
     m_files.append(name);
     m_watchdog.setSource(name);
     m_traceback.setSource(name);
+    m_kills->setSource(name);
 }
 
 void LogInspector::feed(QByteArrayView chunk) {
@@ -121,11 +166,12 @@ LogInspection LogInspector::result() const {
     };
     const QList<LogError> watchdogErrors = m_watchdog.errors();
     const QList<LogError> tracebackErrors = m_traceback.errors();
+    const QList<LogError>& killErrors = m_kills->errors();
     std::vector<Placed> placed;
-    placed.reserve(static_cast<size_t>(watchdogErrors.size() + tracebackErrors.size()));
+    placed.reserve(static_cast<size_t>(watchdogErrors.size() + tracebackErrors.size() + killErrors.size()));
     const QString* lastFile = nullptr;
     qsizetype lastIndex = -1;
-    for (const QList<LogError>* list : {&watchdogErrors, &tracebackErrors}) {
+    for (const QList<LogError>* list : {&watchdogErrors, &tracebackErrors, &killErrors}) {
         for (const LogError& error : *list) {
             // A parser's errors share its file name's string: most need no comparison of the characters.
             if (!lastFile || (error.file.constData() != lastFile->constData() && error.file != *lastFile)) {
@@ -135,13 +181,17 @@ LogInspection LogInspector::result() const {
             placed.push_back({lastIndex, error.line, &error});
         }
     }
-    // Each parser's errors come in stream order, which is file and line order: the two runs are merged. The sort
-    // is kept for errors out of that order.
-    const auto middle = placed.begin() + watchdogErrors.size();
-    if (std::is_sorted(placed.begin(), middle, before) && std::is_sorted(middle, placed.end(), before))
-        std::inplace_merge(placed.begin(), middle, placed.end(), before);
-    else
+    // Each parser's errors come in stream order, which is file and line order: the runs are merged. The sort is
+    // kept for errors out of that order.
+    const auto second = placed.begin() + watchdogErrors.size();
+    const auto third = second + tracebackErrors.size();
+    if (std::is_sorted(placed.begin(), second, before) && std::is_sorted(second, third, before) &&
+        std::is_sorted(third, placed.end(), before)) {
+        std::inplace_merge(placed.begin(), second, third, before);
+        std::inplace_merge(placed.begin(), third, placed.end(), before);
+    } else {
         std::stable_sort(placed.begin(), placed.end(), before);
+    }
     inspection.errors.reserve(static_cast<qsizetype>(placed.size()));
     const Placed* kept = nullptr;
     for (const Placed& next : placed) {

@@ -25,7 +25,9 @@ struct LogInspection {
     QList<CollectiveTimeout> timeouts;
     QList<ElasticFailure> failures;
     QList<GpuSample> gpus; // the last reading of each GPU (by index) found in nvidia-smi output
-    QList<LogError> errors; // Python exceptions, C++ exceptions, NCCL errors, desync blame; in file and line order
+    // Python exceptions, C++ exceptions, NCCL errors, desync blame, OOM kills (the kernel's, Slurm's) and GPU Xid
+    // errors; in file and line order
+    QList<LogError> errors;
     qint64 bytes = 0;
     qint64 lines = 0;
 };
@@ -52,12 +54,14 @@ public:
 
 private:
     class GpuSink;
+    class KillSink;
 
     NcclLogParser m_nccl;
     WatchdogLogParser m_watchdog;
     ElasticLogParser m_elastic;
     TracebackLogParser m_traceback;
     GpuSink* m_gpu;
+    KillSink* m_kills;
     LogLineScanner m_scanner;
     QStringList m_files;
     qint64 m_bytes = 0;

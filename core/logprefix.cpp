@@ -82,7 +82,8 @@ bool stripBracketTimestamp(QByteArrayView inside, QByteArrayView after, Stripped
     return true;
 }
 
-// "2025-11-12 20:42:20,261 " optionally followed by "- INFO - " (Python logging's default format).
+// "2025-11-12 20:42:20,261 " optionally followed by "- INFO - " (Python logging's default format), and ISO 8601
+// stamps with a zone ("2026-09-02T09:08:50.880492+00:00 ", rsyslog's and journalctl's short-iso).
 bool stripLeadingTimestamp(QByteArrayView text, StrippedLine& out) {
     if (text.size() < 19 || !isDigit(text[0]) || !isDigit(text[3]) || text[4] != '-' || text[7] != '-' ||
         (text[10] != ' ' && text[10] != 'T') || text[13] != ':' || text[16] != ':')
@@ -90,6 +91,14 @@ bool stripLeadingTimestamp(QByteArrayView text, StrippedLine& out) {
     qsizetype i = 19;
     while (i < text.size() && (isDigit(text[i]) || text[i] == ',' || text[i] == '.' || text[i] == 'Z'))
         ++i;
+    // A zone: "+00:00", "-0500".
+    if (i + 2 < text.size() && (text[i] == '+' || text[i] == '-') && isDigit(text[i + 1]) && isDigit(text[i + 2])) {
+        i += 3;
+        if (i + 2 < text.size() && text[i] == ':' && isDigit(text[i + 1]) && isDigit(text[i + 2]))
+            i += 3;
+        else if (i + 1 < text.size() && isDigit(text[i]) && isDigit(text[i + 1]))
+            i += 2;
+    }
     QByteArrayView rest = skipSpaces(text.sliced(i));
     if (rest.startsWith("- ")) {
         const qsizetype dash = rest.indexOf(" - ", 2);

@@ -109,6 +109,10 @@ void tst_LogParsers::prefixes_data() {
     QTest::newRow("ray pid only") << QByteArray("(pid=77) NCCL INFO z") << QByteArray("NCCL INFO z") << -1;
     QTest::newRow("bracket timestamp") << QByteArray("[2024-05-08 08:47:31,261] torch.distributed: x")
                                        << QByteArray("torch.distributed: x") << -1;
+    QTest::newRow("iso stamp with a zone")
+        << QByteArray("2026-09-02T09:08:50.880492+00:00 Server1 kernel: x") << QByteArray("Server1 kernel: x") << -1;
+    QTest::newRow("iso stamp with a compact zone")
+        << QByteArray("2024-01-01T10:00:00-0500 [rank2]:y") << QByteArray("y") << 2;
     QTest::newRow("python logging") << QByteArray("2025-11-12 20:42:20,261 - INFO - g:1:2 [5] NCCL INFO a")
                                     << QByteArray("g:1:2 [5] NCCL INFO a") << -1;
     QTest::newRow("timestamp then rank") << QByteArray("[2024-01-01 10:00:00] [rank7]:hello") << QByteArray("hello")
@@ -255,6 +259,15 @@ void tst_LogParsers::publicLogs_data() {
         R"x({"file":"log","line":26,"rank":1,"text":"RuntimeError: Error building extension 'cpu_adam'"},)x"
         R"x({"file":"log","line":37,"rank":0,"text":"ImportError: /users/zhu/.cache/torch_extensions/py312_cu118/cpu_adam/cpu_adam.so: cannot open shared object file: No such file or directory"},)x"
         R"x({"file":"log","line":43,"text":"AttributeError: 'DeepSpeedCPUAdam' object has no attribute 'ds_opt_adam'"}])x");
+    // Kills by the system are errors of their line: the kernel's OOM killer and NVIDIA Xid errors in recorded kernel
+    // logs (tests/data/kernel).
+    row("../../kernel/dmesg-memcg-kubernetes.log", "errors",
+        R"x([{"file":"log","line":13,"text":"[44930.378157] Memory cgroup out of memory: Killed process 59249 (tritonserver) total-vm:38974820kB, anon-rss:98544kB, file-rss:319140kB, shmem-rss:6144kB"}])x");
+    row("../../kernel/journal-xid-45-after-nvlink.log", "errors.1.text",
+        "kernel: NVRM: Xid (PCI:0000:ed:00): 45, pid=1818992, name=python3, Ch 0000000c caused by previous Xid 145");
+    row("../../kernel/rsyslog-iso-memcg-duplicate.log", "errors.0.text",
+        "Server1 kernel: Memory cgroup out of memory: Killed process 268654 (MainThread) total-vm:2011236kB, "
+        "anon-rss:567484kB, file-rss:20608kB, shmem-rss:0kB, UID:10001 pgtables:16572kB oom_score_adj:934");
     // The bundled trainer's own stderr, recorded (tests/data/logs): its error line names the rank.
     row("trainer-fail-rank1.err", "errors",
         R"x([{"file":"log","line":3,"rank":1,"text":"injected failure at step 3 (--fail-at-step)"}])x");
@@ -468,6 +481,17 @@ void tst_LogParsers::messyLines_data() {
         << "errors"
         << R"([{"file":"log","line":5,"text":"ValueError: bad"},)"
            R"({"file":"log","line":7,"text":"RuntimeError: CUDA error: out of memory"}])";
+    // Slurm's report of an OOM kill in a job step, and a kernel's kill among a program's lines; a program that says
+    // "Killed process" or "NVRM: Xid" in words of its own is no kill.
+    QTest::newRow("kills by the system")
+        << QByteArray("worker: Killed process 12 because it was slow\n"
+                      "NVRM: Xid errors are listed below\n"
+                      "slurmstepd: error: Detected 1 oom_kill event in StepId=4242.0. Some of your processes may have "
+                      "been killed by the cgroup out-of-memory handler.\n"
+                      "[rank3]: Out of memory: Killed process 1234 (python) total-vm:123kB, anon-rss:100kB\n")
+        << "errors"
+        << R"([{"file":"log","line":3,"text":"slurmstepd: error: Detected 1 oom_kill event in StepId=4242.0. Some of your processes may have been killed by the cgroup out-of-memory handler."},)"
+           R"({"file":"log","line":4,"rank":3,"text":"Out of memory: Killed process 1234 (python) total-vm:123kB, anon-rss:100kB"}])";
     // A logger's "ERROR: " before a traceback is no host: the frames that follow do not repeat it.
     QTest::newRow("a logger's level before a traceback") << QByteArray("ERROR: Traceback (most recent call last):\n"
                                                                        "  File \"train.py\", line 9, in <module>\n"
