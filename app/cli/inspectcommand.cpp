@@ -4,11 +4,15 @@
 #include "cli.h"
 
 #include "core/loginspect.h"
+#include "core/ranklist.h"
 
 #include <QFile>
+#include <QHash>
 #include <QTextStream>
 
+#include <algorithm>
 #include <cstdio>
+#include <vector>
 
 namespace rankscope::cli {
 
@@ -16,6 +20,9 @@ namespace {
 
 QString orDash(const QString& value) { return value.isEmpty() ? QStringLiteral("-") : value; }
 QString orDash(qint64 value) { return value < 0 ? QStringLiteral("-") : QString::number(value); }
+QString moreTimes(qsizetype count) {
+    return count == 1 ? QStringLiteral("once more") : QStringLiteral("%1 more times").arg(count);
+}
 
 void appendNccl(QString& out, const NcclFacts& nccl) {
     out += QStringLiteral("NCCL\n");
@@ -54,12 +61,48 @@ void appendNccl(QString& out, const NcclFacts& nccl) {
                    .arg(comm.ranks.size())
                    .arg(complete);
     }
+    // A warning every process printed is shown once, with the processes that repeated it.
+    struct Repeats {
+        const NcclWarning* first;
+        QVector<int> ranks;
+        QStringList hosts;
+        int count = 0;
+    };
+    std::vector<Repeats> warnings;
+    QHash<QString, size_t> byIdentity;
     for (const NcclWarning& warning : nccl.warnings) {
+        const QString identity = warning.source + QLatin1Char('\n') + warning.text + QLatin1Char('\n') +
+                                 warning.chain.join(QLatin1Char('\n'));
+        const auto found = byIdentity.constFind(identity);
+        if (found == byIdentity.cend()) {
+            byIdentity.insert(identity, warnings.size());
+            warnings.push_back({&warning, {}, {}, 0});
+            continue;
+        }
+        Repeats& repeats = warnings[*found];
+        ++repeats.count;
+        if (warning.rank >= 0)
+            repeats.ranks.append(warning.rank);
+        if (!warning.host.isEmpty() && !repeats.hosts.contains(warning.host))
+            repeats.hosts.append(warning.host);
+    }
+    for (const Repeats& repeats : warnings) {
+        const NcclWarning& warning = *repeats.first;
         out += QStringLiteral("  WARN %1:%2 rank %3 %4: %5\n")
                    .arg(orDash(warning.host), orDash(warning.pid), orDash(warning.rank), orDash(warning.source),
                         warning.text);
         if (!warning.chain.isEmpty())
             out += QStringLiteral("       then %1\n").arg(warning.chain.join(QStringLiteral(", ")));
+        if (repeats.count > 0) {
+            QStringList where;
+            if (!repeats.ranks.isEmpty())
+                where << QStringLiteral("rank(s) %1").arg(formatRankList(repeats.ranks));
+            if (!repeats.hosts.isEmpty())
+                where << QStringLiteral("on %1").arg(repeats.hosts.join(QStringLiteral(", ")));
+            out += QStringLiteral("       and %1%2\n")
+                       .arg(moreTimes(repeats.count),
+                            where.isEmpty() ? QString() : QStringLiteral(": ") + where.join(QLatin1Char(' ')));
+        }
     }
     for (const QString& chain : nccl.orphanChains)
         out += QStringLiteral("  error chain %1\n").arg(chain);
@@ -105,15 +148,60 @@ void appendGpus(QString& out, const QList<GpuSample>& gpus) {
     }
 }
 
+// An error whose text was found before (the same exception on every rank) is shown once, with the ranks and lines
+// that repeat it; --json lists each.
 void appendErrors(QString& out, const QList<LogError>& errors) {
-    out += QStringLiteral("\nErrors\n");
+    constexpr qsizetype kPlacesShown = 6;
+    struct Repeats {
+        const LogError* first;
+        QVector<int> ranks;
+        QList<const LogError*> again;
+        bool otherFile = false;
+    };
+    std::vector<Repeats> groups;
+    QHash<QByteArray, size_t> byText;
+    for (const LogError& e : errors) {
+        const auto found = byText.constFind(e.text);
+        if (found == byText.cend()) {
+            byText.insert(e.text, groups.size());
+            groups.push_back({&e, {}, {}});
+            continue;
+        }
+        Repeats& repeats = groups[*found];
+        if (e.rank >= 0)
+            repeats.ranks.append(e.rank);
+        repeats.otherFile = repeats.otherFile || e.file != repeats.first->file;
+        repeats.again.append(&e);
+    }
+    out += groups.size() == static_cast<size_t>(errors.size())
+               ? QStringLiteral("\nErrors\n")
+               : QStringLiteral("\nErrors (%1, %2 different)\n").arg(errors.size()).arg(groups.size());
     if (errors.isEmpty())
         out += QStringLiteral("  none found\n");
-    for (const LogError& e : errors) {
+    for (const Repeats& repeats : groups) {
+        const LogError& e = *repeats.first;
         out += QStringLiteral("  %1:%2%3: %4\n")
                    .arg(e.file)
                    .arg(e.line)
                    .arg(e.rank >= 0 ? QStringLiteral(" rank %1").arg(e.rank) : QString(), QString::fromUtf8(e.text));
+        if (repeats.again.isEmpty())
+            continue;
+        // "lines 24, 28" within the first's file; "a.log:24, b.log:24" across files.
+        QStringList shown;
+        for (const LogError* again : repeats.again.first(std::min(repeats.again.size(), kPlacesShown)))
+            shown << (repeats.otherFile ? QStringLiteral("%1:%2").arg(again->file).arg(again->line)
+                                        : QString::number(again->line));
+        QString places = shown.join(QStringLiteral(", "));
+        if (repeats.again.size() > kPlacesShown)
+            places += QStringLiteral(", …");
+        out += QStringLiteral("    and %1%2: %3%4\n")
+                   .arg(moreTimes(repeats.again.size()),
+                        repeats.ranks.isEmpty() ? QString()
+                                                : QStringLiteral(" on rank(s) %1").arg(formatRankList(repeats.ranks)),
+                        repeats.otherFile           ? QString()
+                        : repeats.again.size() == 1 ? QStringLiteral("line ")
+                                                    : QStringLiteral("lines "),
+                        places);
     }
 }
 

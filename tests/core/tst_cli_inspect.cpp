@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 // Runs the built `rankscope-cli inspect` on the recorded public logs and checks its exit codes and output.
+#include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
+#include <QTemporaryDir>
 #include <QTest>
 
 namespace {
@@ -34,6 +36,7 @@ private slots:
     void exitCodes();
     void jsonOnSeveralFiles();
     void textReportHasItsSections();
+    void textReportShowsARepeatedErrorOnce();
     void unreadableFileLosesNothingOfTheOthers();
     void standardInputIsAFile();
 };
@@ -96,6 +99,54 @@ void tst_CliInspect::textReportHasItsSections() {
     for (const char* section : {"NCCL\n", "\nTimeouts\n", "\nFailures\n", "\nErrors\n"})
         QVERIFY2(out.contains(QLatin1String(section)), section);
     QVERIFY(out.contains(QLatin1String("rank 1: ALLREDUCE #808 ran 600020 ms")));
+}
+
+// Eight ranks fail alike and one otherwise, and all eight print the same NCCL warning: the text report shows each
+// text once, with the ranks and lines that repeat it; the JSON keeps every one.
+void tst_CliInspect::textReportShowsARepeatedErrorOnce() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    QByteArray log;
+    for (int r = 0; r < 8; ++r)
+        log += QStringLiteral("[rank%1]: gpu-%2:%3:%4 [%5] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to "
+                              "10.0.0.1<43111> failed : Connection refused\n")
+                   .arg(r)
+                   .arg(r / 4)
+                   .arg(1000 + r)
+                   .arg(2000 + r)
+                   .arg(r % 4)
+                   .toUtf8();
+    for (int r = 0; r < 8; ++r)
+        log += QStringLiteral("[rank%1]: Traceback (most recent call last):\n"
+                              "[rank%1]:   File \"/w/train.py\", line 42, in <module>\n"
+                              "[rank%1]: %2\n")
+                   .arg(r)
+                   .arg(r == 3 ? QStringLiteral("ValueError: bad batch")
+                               : QStringLiteral("torch.OutOfMemoryError: CUDA out of memory."))
+                   .toUtf8();
+    const QString path = dir.filePath(QStringLiteral("job.log"));
+    QFile file(path);
+    QVERIFY(file.open(QIODevice::WriteOnly));
+    file.write(log);
+    file.close();
+
+    const CliRun run = runCli({"inspect", path});
+    QCOMPARE(run.exitCode, 0);
+    const QString out = QString::fromUtf8(run.out);
+    QCOMPARE(out.count(QLatin1String("CUDA out of memory")), 1);
+    QCOMPARE(out.count(QLatin1String("NCCL WARN")) + out.count(QLatin1String("Connection refused")), 1);
+    QVERIFY2(out.contains(QLatin1String("\nErrors (8, 2 different)\n")), qPrintable(out));
+    QVERIFY2(
+        out.contains(path + QLatin1String(":11 rank 0: torch.OutOfMemoryError: CUDA out of memory.\n"
+                                          "    and 6 more times on rank(s) 1-2,4-7: lines 14, 17, 23, 26, 29, 32\n")),
+        qPrintable(out));
+    QVERIFY2(out.contains(path + QLatin1String(":20 rank 3: ValueError: bad batch\n")), qPrintable(out));
+    QVERIFY2(out.contains(QLatin1String("       and 7 more times: rank(s) 1-7 on gpu-0, gpu-1\n")), qPrintable(out));
+
+    const CliRun json = runCli({"inspect", "--json", path});
+    const QJsonObject root = QJsonDocument::fromJson(json.out).object();
+    QCOMPARE(root.value("errors").toArray().size(), 8);
+    QCOMPARE(root.value("nccl").toObject().value("warnings").toArray().size(), 8);
 }
 
 // One missing file among several: it is named and the exit status says so, and the readable files are reported.
