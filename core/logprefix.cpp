@@ -115,9 +115,20 @@ bool stripRayPrefix(QByteArrayView text, StrippedLine& out) {
     if (close < 0)
         return false;
     const QByteArrayView inside = text.sliced(1, close - 1);
-    if (!inside.startsWith("pid=") && !inside.contains(" pid="))
-        return false;
-    out.text = skipSpaces(text.sliced(close + 1));
+    qsizetype pidAt = 4;
+    if (!inside.startsWith("pid=")) {
+        const qsizetype space = inside.indexOf(" pid=");
+        if (space < 0)
+            return false;
+        pidAt = space + 5;
+    }
+    qsizetype end = pidAt;
+    while (end < inside.size() && isDigit(inside[end]))
+        ++end;
+    // Ray writes one space after the prefix: more are the line's own (a traceback's indented frames).
+    const QByteArrayView after = text.sliced(close + 1);
+    out.text = after.startsWith(' ') ? after.sliced(1) : after;
+    out.pid = digitsValue(inside.sliced(pidAt, end - pidAt));
     return true;
 }
 
@@ -165,6 +176,8 @@ StrippedLine detail::stripLogPrefixes(QByteArrayView line) {
         result.text = next.text;
         if (next.rank >= 0)
             result.rank = next.rank;
+        if (next.pid >= 0)
+            result.pid = next.pid;
     }
     return result;
 }

@@ -10,6 +10,7 @@ namespace rankscope {
 struct StrippedLine {
     QByteArrayView text;
     int rank = -1; // the rank named by a prefix ("[1,3]<stdout>:", "[default3]:", "[rank3]:"); -1 when none does
+    int pid = -1;  // the process a prefix names instead of a rank (Ray's "(RayTrainWorker pid=1234, ip=…)"); else -1
 };
 
 namespace detail {

@@ -78,7 +78,7 @@ void TracebackLogParser::takeLine(const LogLine& line) {
                 prefixed = &free->state;
             }
         }
-        RankState& state = prefixed ? *prefixed : *stateOf(line.rank, true);
+        RankState& state = prefixed ? *prefixed : *stateOf(line, true);
         if (state.tracebackLines < 0) {
             if (m_openTracebacks++ == 0)
                 m_cutAfter = line.number + kMaxTracebackGap;
@@ -91,7 +91,7 @@ void TracebackLogParser::takeLine(const LogLine& line) {
         const qsizetype start = line.indexOf(kTerminateKeyword) + kTerminate.size();
         const qsizetype end = text.indexOf('\'', start);
         if (end > start) {
-            QByteArray& type = stateOf(line.rank, true)->pendingThrow;
+            QByteArray& type = stateOf(line, true)->pendingThrow;
             type.resize(0); // keeps its room: a job repeats its exceptions
             type.append(text.sliced(start, end - start));
         }
@@ -101,7 +101,7 @@ void TracebackLogParser::takeLine(const LogLine& line) {
         const QByteArrayView stripped = trimmedBlanks(text);
         if (startsWithLiteral(stripped, "what():")) {
             const QByteArrayView message = trimmedBlanks(stripped.sliced(7));
-            RankState* state = stateOf(line.rank, false);
+            RankState* state = stateOf(line, false);
             if (!state || state->pendingThrow.isEmpty()) {
                 addError(line, message);
                 return;
@@ -127,7 +127,7 @@ void TracebackLogParser::takeLine(const LogLine& line) {
     QByteArrayView body = text;
     RankState* state = m_prefixed.empty() ? nullptr : prefixedStateOf(text, &body);
     if (!state)
-        state = stateOf(line.rank, false);
+        state = stateOf(line, false);
     if (!state || state->tracebackLines < 0)
         return;
     state->lastLine = line.number;
@@ -149,6 +149,15 @@ TracebackLogParser::RankState* TracebackLogParser::prefixedStateOf(QByteArrayVie
         }
     }
     return nullptr;
+}
+
+TracebackLogParser::RankState* TracebackLogParser::stateOf(const LogLine& line, bool create) {
+    if (line.rank >= 0 || line.pid < 0)
+        return stateOf(line.rank, create);
+    if (create)
+        return &m_byPid[line.pid];
+    const auto found = m_byPid.find(line.pid);
+    return found == m_byPid.end() ? nullptr : &*found;
 }
 
 TracebackLogParser::RankState* TracebackLogParser::stateOf(int rank, bool create) {
@@ -188,6 +197,8 @@ void TracebackLogParser::closeCutTracebacks(qint64 lineNumber) {
         look(state);
     for (RankState& state : m_otherRanks)
         look(state);
+    for (RankState& state : m_byPid)
+        look(state);
     for (PrefixedTraceback& open : m_prefixed)
         look(open.state);
     m_cutAfter = next;
@@ -200,6 +211,7 @@ void TracebackLogParser::addError(const LogLine& line, QByteArrayView text) {
 void TracebackLogParser::endOfStream() {
     m_flatRanks.clear();
     m_otherRanks.clear();
+    m_byPid.clear();
     m_prefixed.clear();
     m_openTracebacks = 0;
 }

@@ -15,7 +15,8 @@ namespace rankscope {
 // Python tracebacks (their final exception line) and C++ exceptions that ended a process
 // ("terminate called after throwing an instance of 'T'" and its "what():" line), and the errors the bundled trainer
 // reports on stderr ("[rank R] error: MESSAGE", <rankscope/event_schema.h>), with that R. Lines of different ranks
-// may interleave: a traceback is followed per rank named by the launcher prefix. A traceback whose rank prints no
+// may interleave: a traceback is followed per rank named by the launcher prefix (per process where the prefix names
+// one instead, as Ray's "(RayTrainWorker pid=1234, ip=…)" does). A traceback whose rank prints no
 // line for kMaxTracebackGap lines of the stream was cut off (the process died, or the log was cut): it ends
 // without an error, and a line of its rank much later is not taken for its exception. A traceback whose first line
 // starts with a host name and ": " (pdsh, as DeepSpeed's multi-node launcher runs it: "worker-1: Traceback …") is
@@ -51,6 +52,8 @@ private:
     };
     // The state of `rank` (-1: none named); nullptr where it has none yet and create is false.
     RankState* stateOf(int rank, bool create);
+    // The state of the line's rank, or of the process its prefix names when it names no rank (Ray's pid=).
+    RankState* stateOf(const LogLine& line, bool create);
     // The state of the open traceback whose prefix starts `text`, and `text` without it; nullptr if none.
     RankState* prefixedStateOf(QByteArrayView text, QByteArrayView* body);
     void closeTraceback(RankState& state);
@@ -63,6 +66,7 @@ private:
     // index costs less than a hash.
     std::vector<RankState> m_flatRanks;
     QHash<int, RankState> m_otherRanks; // any other rank a launcher prefix names
+    QHash<int, RankState> m_byPid;      // lines whose prefix names a process and no rank (Ray's workers)
     std::vector<PrefixedTraceback> m_prefixed; // a few hosts' at a time; an entry whose traceback ended is reused
     int m_openTracebacks = 0;
     qint64 m_cutAfter = 0; // no open traceback is cut off up to this line number

@@ -107,6 +107,9 @@ void tst_LogParsers::prefixes_data() {
     QTest::newRow("ray") << QByteArray("(RayWorkerWrapper pid=1019) INFO 01-29 selector.py:120] y")
                          << QByteArray("INFO 01-29 selector.py:120] y") << -1;
     QTest::newRow("ray pid only") << QByteArray("(pid=77) NCCL INFO z") << QByteArray("NCCL INFO z") << -1;
+    QTest::newRow("ray keeps the line's indentation")
+        << QByteArray("(RayTrainWorker pid=1234, ip=10.0.0.1)   File \"a.py\", line 1")
+        << QByteArray("  File \"a.py\", line 1") << -1;
     QTest::newRow("bracket timestamp") << QByteArray("[2024-05-08 08:47:31,261] torch.distributed: x")
                                        << QByteArray("torch.distributed: x") << -1;
     QTest::newRow("iso stamp with a zone")
@@ -492,6 +495,19 @@ void tst_LogParsers::messyLines_data() {
         << "errors"
         << R"([{"file":"log","line":3,"text":"slurmstepd: error: Detected 1 oom_kill event in StepId=4242.0. Some of your processes may have been killed by the cgroup out-of-memory handler."},)"
            R"({"file":"log","line":4,"rank":3,"text":"Out of memory: Killed process 1234 (python) total-vm:123kB, anon-rss:100kB"}])";
+    // Ray's worker prefix names a process, not a rank: each worker's traceback is followed by its pid, and the
+    // frames keep their indentation (Ray writes one space after the prefix).
+    QTest::newRow("interleaved tracebacks of Ray workers")
+        << QByteArray("(RayTrainWorker pid=1234, ip=10.0.0.1) Traceback (most recent call last):\n"
+                      "(RayTrainWorker pid=1235, ip=10.0.0.2) Traceback (most recent call last):\n"
+                      "(RayTrainWorker pid=1234, ip=10.0.0.1)   File \"train.py\", line 42, in train_func\n"
+                      "(RayTrainWorker pid=1235, ip=10.0.0.2)   File \"train.py\", line 42, in train_func\n"
+                      "(RayTrainWorker pid=1234, ip=10.0.0.1)     loss.backward()\n"
+                      "(RayTrainWorker pid=1235, ip=10.0.0.2) torch.OutOfMemoryError: CUDA out of memory.\n"
+                      "(pid=1234) RuntimeError: NCCL communicator was aborted on rank 0.\n")
+        << "errors"
+        << R"([{"file":"log","line":6,"text":"torch.OutOfMemoryError: CUDA out of memory."},)"
+           R"({"file":"log","line":7,"text":"RuntimeError: NCCL communicator was aborted on rank 0."}])";
     // A logger's "ERROR: " before a traceback is no host: the frames that follow do not repeat it.
     QTest::newRow("a logger's level before a traceback") << QByteArray("ERROR: Traceback (most recent call last):\n"
                                                                        "  File \"train.py\", line 9, in <module>\n"
