@@ -18,7 +18,7 @@ constexpr int kFlatRanks = 4096; // -1 to 4094 kept in TracebackLogParser::m_fla
 
 constexpr QByteArrayView kTerminate = "terminate called after throwing an instance of '";
 // keywords()
-enum Keyword { kTraceback, kTerminateKeyword, kWhat, kTrainerError };
+enum Keyword { kTraceback, kTerminateKeyword, kWhat, kTrainerError, kFatalPython };
 
 // The bundled trainer's error line on stderr, "[rank R] error: MESSAGE" (after any launcher prefix): R, or -1 when
 // the line is something else. `keywordAt` is where "] error: " starts in `text`.
@@ -56,7 +56,8 @@ TracebackLogParser::TracebackLogParser() : m_scanner({this}) {}
 QList<QByteArray> TracebackLogParser::keywords() const {
     using namespace schema::stderr_line;
     return {QByteArrayLiteral("Traceback (most recent call last)"), kTerminate.toByteArray(),
-            QByteArrayLiteral("what():"), schemaBytes(kRankClose).toByteArray() + schemaBytes(kError).toByteArray()};
+            QByteArrayLiteral("what():"), schemaBytes(kRankClose).toByteArray() + schemaBytes(kError).toByteArray(),
+            QByteArrayLiteral("Fatal Python error: ")};
 }
 
 void TracebackLogParser::takeLine(const LogLine& line) {
@@ -112,6 +113,12 @@ void TracebackLogParser::takeLine(const LogLine& line) {
             type.resize(0);
             return;
         }
+    }
+    // The interpreter's own crash report (faulthandler: a segfault or abort in native code, such as a CUDA or NCCL
+    // library): no traceback follows, only each thread's stack.
+    if (line.holds(kFatalPython)) {
+        addError(line, trimmedBlanks(text.sliced(line.indexOf(kFatalPython))));
+        return;
     }
     if (line.holds(kTrainerError)) {
         const qsizetype at = line.indexOf(kTrainerError);

@@ -12,7 +12,8 @@
 
 namespace rankscope {
 
-// Python tracebacks (their final exception line) and C++ exceptions that ended a process
+// Python tracebacks (their final exception line), the interpreter's crash reports ("Fatal Python error: Segmentation
+// fault") and C++ exceptions that ended a process
 // ("terminate called after throwing an instance of 'T'" and its "what():" line), and the errors the bundled trainer
 // reports on stderr ("[rank R] error: MESSAGE", <rankscope/event_schema.h>), with that R. Lines of different ranks
 // may interleave: a traceback is followed per rank named by the launcher prefix (per process where the prefix names

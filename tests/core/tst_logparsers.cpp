@@ -262,6 +262,10 @@ void tst_LogParsers::publicLogs_data() {
         R"x({"file":"log","line":26,"rank":1,"text":"RuntimeError: Error building extension 'cpu_adam'"},)x"
         R"x({"file":"log","line":37,"rank":0,"text":"ImportError: /users/zhu/.cache/torch_extensions/py312_cu118/cpu_adam/cpu_adam.so: cannot open shared object file: No such file or directory"},)x"
         R"x({"file":"log","line":43,"text":"AttributeError: 'DeepSpeedCPUAdam' object has no attribute 'ds_opt_adam'"}])x");
+    // The interpreter's crash report under srun labels: its first line is the error (the traceback that starts
+    // the excerpt's last line was cut off).
+    row("pytorch-135486-fatal-python-segfault.log", "errors",
+        R"([{"file":"log","line":2,"rank":0,"text":"Fatal Python error: Segmentation fault"}])");
     // Kills by the system are errors of their line: the kernel's OOM killer and NVIDIA Xid errors in recorded kernel
     // logs (tests/data/kernel).
     row("../../kernel/dmesg-memcg-kubernetes.log", "errors",
