@@ -9,6 +9,7 @@
 #include <QJsonObject>
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <vector>
 
@@ -55,21 +56,60 @@ private:
     std::map<int, GpuSample> m_last;
 };
 
+namespace {
+
+// bash's report of a job that a signal ended, in a job script's output: "./train.sh: line 1:  7364 Killed
+// python3 train.py", "bash: line 1: 77 Segmentation fault      (core dumped) python x.py". `at` is where ": line "
+// starts. The signal's description is strsignal's, for the signals that end a process with no word of its own.
+bool isShellKillReport(QByteArrayView text, qsizetype at) {
+    qsizetype i = at + 7;
+    const auto digits = [&] {
+        const qsizetype start = i;
+        while (i < text.size() && text[i] >= '0' && text[i] <= '9')
+            ++i;
+        return i > start;
+    };
+    if (!digits() || !text.sliced(i).startsWith(": "))
+        return false;
+    i += 2;
+    while (i < text.size() && text[i] == ' ') // bash pads the pid: "line 1:  7364 Killed"
+        ++i;
+    if (!digits() || i >= text.size() || text[i] != ' ')
+        return false;
+    const QByteArrayView description = text.sliced(i + 1);
+    for (const char* signal :
+         {"Killed", "Segmentation fault", "Aborted", "Bus error", "Floating point exception", "Illegal instruction"}) {
+        const qsizetype size = qsizetype(std::strlen(signal));
+        if (description.startsWith(signal) && (description.size() == size || description[size] == ' '))
+            return true;
+    }
+    return false;
+}
+
+} // namespace
+
 // Kills by the system, which the program could not print an error for: the kernel's OOM killer and NVIDIA Xid
 // errors (a log that captured dmesg or syslog, or a node's console; core/kernellog.h tells a kernel line from a
-// program's line that only mentions one), and Slurm's report of an OOM kill in a job step ("slurmstepd: error:
-// Detected 1 oom_kill event in StepId=…"). Each is an error of its line.
+// program's line that only mentions one), Slurm's report of an OOM kill in a job step ("slurmstepd: error:
+// Detected 1 oom_kill event in StepId=…", "srun: error: gpu001: task 0: Out Of Memory") and bash's report of a job a
+// signal ended. Each is an error of its line.
 class LogInspector::KillSink final : public LogLineSink {
 public:
     [[nodiscard]] QList<QByteArray> keywords() const override {
         return {QByteArrayLiteral("Killed process "), QByteArrayLiteral("NVRM: Xid"),
-                QByteArrayLiteral("oom_kill event"), QByteArrayLiteral("oom-kill event")};
+                QByteArrayLiteral("oom_kill event"),  QByteArrayLiteral("oom-kill event"),
+                QByteArrayLiteral(": line "),         QByteArrayLiteral(": Out Of Memory")};
     }
     [[nodiscard]] bool wantsEveryLine() const override { return false; }
     void setSource(const QString& file) { m_source = file; }
     void takeLine(const LogLine& line) override {
-        enum { kKilled, kXid, kSlurmOom, kSlurmOomDashed };
-        if (!line.holds(kSlurmOom) && !line.holds(kSlurmOomDashed)) {
+        enum { kKilled, kXid, kSlurmOom, kSlurmOomDashed, kShellLine, kSrunOom };
+        if ((line.holds(kShellLine) && isShellKillReport(line.text, line.indexOf(kShellLine))) ||
+            (line.holds(kSrunOom) && startsWithLiteral(line.text, "srun: error: "))) {
+            m_errors.append({m_source, line.number, line.rank, errorText(trimmedBlanks(line.text))});
+            return;
+        }
+        if (line.holds(kKilled) || line.holds(kXid)) {
             const qsizetype kills = m_kernel.oomKills().size();
             const qsizetype xids = m_kernel.xids().size();
             QByteArray bytes = line.text.toByteArray();
@@ -80,6 +120,8 @@ public:
             const bool killed = m_kernel.oomKills().size() > kills && !m_kernel.oomKills().last().command.isEmpty();
             if (!killed && m_kernel.xids().size() == xids)
                 return;
+        } else if (!line.holds(kSlurmOom) && !line.holds(kSlurmOomDashed)) {
+            return;
         }
         m_errors.append({m_source, line.number, line.rank, errorText(trimmedBlanks(line.text))});
     }

@@ -275,6 +275,10 @@ void tst_LogParsers::publicLogs_data() {
     row("../../kernel/rsyslog-iso-memcg-duplicate.log", "errors.0.text",
         "Server1 kernel: Memory cgroup out of memory: Killed process 268654 (MainThread) total-vm:2011236kB, "
         "anon-rss:567484kB, file-rss:20608kB, shmem-rss:0kB, UID:10001 pgtables:16572kB oom_score_adj:934");
+    // A job script's shell reports the signal that ended its python (bash pads the pid); Slurm reports a task's OOM.
+    row("spatial-transformer-gan-35-bash-killed.log", "errors.0.text",
+        "./train.sh: line 1:  7364 Killed                  python3 train_Donly.py --name=D0 --warpN=0 --pertFG=0.2");
+    row("fondue-htr-5-srun-out-of-memory.log", "errors.0.text", "srun: error: gpu001: task 0: Out Of Memory");
     // The bundled trainer's own stderr, recorded (tests/data/logs): its error line names the rank.
     row("trainer-fail-rank1.err", "errors",
         R"x([{"file":"log","line":3,"rank":1,"text":"injected failure at step 3 (--fail-at-step)"}])x");
@@ -512,6 +516,16 @@ void tst_LogParsers::messyLines_data() {
         << "errors"
         << R"([{"file":"log","line":6,"text":"torch.OutOfMemoryError: CUDA out of memory."},)"
            R"({"file":"log","line":7,"text":"RuntimeError: NCCL communicator was aborted on rank 0."}])";
+    // bash's report of a job a signal ended, and lines that only look like one.
+    QTest::newRow("a shell's report of a killed job")
+        << QByteArray("bash: line 1: 77 Segmentation fault      (core dumped) python x.py\n"
+                      "./x.sh: line 5: syntax error near unexpected token\n"
+                      "see: line 5: 12 Killedx\n"
+                      "INFO: line 3: 4 things\n"
+                      "./run.sh: line 9: 4242 Aborted                 (core dumped) torchrun train.py\n")
+        << "errors"
+        << R"([{"file":"log","line":1,"text":"bash: line 1: 77 Segmentation fault      (core dumped) python x.py"},)"
+           R"({"file":"log","line":5,"text":"./run.sh: line 9: 4242 Aborted                 (core dumped) torchrun train.py"}])";
     // A logger's "ERROR: " before a traceback is no host: the frames that follow do not repeat it.
     QTest::newRow("a logger's level before a traceback") << QByteArray("ERROR: Traceback (most recent call last):\n"
                                                                        "  File \"train.py\", line 9, in <module>\n"
