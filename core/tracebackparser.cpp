@@ -68,8 +68,7 @@ void TracebackLogParser::takeLine(const LogLine& line) {
         const qsizetype at = line.indexOf(kTraceback);
         RankState* prefixed = nullptr;
         if (at > 0 && isHostPrefix(text.first(at))) {
-            QByteArrayView body;
-            prefixed = prefixedStateOf(text, &body);
+            prefixed = prefixedStateOf(text, nullptr);
             if (!prefixed) {
                 auto free = std::find_if(m_prefixed.begin(), m_prefixed.end(),
                                          [](const PrefixedTraceback& p) { return p.state.tracebackLines < 0; });
@@ -151,7 +150,8 @@ void TracebackLogParser::takeLine(const LogLine& line) {
 TracebackLogParser::RankState* TracebackLogParser::prefixedStateOf(QByteArrayView text, QByteArrayView* body) {
     for (PrefixedTraceback& open : m_prefixed) {
         if (open.state.tracebackLines >= 0 && text.startsWith(open.prefix)) {
-            *body = text.sliced(open.prefix.size());
+            if (body)
+                *body = text.sliced(open.prefix.size());
             return &open.state;
         }
     }

@@ -55,7 +55,8 @@ private:
     RankState* stateOf(int rank, bool create);
     // The state of the line's rank, or of the process its prefix names when it names no rank (Ray's pid=).
     RankState* stateOf(const LogLine& line, bool create);
-    // The state of the open traceback whose prefix starts `text`, and `text` without it; nullptr if none.
+    // The state of the open traceback whose prefix starts `text`, and in `body` (when given) `text` without it;
+    // nullptr if none.
     RankState* prefixedStateOf(QByteArrayView text, QByteArrayView* body);
     void closeTraceback(RankState& state);
     void closeCutTracebacks(qint64 lineNumber); // those whose rank printed nothing since before the gap
