@@ -3,11 +3,13 @@
 
 #include "core/ncclparser.h"
 #include "core/ranklist.h"
+#include "core/repeats.h"
 
 #include <QCryptographicHash>
 #include <QSet>
 
 #include <map>
+#include <vector>
 
 namespace rankscope {
 
@@ -116,22 +118,23 @@ QVector<Diagnosis> ncclNetworkFindings(const QMap<int, NcclFacts>& perRank, cons
                                 "init; deploy the same LibTorch everywhere."));
 
     // Each distinct warning once, with every rank that printed it.
-    QMap<QString, QVector<int>> warnedBy;
-    QMap<QString, NcclWarning> firstWarning;
-    QStringList order;
+    struct RankWarning {
+        int rank;
+        const NcclWarning* warning;
+        QString identity;
+    };
+    std::vector<RankWarning> warnings;
     for (auto it = perRank.begin(); it != perRank.end(); ++it)
-        for (const NcclWarning& warning : it.value().warnings) {
-            const QString identity = warning.source + QLatin1Char('|') + warning.text;
-            if (!firstWarning.contains(identity)) {
-                firstWarning.insert(identity, warning);
-                order.append(identity);
-            }
-            if (!warnedBy[identity].contains(it.key()))
-                warnedBy[identity].append(it.key());
-        }
-    for (const QString& identity : std::as_const(order)) {
-        const NcclWarning& warning = firstWarning.value(identity);
-        const QVector<int> ranks = warnedBy.value(identity);
+        for (const NcclWarning& warning : it.value().warnings)
+            warnings.push_back({it.key(), &warning, warning.source + QLatin1Char('|') + warning.text});
+    for (const Repeats<RankWarning>& repeats :
+         groupRepeats<RankWarning>(warnings, [](const RankWarning& w) { return w.identity; })) {
+        const NcclWarning& warning = *repeats.first->warning;
+        const QString& identity = repeats.first->identity;
+        QVector<int> ranks{repeats.first->rank};
+        for (const RankWarning* again : repeats.again)
+            if (!ranks.contains(again->rank))
+                ranks.append(again->rank);
         QString message = QStringLiteral("NCCL WARN on rank(s) %1 (%2): %3")
                               .arg(formatRankList(ranks), warning.host.isEmpty() ? hostOf(ranks.front()) : warning.host,
                                    warning.text);

@@ -5,14 +5,13 @@
 
 #include "core/loginspect.h"
 #include "core/ranklist.h"
+#include "core/repeats.h"
 
 #include <QFile>
-#include <QHash>
 #include <QTextStream>
 
 #include <algorithm>
 #include <cstdio>
-#include <vector>
 
 namespace rankscope::cli {
 
@@ -62,47 +61,35 @@ void appendNccl(QString& out, const NcclFacts& nccl) {
                    .arg(complete);
     }
     // A warning every process printed is shown once, with the processes that repeated it.
-    struct Repeats {
-        const NcclWarning* first;
-        QVector<int> ranks;
-        QStringList hosts;
-        int count = 0;
-    };
-    std::vector<Repeats> warnings;
-    QHash<QString, size_t> byIdentity;
-    for (const NcclWarning& warning : nccl.warnings) {
-        const QString identity = warning.source + QLatin1Char('\n') + warning.text + QLatin1Char('\n') +
-                                 warning.chain.join(QLatin1Char('\n'));
-        const auto found = byIdentity.constFind(identity);
-        if (found == byIdentity.cend()) {
-            byIdentity.insert(identity, warnings.size());
-            warnings.push_back({&warning, {}, {}, 0});
-            continue;
-        }
-        Repeats& repeats = warnings[*found];
-        ++repeats.count;
-        if (warning.rank >= 0)
-            repeats.ranks.append(warning.rank);
-        if (!warning.host.isEmpty() && !repeats.hosts.contains(warning.host))
-            repeats.hosts.append(warning.host);
-    }
-    for (const Repeats& repeats : warnings) {
+    const auto warnings = groupRepeats<NcclWarning>(nccl.warnings, [](const NcclWarning& warning) {
+        return warning.source + QLatin1Char('\n') + warning.text + QLatin1Char('\n') +
+               warning.chain.join(QLatin1Char('\n'));
+    });
+    for (const Repeats<NcclWarning>& repeats : warnings) {
         const NcclWarning& warning = *repeats.first;
         out += QStringLiteral("  WARN %1:%2 rank %3 %4: %5\n")
                    .arg(orDash(warning.host), orDash(warning.pid), orDash(warning.rank), orDash(warning.source),
                         warning.text);
         if (!warning.chain.isEmpty())
             out += QStringLiteral("       then %1\n").arg(warning.chain.join(QStringLiteral(", ")));
-        if (repeats.count > 0) {
-            QStringList where;
-            if (!repeats.ranks.isEmpty())
-                where << QStringLiteral("rank(s) %1").arg(formatRankList(repeats.ranks));
-            if (!repeats.hosts.isEmpty())
-                where << QStringLiteral("on %1").arg(repeats.hosts.join(QStringLiteral(", ")));
-            out += QStringLiteral("       and %1%2\n")
-                       .arg(moreTimes(repeats.count),
-                            where.isEmpty() ? QString() : QStringLiteral(": ") + where.join(QLatin1Char(' ')));
+        if (repeats.again.empty())
+            continue;
+        QVector<int> ranks;
+        QStringList hosts;
+        for (const NcclWarning* again : repeats.again) {
+            if (again->rank >= 0)
+                ranks.append(again->rank);
+            if (!again->host.isEmpty() && !hosts.contains(again->host))
+                hosts.append(again->host);
         }
+        QStringList where;
+        if (!ranks.isEmpty())
+            where << QStringLiteral("rank(s) %1").arg(formatRankList(ranks));
+        if (!hosts.isEmpty())
+            where << QStringLiteral("on %1").arg(hosts.join(QStringLiteral(", ")));
+        out += QStringLiteral("       and %1%2\n")
+                   .arg(moreTimes(static_cast<qsizetype>(repeats.again.size())),
+                        where.isEmpty() ? QString() : QStringLiteral(": ") + where.join(QLatin1Char(' ')));
     }
     for (const QString& chain : nccl.orphanChains)
         out += QStringLiteral("  error chain %1\n").arg(chain);
@@ -151,54 +138,40 @@ void appendGpus(QString& out, const QList<GpuSample>& gpus) {
 // An error whose text was found before (the same exception on every rank) is shown once, with the ranks and lines
 // that repeat it; --json lists each.
 void appendErrors(QString& out, const QList<LogError>& errors) {
-    constexpr qsizetype kPlacesShown = 6;
-    struct Repeats {
-        const LogError* first;
-        QVector<int> ranks;
-        QList<const LogError*> again;
-        bool otherFile = false;
-    };
-    std::vector<Repeats> groups;
-    QHash<QByteArray, size_t> byText;
-    for (const LogError& e : errors) {
-        const auto found = byText.constFind(e.text);
-        if (found == byText.cend()) {
-            byText.insert(e.text, groups.size());
-            groups.push_back({&e, {}, {}});
-            continue;
-        }
-        Repeats& repeats = groups[*found];
-        if (e.rank >= 0)
-            repeats.ranks.append(e.rank);
-        repeats.otherFile = repeats.otherFile || e.file != repeats.first->file;
-        repeats.again.append(&e);
-    }
+    constexpr size_t kPlacesShown = 6;
+    const auto groups = groupRepeats<LogError>(errors, [](const LogError& e) { return e.text; });
     out += groups.size() == static_cast<size_t>(errors.size())
                ? QStringLiteral("\nErrors\n")
                : QStringLiteral("\nErrors (%1, %2 different)\n").arg(errors.size()).arg(groups.size());
     if (errors.isEmpty())
         out += QStringLiteral("  none found\n");
-    for (const Repeats& repeats : groups) {
+    for (const Repeats<LogError>& repeats : groups) {
         const LogError& e = *repeats.first;
         out += QStringLiteral("  %1:%2%3: %4\n")
                    .arg(e.file)
                    .arg(e.line)
                    .arg(e.rank >= 0 ? QStringLiteral(" rank %1").arg(e.rank) : QString(), QString::fromUtf8(e.text));
-        if (repeats.again.isEmpty())
+        if (repeats.again.empty())
             continue;
+        QVector<int> ranks;
+        bool otherFile = false;
+        for (const LogError* again : repeats.again) {
+            if (again->rank >= 0)
+                ranks.append(again->rank);
+            otherFile = otherFile || again->file != e.file;
+        }
         // "lines 24, 28" within the first's file; "a.log:24, b.log:24" across files.
         QStringList shown;
-        for (const LogError* again : repeats.again.first(std::min(repeats.again.size(), kPlacesShown)))
-            shown << (repeats.otherFile ? QStringLiteral("%1:%2").arg(again->file).arg(again->line)
-                                        : QString::number(again->line));
+        for (size_t i = 0; i < std::min(repeats.again.size(), kPlacesShown); ++i)
+            shown << (otherFile ? QStringLiteral("%1:%2").arg(repeats.again[i]->file).arg(repeats.again[i]->line)
+                                : QString::number(repeats.again[i]->line));
         QString places = shown.join(QStringLiteral(", "));
         if (repeats.again.size() > kPlacesShown)
             places += QStringLiteral(", …");
         out += QStringLiteral("    and %1%2: %3%4\n")
-                   .arg(moreTimes(repeats.again.size()),
-                        repeats.ranks.isEmpty() ? QString()
-                                                : QStringLiteral(" on rank(s) %1").arg(formatRankList(repeats.ranks)),
-                        repeats.otherFile           ? QString()
+                   .arg(moreTimes(static_cast<qsizetype>(repeats.again.size())),
+                        ranks.isEmpty() ? QString() : QStringLiteral(" on rank(s) %1").arg(formatRankList(ranks)),
+                        otherFile                   ? QString()
                         : repeats.again.size() == 1 ? QStringLiteral("line ")
                                                     : QStringLiteral("lines "),
                         places);
