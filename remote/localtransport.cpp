@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "remote/localtransport.h"
 
+#include <QDeadlineTimer>
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
@@ -38,7 +39,8 @@ QString LocalTransport::resolve(const QString& path) const {
     return QDir::isAbsolutePath(path) ? path : QDir::home().filePath(path);
 }
 
-ExecResult LocalTransport::exec(const QString& command, const QByteArray& input, std::chrono::milliseconds timeout) {
+ExecResult LocalTransport::exec(const QString& command, const QByteArray& input, std::chrono::milliseconds timeout,
+                                CommandEffect effect) {
     QProcess process;
     process.setWorkingDirectory(QDir::homePath());
     process.start(QStringLiteral("/bin/sh"), {QStringLiteral("-c"), command});
@@ -46,11 +48,24 @@ ExecResult LocalTransport::exec(const QString& command, const QByteArray& input,
         throw TransportError(TransportErrorKind::Io, host(), QStringLiteral("cannot start /bin/sh"));
     process.write(input);
     process.closeWriteChannel();
-    if (!process.waitForFinished(static_cast<int>(timeout.count()))) {
+    // The shell ends; what it started ends by its own time limit (a capture's `timeout`), or on writing to the
+    // closed pipe.
+    const auto end = [&process] {
         process.kill();
         process.waitForFinished();
-        throw TransportError(TransportErrorKind::Timeout, host(),
-                             QStringLiteral("command did not finish within %1 s").arg(timeout.count() / 1000.0));
+    };
+    QDeadlineTimer deadline(timeout);
+    while (!process.waitForFinished(static_cast<int>(std::min<qint64>(deadline.remainingTime(), 50)))) {
+        if (leaving(effect)) {
+            end();
+            throw TransportError(TransportErrorKind::Abandoned, host(),
+                                 QStringLiteral("command given up: the run is being left"));
+        }
+        if (deadline.hasExpired()) {
+            end();
+            throw TransportError(TransportErrorKind::Timeout, host(),
+                                 QStringLiteral("command did not finish within %1 s").arg(timeout.count() / 1000.0));
+        }
     }
     ExecResult result;
     result.exitStatus = process.exitStatus() == QProcess::NormalExit ? process.exitCode() : 128 + 9;

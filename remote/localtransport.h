@@ -16,7 +16,8 @@ public:
     [[nodiscard]] bool isConnected() const override { return m_connected; }
 
     ExecResult exec(const QString& command, const QByteArray& input = {},
-                    std::chrono::milliseconds timeout = std::chrono::seconds(60)) override;
+                    std::chrono::milliseconds timeout = std::chrono::seconds(60),
+                    CommandEffect effect = CommandEffect::Changes) override;
     void writeFile(const QString& path, const QByteArray& data, int mode = 0644) override;
     void uploadFile(const QString& localPath, const QString& remotePath, int mode = 0644) override;
     QByteArray readFrom(const QString& path, qint64 offset, qint64 maxBytes) override;

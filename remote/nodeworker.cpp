@@ -565,12 +565,15 @@ void NodeWorker::captureStacks(int job, int timeoutSeconds) {
             if (!m_transport->isConnected())
                 m_transport->connect();
             const QString pidFile = m_runDir + QStringLiteral("/rank%1.pid").arg(rank);
-            const ExecResult result = m_transport->exec(stackCaptureCommand(pidFile, timeoutSeconds), {},
-                                                        std::chrono::seconds(timeoutSeconds + 15));
+            const ExecResult result =
+                m_transport->exec(stackCaptureCommand(pidFile, timeoutSeconds), {},
+                                  std::chrono::seconds(timeoutSeconds + 15), CommandEffect::ReadsOnly);
             capture.error = stackCaptureError(result.out, result.err, result.exitStatus);
             if (capture.error.isEmpty())
                 capture.stacks = parseStacks(result.out);
         } catch (const TransportError& error) {
+            if (error.kind() == TransportErrorKind::Abandoned)
+                return; // the run is being left: no tree of half its ranks
             capture.error = error.message();
             linkFailedBesidePolling(error);
         }
@@ -584,10 +587,13 @@ void NodeWorker::readKernelLog(int job, double since, int timeoutSeconds, qint64
     try {
         if (!m_transport->isConnected())
             m_transport->connect();
-        const ExecResult result = m_transport->exec(kernelLogCommand(since, timeoutSeconds, maxBytes, m_runDir), {},
-                                                    std::chrono::seconds(3 * (timeoutSeconds + 2) + 15));
+        const ExecResult result =
+            m_transport->exec(kernelLogCommand(since, timeoutSeconds, maxBytes, m_runDir), {},
+                              std::chrono::seconds(3 * (timeoutSeconds + 2) + 15), CommandEffect::ReadsOnly);
         capture = kernelLogCaptureFrom(result, m_transport->host());
     } catch (const TransportError& error) {
+        if (error.kind() == TransportErrorKind::Abandoned)
+            return; // the run is being left: nothing was read
         capture.host = m_transport->host();
         capture.problem =
             QStringLiteral("the kernel log of %1 could not be read: %2").arg(error.host(), error.message());

@@ -942,6 +942,10 @@ void RunEngine::releaseWorkers() {
     for (const QPointer<NodeWorker>& worker : std::as_const(m_workers))
         if (worker)
             QMetaObject::invokeMethod(worker, &NodeWorker::shutdown, Qt::QueuedConnection);
+    // A command that only reads (a stack capture under gdb, the kernel log) is given up rather than waited for;
+    // one that changes a node (a stop) runs to its end. See CommandEffect.
+    for (QThread* thread : std::as_const(m_threads))
+        thread->requestInterruption();
     for (QThread* thread : std::as_const(m_threads)) {
         thread->quit();
         thread->wait();

@@ -345,7 +345,8 @@ void SshTransport::tuneSocket() {
     ssh_options_set(m_impl->session, SSH_OPTIONS_TIMEOUT, &timeout);
 }
 
-ExecResult SshTransport::exec(const QString& command, const QByteArray& input, std::chrono::milliseconds timeout) {
+ExecResult SshTransport::exec(const QString& command, const QByteArray& input, std::chrono::milliseconds timeout,
+                              CommandEffect effect) {
     if (!isConnected())
         fail(TransportErrorKind::LinkLost, QStringLiteral("not connected"));
     ssh_channel channel = ssh_channel_new(m_impl->session);
@@ -384,6 +385,10 @@ ExecResult SshTransport::exec(const QString& command, const QByteArray& input, s
         if (std::chrono::steady_clock::now() > deadline)
             fail(TransportErrorKind::Timeout,
                  QStringLiteral("command did not finish within %1 s").arg(timeout.count() / 1000.0));
+        // The channel closes behind it; the command itself ends by its own time limit (a capture's `timeout`),
+        // or on writing to the closed channel.
+        if (leaving(effect))
+            fail(TransportErrorKind::Abandoned, QStringLiteral("command given up: the run is being left"));
     }
     result.exitStatus = ssh_channel_get_exit_status(channel);
     result.out = stripBeforeMarker(result.out, m_impl->marker);

@@ -3,7 +3,13 @@
 
 #include "remote/shellcommand.h"
 
+#include <QThread>
+
 namespace rankscope::remote {
+
+bool leaving(CommandEffect effect) {
+    return effect == CommandEffect::ReadsOnly && QThread::currentThread()->isInterruptionRequested();
+}
 
 QString transportErrorKindName(TransportErrorKind kind) {
     switch (kind) {
@@ -25,6 +31,8 @@ QString transportErrorKindName(TransportErrorKind kind) {
         return QStringLiteral("timeout");
     case TransportErrorKind::Io:
         return QStringLiteral("io");
+    case TransportErrorKind::Abandoned:
+        return QStringLiteral("abandoned");
     case TransportErrorKind::Protocol:
         return QStringLiteral("protocol");
     }

@@ -23,6 +23,7 @@ enum class TransportErrorKind {
     Timeout,        // a command or transfer took longer than allowed
     Io,             // a file could not be read or written
     Protocol,       // anything else libssh reports
+    Abandoned,      // a command that only reads was given up: the run is being left (see CommandEffect)
 };
 
 [[nodiscard]] QString transportErrorKindName(TransportErrorKind kind);
@@ -39,6 +40,13 @@ private:
     TransportErrorKind m_kind;
     QString m_host;
     QString m_message;
+};
+
+// What a command does to the node, which decides whether leaving a run waits for it.
+enum class CommandEffect {
+    Changes,   // a launch, a stop: runs to its end, or a rank could be left behind
+    ReadsOnly, // a stack capture, the kernel log: given up (TransportErrorKind::Abandoned) when its thread is asked
+               // to stop (QThread::requestInterruption), so that leaving a run never waits for a debugger
 };
 
 struct ExecResult {
@@ -62,7 +70,8 @@ public:
 
     // Runs `command` with the node's login shell (`$SHELL -c`), stdin fed from `input` then closed.
     virtual ExecResult exec(const QString& command, const QByteArray& input = {},
-                            std::chrono::milliseconds timeout = std::chrono::seconds(60)) = 0;
+                            std::chrono::milliseconds timeout = std::chrono::seconds(60),
+                            CommandEffect effect = CommandEffect::Changes) = 0;
     // Writes through a temporary name and renames, so a reader never sees half a file.
     virtual void writeFile(const QString& path, const QByteArray& data, int mode = 0644) = 0;
     virtual void uploadFile(const QString& localPath, const QString& remotePath, int mode = 0644) = 0;
@@ -74,6 +83,10 @@ public:
     virtual void makeDirectories(const QString& path) = 0;
     [[nodiscard]] virtual QString homeDirectory() = 0;
 };
+
+// Whether a command of this effect, running on the calling thread, is to be given up now: it only reads, and the
+// run is being left (the thread was asked to stop).
+[[nodiscard]] bool leaving(CommandEffect effect);
 
 // The marker that separates a noisy login shell's output from the command's own.
 [[nodiscard]] QString wrapForNoisyShell(const QString& command, const QByteArray& marker);

@@ -439,7 +439,9 @@ int runLogsCommand(const QString& run, std::optional<int> rank, const QString& s
         return kExitOk;
     }
     // --follow: attach to the run; the engine replays what is stored, then delivers new lines as they come.
-    remote::RunEngine engine(&store, engineOptions(flags));
+    remote::EngineOptions options = engineOptions(flags);
+    options.captureStacksOnHang = false; // a view of the logs puts no debugger on the ranks (run and attach do)
+    remote::RunEngine engine(&store, options);
     // The events file's lines are shown as the rank wrote them, in its order: read from the store's copy, which the
     // engine has appended to before it says what the bytes held.
     QHash<int, qint64> eventsShown; // per rank: bytes of its events file shown

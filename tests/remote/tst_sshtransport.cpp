@@ -1,17 +1,68 @@
 // SPDX-License-Identifier: MIT
 // SshTransport against a real, private sshd on loopback: host keys, authentication, commands through root's
-// noisy login shell, SFTP in chunks, and reading a growing file by offset.
+// noisy login shell, SFTP in chunks, and reading a growing file by offset. Also the local transport's side of the
+// contract that leaving a run gives up a command that only reads.
 #include "fixtures/sshdfixture.h"
+#include "remote/localtransport.h"
 #include "remote/shellcommand.h"
 #include "remote/sshtransport.h"
 
+#include <QElapsedTimer>
 #include <QProcess>
 #include <QRandomGenerator>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QThread>
 
 using namespace rankscope::remote;
 using rankscope::test::SshdFixture;
+
+namespace {
+
+struct Interrupted {
+    std::optional<TransportErrorKind> error;
+    ExecResult result;
+    qint64 elapsedMs = 0;
+};
+
+// Runs `command` on a thread of its own, as a node worker does, and asks that thread to stop half a second in, as
+// leaving a run does.
+Interrupted execAskedToStop(Transport& transport, const QString& command, CommandEffect effect) {
+    Interrupted outcome;
+    std::unique_ptr<QThread> thread(QThread::create([&] {
+        try {
+            outcome.result = transport.exec(command, {}, std::chrono::seconds(60), effect);
+        } catch (const TransportError& error) {
+            outcome.error = error.kind();
+        }
+    }));
+    QElapsedTimer timer;
+    timer.start();
+    thread->start();
+    QThread::msleep(500);
+    thread->requestInterruption();
+    thread->wait();
+    outcome.elapsedMs = timer.elapsed();
+    return outcome;
+}
+
+// A command that only reads is given up; one that changes the node runs to its end; the transport still works.
+void checkLeavingGivesUpOnlyReads(Transport& transport) {
+    const Interrupted reads =
+        execAskedToStop(transport, QStringLiteral("sleep 30; echo read"), CommandEffect::ReadsOnly);
+    QVERIFY2(reads.error == TransportErrorKind::Abandoned, qPrintable(QString::fromUtf8(reads.result.out)));
+    QVERIFY2(reads.elapsedMs < 15000, qPrintable(QString::number(reads.elapsedMs))); // not the command's 30 s
+
+    const Interrupted changes =
+        execAskedToStop(transport, QStringLiteral("sleep 2; echo changed"), CommandEffect::Changes);
+    QVERIFY(!changes.error);
+    QCOMPARE(changes.result.out, QByteArray("changed\n"));
+    QVERIFY2(changes.elapsedMs >= 2000, qPrintable(QString::number(changes.elapsedMs)));
+
+    QCOMPARE(transport.exec(QStringLiteral("echo after")).out, QByteArray("after\n"));
+}
+
+} // namespace
 
 class tst_SshTransport final : public QObject {
     Q_OBJECT
@@ -236,6 +287,17 @@ private slots:
         // After reaching the end once, new bytes are still seen.
         QCOMPARE(transport.readFrom(path, 6, 1024), QByteArray("second\nthird"));
         QCOMPARE(transport.readFrom(path, 13, 3), QByteArray("thi"));
+    }
+
+    void leavingGivesUpACommandThatOnlyReads() {
+        SshTransport ssh(options(m_sshd.knownHostsPath()));
+        ssh.connect();
+        checkLeavingGivesUpOnlyReads(ssh);
+        if (QTest::currentTestFailed())
+            return;
+        LocalTransport local;
+        local.connect();
+        checkLeavingGivesUpOnlyReads(local);
     }
 
     void homeDirectoryIsAbsolute() {

@@ -11,6 +11,7 @@
 #include <QElapsedTimer>
 #include <QProcess>
 #include <QRandomGenerator>
+#include <QScopeGuard>
 #include <QTemporaryDir>
 
 #include <algorithm>
@@ -211,6 +212,53 @@ private slots:
             QSKIP("no stacks could be taken here: the ranks were never held");
         QVERIFY2(hangs.isEmpty(), qPrintable(hangs.value(0).message));
         QCOMPARE(captured.size(), capturesBefore + 1); // no capture of its own
+    }
+
+    // Leaving a run (the CLI's Ctrl-C, closing the app) while a capture is under way does not wait for the
+    // debugger, which on a loaded node takes many seconds per rank: the capture is given up, and nothing of it is
+    // reported or saved. The debugger here is slow on purpose: a `gdb` first on PATH that never answers.
+    void leavingDuringACaptureDoesNotWaitForIt() {
+        const QString slowDir = m_dir.filePath(QStringLiteral("slow-gdb"));
+        const QString started = m_dir.filePath(QStringLiteral("slow-gdb-started"));
+        QVERIFY(QDir().mkpath(slowDir));
+        QFile gdb(slowDir + QStringLiteral("/gdb"));
+        QVERIFY(gdb.open(QIODevice::WriteOnly));
+        gdb.write(QStringLiteral("#!/bin/sh\ntouch '%1'\nwhile :; do sleep 1; done\n").arg(started).toUtf8());
+        gdb.close();
+        QVERIFY(gdb.setPermissions(gdb.permissions() | QFileDevice::ExeOwner));
+        const QByteArray path = qgetenv("PATH");
+        qputenv("PATH", slowDir.toUtf8() + ':' + path);
+        const auto restorePath = qScopeGuard([&path] { qputenv("PATH", path); });
+
+        remote::EngineOptions slow = options();
+        slow.stackTimeoutSeconds = 120;
+        remote::RunEngine engine(&m_store, slow);
+        QSignalSpy captured(&engine, &remote::RunEngine::stacksCaptured);
+        QString error;
+        QVERIFY2(engine.launch(jobFrom(hangJob()), RunMode::Debug, &error), qPrintable(error));
+        const QString id = engine.record().id;
+        QTRY_VERIFY_WITH_TIMEOUT(QFileInfo::exists(started), 90000); // the hang's own capture is in gdb
+        QElapsedTimer leaving;
+        leaving.start();
+        engine.detach();
+        // Not the capture's 120 s (and 15 more) per rank: the worker gives it up within its next read of the
+        // command's output.
+        QVERIFY2(leaving.elapsed() < 20000, qPrintable(QString::number(leaving.elapsed())));
+        QTest::qWait(500); // what the worker might still have queued
+        QCOMPARE(captured.size(), 0);
+        QCOMPARE(QDir(m_store.runDir(id)).entryList({QStringLiteral("stacks-*.json")}, QDir::Files), QStringList());
+
+        // The run itself was left running, as a detach does; it is stopped from another engine.
+        qputenv("PATH", path);
+        remote::EngineOptions quiet = options();
+        quiet.captureStacksOnHang = false;
+        remote::RunEngine stopper(&m_store, quiet);
+        QSignalSpy finished(&stopper, &remote::RunEngine::finished);
+        QVERIFY2(stopper.attach(id, &error), qPrintable(error));
+        QVERIFY(stopper.isActive());
+        stopper.stop();
+        QVERIFY(finished.wait(60000));
+        QCOMPARE(stopper.record().state, QStringLiteral("stopped"));
     }
 };
 

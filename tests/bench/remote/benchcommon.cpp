@@ -153,9 +153,9 @@ void TimingTransport::disconnect() {
 }
 
 remote::ExecResult TimingTransport::exec(const QString& command, const QByteArray& input,
-                                         std::chrono::milliseconds timeout) {
+                                         std::chrono::milliseconds timeout, remote::CommandEffect effect) {
     return timed(QStringLiteral("exec %1").arg(command.left(60)),
-                 [&] { return m_inner->exec(command, input, timeout); });
+                 [&] { return m_inner->exec(command, input, timeout, effect); });
 }
 
 void TimingTransport::writeFile(const QString& path, const QByteArray& data, int mode) {
