@@ -3,6 +3,7 @@
 
 #include "core/runstore.h" // signalName
 
+#include <algorithm>
 #include <utility>
 
 namespace rankscope {
@@ -10,6 +11,7 @@ namespace rankscope {
 namespace {
 
 constexpr int kMaxOtherLines = 20;
+constexpr int kAgentReport = 2; // keywords()[2]
 
 std::optional<qint64> leadingNumber(QByteArrayView text, qsizetype* end = nullptr) {
     text = trimmedBlanks(text);
@@ -36,11 +38,45 @@ std::optional<qint64> parenthesized(QByteArrayView text, QByteArrayView key) {
 ElasticLogParser::ElasticLogParser() : m_scanner({this}) {}
 
 QList<QByteArray> ElasticLogParser::keywords() const {
-    return {QByteArrayLiteral("Failures:"), QByteArrayLiteral("Root Cause")};
+    return {QByteArrayLiteral("Failures:"), QByteArrayLiteral("Root Cause"), QByteArrayLiteral("failed (exitcode:")};
+}
+
+QList<ElasticFailure> ElasticLogParser::failures() const {
+    QList<ElasticFailure> failures = m_failures;
+    for (const ElasticFailure& report : m_agentReports) {
+        const bool known = std::any_of(failures.cbegin(), failures.cend(),
+                                       [&report](const ElasticFailure& f) { return f.pid == report.pid; });
+        if (!known)
+            failures.append(report);
+    }
+    return failures;
+}
+
+// "failed (exitcode: -11) local_rank: 0 (pid: 2128869) of binary: …". A launcher's prefix before it names the
+// agent's process (srun's task id), not the worker's rank, so no rank is taken.
+void ElasticLogParser::takeAgentReport(QByteArrayView text) {
+    ElasticFailure report;
+    if (const auto code = leadingNumber(text.sliced(sizeof "failed (exitcode:" - 1))) {
+        report.exitCode = static_cast<int>(*code);
+        if (*code < 0)
+            report.signal = signalName(static_cast<int>(-*code));
+    }
+    const auto pid = parenthesized(text, "(pid:");
+    if (!report.exitCode || !pid)
+        return;
+    report.pid = *pid;
+    if (const auto local = parenthesized(text, ") local_rank:"))
+        report.localRank = static_cast<int>(*local);
+    if (!m_agentReports.contains(report))
+        m_agentReports.append(report);
 }
 
 void ElasticLogParser::takeLine(const LogLine& line) {
     const QByteArrayView text = trimmedBlanks(line.text);
+    if (line.holds(kAgentReport)) {
+        takeAgentReport(line.text.sliced(line.indexOf(kAgentReport)));
+        return;
+    }
     if (startsWithLiteral(text, "Failures:") || startsWithLiteral(text, "Root Cause")) {
         flushEntry();
         m_inTable = true;

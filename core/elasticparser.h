@@ -28,7 +28,10 @@ struct ElasticFailure {
     }
 };
 
-// torchrun / torch.distributed.elastic failure tables. Entries repeated by several agents are kept once.
+// torchrun / torch.distributed.elastic failure tables. Entries repeated by several agents are kept once. The agent's
+// one-line report of a worker's end ("failed (exitcode: 1) local_rank: 2 (pid: 5939) of binary: …") is an entry too
+// (local rank, exit code or signal, pid; no rank, host or time), unless a table names the same pid: a log cut
+// before the table still says which process failed.
 class ElasticLogParser final : public LogLineSink {
 public:
     ElasticLogParser();
@@ -36,7 +39,7 @@ public:
     void feed(QByteArrayView chunk) { m_scanner.feed(chunk); }
     void finish() { m_scanner.finish(); }
 
-    [[nodiscard]] QList<ElasticFailure> failures() const { return m_failures; }
+    [[nodiscard]] QList<ElasticFailure> failures() const;
 
     [[nodiscard]] QList<QByteArray> keywords() const override;
     [[nodiscard]] bool wantsEveryLine() const override { return m_inTable; }
@@ -50,9 +53,11 @@ private:
     static Field fieldNamed(QByteArrayView key);
     void takeField(Field field, QByteArrayView value);
     void flushEntry();
+    void takeAgentReport(QByteArrayView text); // text: from "failed (exitcode:" on
 
     LogLineScanner m_scanner;
     QList<ElasticFailure> m_failures;
+    QList<ElasticFailure> m_agentReports;
     ElasticFailure m_entry;
     bool m_haveEntry = false;
     bool m_inTable = false;

@@ -112,10 +112,16 @@ void appendFailures(QString& out, const QList<ElasticFailure>& failures) {
     if (failures.isEmpty())
         out += QStringLiteral("  none found\n");
     for (const ElasticFailure& f : failures) {
+        // What the log says, no more: the agent's one-line report names only the local rank.
+        QString who = f.rank >= 0 ? QStringLiteral("rank %1 (local %2)").arg(f.rank).arg(orDash(f.localRank))
+                                  : QStringLiteral("local rank %1").arg(orDash(f.localRank));
+        if (!f.host.isEmpty())
+            who += QStringLiteral(" on ") + f.host;
+        if (!f.time.isEmpty())
+            who += QStringLiteral(" at ") + f.time;
         const QString exit = f.exitCode ? QString::number(*f.exitCode) : QStringLiteral("-");
-        out += QStringLiteral("  %1rank %2 (local %3) on %4 at %5: exit %6%7, pid %8\n")
-                   .arg(f.rootCause ? QStringLiteral("ROOT CAUSE ") : QString(), orDash(f.rank), orDash(f.localRank),
-                        orDash(f.host), orDash(f.time), exit,
+        out += QStringLiteral("  %1%2: exit %3%4, pid %5\n")
+                   .arg(f.rootCause ? QStringLiteral("ROOT CAUSE ") : QString(), who, exit,
                         f.signal.isEmpty() ? QString() : QStringLiteral(" (%1)").arg(f.signal), orDash(f.pid));
     }
 }

@@ -37,6 +37,7 @@ private slots:
     void jsonOnSeveralFiles();
     void textReportHasItsSections();
     void textReportShowsARepeatedErrorOnce();
+    void textReportSaysOnlyWhatAFailureHas();
     void unreadableFileLosesNothingOfTheOthers();
     void standardInputIsAFile();
 };
@@ -99,6 +100,19 @@ void tst_CliInspect::textReportHasItsSections() {
     for (const char* section : {"NCCL\n", "\nTimeouts\n", "\nFailures\n", "\nErrors\n"})
         QVERIFY2(out.contains(QLatin1String(section)), section);
     QVERIFY(out.contains(QLatin1String("rank 1: ALLREDUCE #808 ran 600020 ms")));
+}
+
+// A failure table's entry has a rank, host and time; the agent's one-line report (a log cut before the table) only a
+// local rank: the report shows what each has, and no placeholder for the rest.
+void tst_CliInspect::textReportSaysOnlyWhatAFailureHas() {
+    const CliRun run = runCli({"inspect", kLogsDir + "public/minigpt4-237-failure-table.log",
+                               kLogsDir + "public/pytorch-135486-fatal-python-segfault.log"});
+    QCOMPARE(run.exitCode, 0);
+    const QString out = QString::fromUtf8(run.out);
+    QVERIFY2(out.contains(QLatin1String("\n  ROOT CAUSE rank 0 (local 0) on n136-117-136.byted.org at "
+                                        "2023-05-19_16:39:58: exit 1, pid 78970\n")),
+             qPrintable(out));
+    QVERIFY2(out.contains(QLatin1String("\n  local rank 0: exit -11 (SIGSEGV), pid 2128869\n")), qPrintable(out));
 }
 
 // Eight ranks fail alike and one otherwise, and all eight print the same NCCL warning: the text report shows each

@@ -233,7 +233,13 @@ void tst_LogParsers::publicLogs_data() {
         R"([{"exit_code":1,"host":"n136-117-136.byted.org","local_rank":1,"pid":78971,"rank":1,"root_cause":false,"time":"2023-05-19_16:39:58"},)"
         R"({"exit_code":1,"host":"n136-117-136.byted.org","local_rank":0,"pid":78970,"rank":0,"root_cause":true,"time":"2023-05-19_16:39:58"}])");
     row("pytorch-121209-several-failures.log", "failures.0.root_cause", "true");
-    row("colossalai-3571-torchrun-traceback.log", "failures", "<absent>");
+    // Logs cut before torchrun's failure table: the agent's one-line report is the failure (no rank, host or time).
+    row("colossalai-3571-torchrun-traceback.log", "failures",
+        R"([{"exit_code":1,"local_rank":0,"pid":130182,"root_cause":false}])");
+    row("salience-detr-4-timestamped-elastic.log", "failures",
+        R"([{"exit_code":1,"local_rank":2,"pid":5939,"root_cause":false}])");
+    row("pytorch-135486-fatal-python-segfault.log", "failures",
+        R"([{"exit_code":-11,"local_rank":0,"pid":2128869,"root_cause":false,"signal":"SIGSEGV"}])");
     row("colossalai-3571-torchrun-traceback.log", "errors.0.text",
         "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:");
     row("hkproj-1-distbackenderror-socket.log", "errors.0.line", "1");
@@ -652,6 +658,26 @@ void tst_LogParsers::messyLines_data() {
         << QByteArray("Failures:\n[1]:\n  rank      : 3 (local_rank: 1)\n") +
                QByteArray("  timex: 1\n").repeated(21) + QByteArray("  exitcode  : 2 (pid: 9)\n====\n")
         << "failures.0" << R"({"local_rank":1,"rank":3,"root_cause":false})";
+    // The agent reports the worker's end, then prints the table: one failure, the table's (it has rank, host, time).
+    QTest::newRow("agent report, then the table")
+        << QByteArray("[2024-01-01 00:00:00,100] torch.distributed.elastic.multiprocessing.api: [ERROR] failed "
+                      "(exitcode: -9) local_rank: 4 (pid: 4242) of binary: /usr/bin/python3\n"
+                      "Root Cause (first observed failure):\n[0]:\n  time      : 2024-01-01_00:00:00\n"
+                      "  host      : node7\n  rank      : 12 (local_rank: 4)\n  exitcode  : -9 (pid: 4242)\n====\n")
+        << "failures"
+        << R"([{"exit_code":-9,"host":"node7","local_rank":4,"pid":4242,"rank":12,"root_cause":true,"signal":"SIGKILL","time":"2024-01-01_00:00:00"}])";
+    // Two agents (two nodes) each report theirs; an srun label names the agent's task, not the worker's rank.
+    QTest::newRow("agent reports of two nodes")
+        << QByteArray("0: E0909 14:03:50.013000 22579 torch/distributed/elastic/multiprocessing/api.py:833] failed "
+                      "(exitcode: 1) local_rank: 0 (pid: 11) of binary: python\n"
+                      "1: ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -6) local_rank: 3 "
+                      "(pid: 12) of binary: python\n")
+        << "failures"
+        << R"([{"exit_code":1,"local_rank":0,"pid":11,"root_cause":false},)"
+           R"({"exit_code":-6,"local_rank":3,"pid":12,"root_cause":false,"signal":"SIGABRT"}])";
+    QTest::newRow("a program's own 'failed (exitcode' without a pid is no report")
+        << QByteArray("job 3 failed (exitcode: 1) see above\n") << "failures"
+        << "<absent>";
     QTest::newRow("the same table twice is one failure")
         << QByteArray("Root Cause:\n[0]:\n  rank      : 0 (local_rank: 0)\n  exitcode  : 1 (pid: 1)\n====\n"
                       "Root Cause:\n[0]:\n  rank      : 0 (local_rank: 0)\n  exitcode  : 1 (pid: 1)\n====\n")
