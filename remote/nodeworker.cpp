@@ -42,6 +42,11 @@ QString stackCaptureCommand(const QString& pidFile, int timeoutSeconds) {
     // The rank's pid file holds the trainer's own pid (the supervisor execs it). kill -0 fails with EPERM
     // for another user's live process, so /proc decides whether it is gone. The ptrace scope is reported so
     // that a refusal can name it.
+    // A debugger stops the rank to attach (PTRACE_ATTACH sends SIGSTOP). One killed before it detaches, by its
+    // timeout on a loaded node or by a write to a closed channel, leaves that stop behind, and the whole run
+    // waits for the stopped rank for good. So the rank is sent SIGCONT once the debugger has ended, however it
+    // ended (to a running process, SIGCONT does nothing). The subshell does it even when the shell that
+    // started it is killed (a capture given up).
     return QStringLiteral(
                "f=%1; t=%2\n"
                "pid=$(cat \"$f\" 2>/dev/null)\n"
@@ -50,10 +55,11 @@ QString stackCaptureCommand(const QString& pidFile, int timeoutSeconds) {
                "{ echo \"rankscope: process $pid is gone (the rank ended)\" >&2; exit 3; }\n"
                "scope=$(cat /proc/sys/kernel/yama/ptrace_scope 2>/dev/null)\n"
                "if command -v gdb >/dev/null 2>&1; then\n"
-               "  timeout -k 5 \"$t\" gdb -nx -p \"$pid\" -batch -ex 'set pagination off' -ex 'set width 0' "
-               "-ex 'thread apply all bt' </dev/null\n"
+               "  (timeout -k 5 \"$t\" gdb -nx -p \"$pid\" -batch -ex 'set pagination off' -ex 'set width 0' "
+               "-ex 'thread apply all bt' </dev/null; s=$?; kill -CONT \"$pid\" 2>/dev/null; exit $s)\n"
                "elif command -v eu-stack >/dev/null 2>&1; then\n"
-               "  timeout -k 5 \"$t\" eu-stack -p \"$pid\" -s -m </dev/null\n"
+               "  (timeout -k 5 \"$t\" eu-stack -p \"$pid\" -s -m </dev/null; s=$?; kill -CONT \"$pid\" 2>/dev/null; "
+               "exit $s)\n"
                "else echo 'rankscope: neither gdb nor eu-stack on the node (install gdb)' >&2; exit 3; fi\n"
                "s=$?; echo \"rankscope-ptrace-scope=$scope\" >&2; exit $s\n")
         .arg(shellQuote(pidFile))

@@ -214,6 +214,61 @@ private slots:
         QCOMPARE(captured.size(), capturesBefore + 1); // no capture of its own
     }
 
+    // A debugger stops a rank to attach to it. One killed before it detaches (by its timeout, on a loaded node)
+    // must not leave that stop behind: the run would wait for the stopped rank for good. The debugger here stops
+    // the rank as an attach does, then never answers, and is killed by the capture's timeout of 2 s.
+    void aDebuggerKilledMidCaptureLeavesNoRankStopped() {
+        const QString stuckDir = m_dir.filePath(QStringLiteral("stopping-gdb"));
+        QVERIFY(QDir().mkpath(stuckDir));
+        QFile gdb(stuckDir + QStringLiteral("/gdb"));
+        QVERIFY(gdb.open(QIODevice::WriteOnly));
+        gdb.write("#!/bin/sh\n# gdb -nx -p PID ...: stopped as PTRACE_ATTACH stops it, and never detached\n"
+                  "kill -STOP \"$3\"\nexec sleep 60\n");
+        gdb.close();
+        QVERIFY(gdb.setPermissions(gdb.permissions() | QFileDevice::ExeOwner));
+        const QByteArray path = qgetenv("PATH");
+        qputenv("PATH", stuckDir.toUtf8() + ':' + path);
+        const auto restorePath = qScopeGuard([&path] { qputenv("PATH", path); });
+
+        remote::EngineOptions o = options();
+        o.stackTimeoutSeconds = 2;
+        o.captureStacksOnHang = false;
+        remote::RunEngine engine(&m_store, o);
+        int steps = 0;
+        connect(&engine, &remote::RunEngine::events, [&steps](const QVector<TrainerEvent>& events) {
+            steps += int(std::count_if(events.begin(), events.end(),
+                                       [](const TrainerEvent& e) { return e.type == TrainerEventType::Step; }));
+        });
+        QSignalSpy captured(&engine, &remote::RunEngine::stacksCaptured);
+        QSignalSpy finished(&engine, &remote::RunEngine::finished);
+        QString error;
+        QVERIFY2(engine.launch(jobFrom(hangJob({"--slow-ms", "20", "--slow-rank", "0"})), RunMode::Debug, &error),
+                 qPrintable(error));
+        const auto stopRun = qScopeGuard([&engine, &finished] {
+            if (engine.isActive()) {
+                engine.stop();
+                finished.wait(60000);
+            }
+        });
+        QTRY_VERIFY_WITH_TIMEOUT(steps >= 10, 90000);
+        QVERIFY(engine.captureStacks(&error));
+        QTRY_VERIFY_WITH_TIMEOUT(!captured.isEmpty(), 60000);
+        const StackTree tree = captured.front().at(0).value<StackTree>();
+        QVERIFY2(tree.isEmpty() && tree.errors().size() == 2, qPrintable(tree.render())); // no stacks: it timed out
+
+        // Both ranks run on: neither is left stopped, and the training goes on.
+        const QString runDir = engine.record().nodes.value(0).runDir;
+        for (int rank : {0, 1}) {
+            const QByteArray pid = readAll(runDir + QStringLiteral("/rank%1.pid").arg(rank)).trimmed();
+            QVERIFY(!pid.isEmpty());
+            QTRY_VERIFY2_WITH_TIMEOUT(
+                !readAll(QStringLiteral("/proc/%1/status").arg(QString::fromLatin1(pid))).contains("State:\tT"),
+                qPrintable(QStringLiteral("rank %1 (pid %2) is stopped").arg(rank).arg(pid)), 10000);
+        }
+        const int stepsAfterCapture = steps;
+        QTRY_VERIFY_WITH_TIMEOUT(steps >= stepsAfterCapture + 10, 30000);
+    }
+
     // Leaving a run (the CLI's Ctrl-C, closing the app) while a capture is under way does not wait for the
     // debugger, which on a loaded node takes many seconds per rank: the capture is given up, and nothing of it is
     // reported or saved. The debugger here is slow on purpose: a `gdb` first on PATH that never answers.
