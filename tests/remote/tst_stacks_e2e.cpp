@@ -15,6 +15,7 @@
 #include <QTemporaryDir>
 
 #include <algorithm>
+#include <optional>
 
 using namespace rankscope;
 using namespace rankscope::test;
@@ -74,6 +75,31 @@ bool showsHungRankApart(const QString& rendered, QString* why) {
     *why = problems.join(QStringLiteral("; ")) + QStringLiteral("\n") + rendered;
     return problems.isEmpty();
 }
+
+// Adds the step events `engine` delivers to `steps`.
+void countSteps(remote::RunEngine& engine, int& steps) {
+    QObject::connect(&engine, &remote::RunEngine::events, [&steps](const QVector<TrainerEvent>& events) {
+        steps += int(std::count_if(events.begin(), events.end(),
+                                   [](const TrainerEvent& e) { return e.type == TrainerEventType::Step; }));
+    });
+}
+
+// A `gdb` of the test's own first on PATH while this lives: the local transport runs the capture's shell with this
+// process's environment. `script` follows "#!/bin/sh".
+struct GdbFirstOnPath {
+    QByteArray path = qgetenv("PATH");
+    bool installed = false;
+
+    GdbFirstOnPath(const QString& dir, const QByteArray& script) {
+        QFile gdb(dir + QStringLiteral("/gdb"));
+        installed = QDir().mkpath(dir) && gdb.open(QIODevice::WriteOnly) && gdb.write("#!/bin/sh\n" + script) > 0 &&
+                    gdb.setPermissions(gdb.permissions() | QFileDevice::ExeOwner);
+        qputenv("PATH", dir.toUtf8() + ':' + path);
+    }
+    ~GdbFirstOnPath() { qputenv("PATH", path); }
+    GdbFirstOnPath(const GdbFirstOnPath&) = delete;
+    GdbFirstOnPath& operator=(const GdbFirstOnPath&) = delete;
+};
 
 } // namespace
 
@@ -179,10 +205,7 @@ private slots:
                     hangs.append(d);
         });
         int steps = 0;
-        connect(&engine, &remote::RunEngine::events, [&steps](const QVector<TrainerEvent>& events) {
-            steps += int(std::count_if(events.begin(), events.end(),
-                                       [](const TrainerEvent& e) { return e.type == TrainerEventType::Step; }));
-        });
+        countSteps(engine, steps);
         QSignalSpy captured(&engine, &remote::RunEngine::stacksCaptured);
         QSignalSpy finished(&engine, &remote::RunEngine::finished);
         QString error;
@@ -218,27 +241,17 @@ private slots:
     // must not leave that stop behind: the run would wait for the stopped rank for good. The debugger here stops
     // the rank as an attach does, then never answers, and is killed by the capture's timeout of 2 s.
     void aDebuggerKilledMidCaptureLeavesNoRankStopped() {
-        const QString stuckDir = m_dir.filePath(QStringLiteral("stopping-gdb"));
-        QVERIFY(QDir().mkpath(stuckDir));
-        QFile gdb(stuckDir + QStringLiteral("/gdb"));
-        QVERIFY(gdb.open(QIODevice::WriteOnly));
-        gdb.write("#!/bin/sh\n# gdb -nx -p PID ...: stopped as PTRACE_ATTACH stops it, and never detached\n"
-                  "kill -STOP \"$3\"\nexec sleep 60\n");
-        gdb.close();
-        QVERIFY(gdb.setPermissions(gdb.permissions() | QFileDevice::ExeOwner));
-        const QByteArray path = qgetenv("PATH");
-        qputenv("PATH", stuckDir.toUtf8() + ':' + path);
-        const auto restorePath = qScopeGuard([&path] { qputenv("PATH", path); });
+        const GdbFirstOnPath gdb(m_dir.filePath(QStringLiteral("stopping-gdb")),
+                                 "# gdb -nx -p PID ...: stopped as PTRACE_ATTACH stops it, and never detached\n"
+                                 "kill -STOP \"$3\"\nexec sleep 60\n");
+        QVERIFY(gdb.installed);
 
         remote::EngineOptions o = options();
         o.stackTimeoutSeconds = 2;
         o.captureStacksOnHang = false;
         remote::RunEngine engine(&m_store, o);
         int steps = 0;
-        connect(&engine, &remote::RunEngine::events, [&steps](const QVector<TrainerEvent>& events) {
-            steps += int(std::count_if(events.begin(), events.end(),
-                                       [](const TrainerEvent& e) { return e.type == TrainerEventType::Step; }));
-        });
+        countSteps(engine, steps);
         QSignalSpy captured(&engine, &remote::RunEngine::stacksCaptured);
         QSignalSpy finished(&engine, &remote::RunEngine::finished);
         QString error;
@@ -273,17 +286,11 @@ private slots:
     // debugger, which on a loaded node takes many seconds per rank: the capture is given up, and nothing of it is
     // reported or saved. The debugger here is slow on purpose: a `gdb` first on PATH that never answers.
     void leavingDuringACaptureDoesNotWaitForIt() {
-        const QString slowDir = m_dir.filePath(QStringLiteral("slow-gdb"));
         const QString started = m_dir.filePath(QStringLiteral("slow-gdb-started"));
-        QVERIFY(QDir().mkpath(slowDir));
-        QFile gdb(slowDir + QStringLiteral("/gdb"));
-        QVERIFY(gdb.open(QIODevice::WriteOnly));
-        gdb.write(QStringLiteral("#!/bin/sh\ntouch '%1'\nwhile :; do sleep 1; done\n").arg(started).toUtf8());
-        gdb.close();
-        QVERIFY(gdb.setPermissions(gdb.permissions() | QFileDevice::ExeOwner));
-        const QByteArray path = qgetenv("PATH");
-        qputenv("PATH", slowDir.toUtf8() + ':' + path);
-        const auto restorePath = qScopeGuard([&path] { qputenv("PATH", path); });
+        std::optional<GdbFirstOnPath> gdb;
+        gdb.emplace(m_dir.filePath(QStringLiteral("slow-gdb")),
+                    QStringLiteral("touch '%1'\nwhile :; do sleep 1; done\n").arg(started).toUtf8());
+        QVERIFY(gdb->installed);
 
         remote::EngineOptions slow = options();
         slow.stackTimeoutSeconds = 120;
@@ -303,8 +310,8 @@ private slots:
         QCOMPARE(captured.size(), 0);
         QCOMPARE(QDir(m_store.runDir(id)).entryList({QStringLiteral("stacks-*.json")}, QDir::Files), QStringList());
 
-        // The run itself was left running, as a detach does; it is stopped from another engine.
-        qputenv("PATH", path);
+        // The run itself was left running, as a detach does; it is stopped from another engine, with the real gdb.
+        gdb.reset();
         remote::EngineOptions quiet = options();
         quiet.captureStacksOnHang = false;
         remote::RunEngine stopper(&m_store, quiet);
