@@ -20,6 +20,22 @@
 namespace rankscope::test {
 
 // A job from JSON text, failing the test on any issue.
+// Stops every run of `store` whose end was not seen: what a test that failed half-way left running (its ranks'
+// command lines do not name the test's directory, so `pkill -f` on it misses them). For cleanupTestCase.
+inline void stopRunsLeftIn(RunStore& store, remote::EngineOptions options) {
+    options.captureStacksOnHang = false;
+    for (const RunRecord& record : store.list()) {
+        if (record.endSeen())
+            continue;
+        remote::RunEngine engine(&store, options);
+        QSignalSpy finished(&engine, &remote::RunEngine::finished);
+        if (engine.attach(record.id, nullptr) && engine.isActive()) {
+            engine.stop();
+            finished.wait(60000);
+        }
+    }
+}
+
 inline JobSpec jobFrom(const QJsonObject& json) {
     const JobParseResult result = parseJob(QJsonDocument(json).toJson());
     for (const JobIssue& issue : result.issues)

@@ -125,7 +125,10 @@ private slots:
         qRegisterMetaType<RunRecord>();
         QVERIFY(QFileInfo(kTrainer).isExecutable());
     }
-    void cleanupTestCase() { QProcess::execute(QStringLiteral("pkill"), {QStringLiteral("-f"), m_dir.path()}); }
+    void cleanupTestCase() {
+        stopRunsLeftIn(m_store, options());
+        QProcess::execute(QStringLiteral("pkill"), {QStringLiteral("-f"), m_dir.path()});
+    }
 
     void hungRankIsNamedWithinTwoHeartbeats() {
         remote::RunEngine engine(&m_store, options());

@@ -124,7 +124,10 @@ private slots:
         QVERIFY(QFileInfo(kTrainer).isExecutable());
         QVERIFY(QFileInfo(kCli).isExecutable());
     }
-    void cleanupTestCase() { QProcess::execute(QStringLiteral("pkill"), {QStringLiteral("-f"), m_dir.path()}); }
+    void cleanupTestCase() {
+        stopRunsLeftIn(m_store, options());
+        QProcess::execute(QStringLiteral("pkill"), {QStringLiteral("-f"), m_dir.path()});
+    }
 
     void hangIsCapturedAutomaticallyAndByTheCli() {
         remote::RunEngine engine(&m_store, options());
