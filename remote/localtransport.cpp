@@ -58,8 +58,7 @@ ExecResult LocalTransport::exec(const QString& command, const QByteArray& input,
     while (!process.waitForFinished(static_cast<int>(std::min<qint64>(deadline.remainingTime(), 50)))) {
         if (leaving(effect)) {
             end();
-            throw TransportError(TransportErrorKind::Abandoned, host(),
-                                 QStringLiteral("command given up: the run is being left"));
+            throw TransportError(TransportErrorKind::Abandoned, host(), abandonedMessage());
         }
         if (deadline.hasExpired()) {
             end();

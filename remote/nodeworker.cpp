@@ -55,12 +55,12 @@ QString stackCaptureCommand(const QString& pidFile, int timeoutSeconds) {
                "{ echo \"rankscope: process $pid is gone (the rank ended)\" >&2; exit 3; }\n"
                "scope=$(cat /proc/sys/kernel/yama/ptrace_scope 2>/dev/null)\n"
                "if command -v gdb >/dev/null 2>&1; then\n"
-               "  (timeout -k 5 \"$t\" gdb -nx -p \"$pid\" -batch -ex 'set pagination off' -ex 'set width 0' "
-               "-ex 'thread apply all bt' </dev/null; s=$?; kill -CONT \"$pid\" 2>/dev/null; exit $s)\n"
+               "  set -- gdb -nx -p \"$pid\" -batch -ex 'set pagination off' -ex 'set width 0' -ex 'thread apply all "
+               "bt'\n"
                "elif command -v eu-stack >/dev/null 2>&1; then\n"
-               "  (timeout -k 5 \"$t\" eu-stack -p \"$pid\" -s -m </dev/null; s=$?; kill -CONT \"$pid\" 2>/dev/null; "
-               "exit $s)\n"
+               "  set -- eu-stack -p \"$pid\" -s -m\n"
                "else echo 'rankscope: neither gdb nor eu-stack on the node (install gdb)' >&2; exit 3; fi\n"
+               "(timeout -k 5 \"$t\" \"$@\" </dev/null; s=$?; kill -CONT \"$pid\" 2>/dev/null; exit $s)\n"
                "s=$?; echo \"rankscope-ptrace-scope=$scope\" >&2; exit $s\n")
         .arg(shellQuote(pidFile))
         .arg(timeoutSeconds);

@@ -388,7 +388,7 @@ ExecResult SshTransport::exec(const QString& command, const QByteArray& input, s
         // The channel closes behind it; the command itself ends by its own time limit (a capture's `timeout`),
         // or on writing to the closed channel.
         if (leaving(effect))
-            fail(TransportErrorKind::Abandoned, QStringLiteral("command given up: the run is being left"));
+            fail(TransportErrorKind::Abandoned, abandonedMessage());
     }
     result.exitStatus = ssh_channel_get_exit_status(channel);
     result.out = stripBeforeMarker(result.out, m_impl->marker);

@@ -11,6 +11,10 @@ bool leaving(CommandEffect effect) {
     return effect == CommandEffect::ReadsOnly && QThread::currentThread()->isInterruptionRequested();
 }
 
+QString abandonedMessage() {
+    return QStringLiteral("command given up: the run is being left");
+}
+
 QString transportErrorKindName(TransportErrorKind kind) {
     switch (kind) {
     case TransportErrorKind::Dns:

@@ -87,6 +87,8 @@ public:
 // Whether a command of this effect, running on the calling thread, is to be given up now: it only reads, and the
 // run is being left (the thread was asked to stop).
 [[nodiscard]] bool leaving(CommandEffect effect);
+// What a command given up for that says.
+[[nodiscard]] QString abandonedMessage();
 
 // The marker that separates a noisy login shell's output from the command's own.
 [[nodiscard]] QString wrapForNoisyShell(const QString& command, const QByteArray& marker);
