@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <utility>
 #include <vector>
 
 namespace rankscope {
@@ -47,13 +48,15 @@ public:
     }
 
 private:
+    // A GPU is its index (or bus id, which the parser numbers). Output with neither (a CSV query without index or
+    // pci.bus_id) tells GPUs apart only by name: two models are two GPUs, never one reading taken for the other's.
     void keep(const QVector<GpuSample>& samples) {
         for (const GpuSample& sample : samples)
-            m_last[sample.index] = sample;
+            m_last[{sample.index, sample.index < 0 ? sample.name : QString()}] = sample;
     }
     bool m_active = false;
     std::optional<NvidiaSmiParser> m_parser;
-    std::map<int, GpuSample> m_last;
+    std::map<std::pair<int, QString>, GpuSample> m_last;
 };
 
 namespace {

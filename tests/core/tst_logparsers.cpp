@@ -686,6 +686,19 @@ void tst_LogParsers::messyLines_data() {
         << QByteArray("step 1\nindex, name, utilization.gpu [%], memory.used [MiB], memory.total [MiB]\n"
                       "0, NVIDIA A100-SXM4-40GB, 98 %, 30000 MiB, 40960 MiB\n")
         << "gpus.0" << R"({"index":0,"mem_total_mib":40960,"mem_used_mib":30000,"name":"NVIDIA A100-SXM4-40GB","util_pct":98})";
+    // bpytop's query (tests/data/nvidia-smi/csv-bpytop-gtx1080ti-gtx1060.csv) has neither index nor pci.bus_id:
+    // GPUs are told apart by name, and a name read again is that GPU's later reading.
+    const QByteArray namesOnly = "name, memory.used [MiB], utilization.gpu [%]\n"
+                                 "GeForce GTX 1080 Ti, 2856 MiB, 36 %\n"
+                                 "GeForce GTX 1060 6GB, 4 MiB, 0 %\n";
+    QTest::newRow("nvidia-smi csv without index: two models are two GPUs")
+        << namesOnly << "gpus"
+        << R"([{"mem_used_mib":4,"name":"GeForce GTX 1060 6GB","util_pct":0},)"
+           R"({"mem_used_mib":2856,"name":"GeForce GTX 1080 Ti","util_pct":36}])";
+    QTest::newRow("nvidia-smi csv without index: a name again is a later reading")
+        << namesOnly + "GeForce GTX 1080 Ti, 3000 MiB, 40 %\n"
+        << "gpus.1"
+        << R"({"mem_used_mib":3000,"name":"GeForce GTX 1080 Ti","util_pct":40})";
     // Found by fuzzing (tests/fuzz): a 20-digit number overflowed qint64 in the watchdog parser.
     const QByteArray hugeSeq = "[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum="
                                "99999999999999999999, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) "
