@@ -17,8 +17,34 @@ namespace rankscope::cli {
 
 namespace {
 
-QString orDash(const QString& value) { return value.isEmpty() ? QStringLiteral("-") : value; }
-QString orDash(qint64 value) { return value < 0 ? QStringLiteral("-") : QString::number(value); }
+// The text report says what an entry has and leaves out what the log did not say, as the JSON does: no dashes.
+QString ifKnown(qint64 value, const QString& format) {
+    return value < 0 ? QString() : format.arg(value);
+}
+QString ifKnown(int value, const QString& format) {
+    return ifKnown(qint64{value}, format);
+}
+QString ifKnown(const QString& value, const QString& format) {
+    return value.isEmpty() ? QString() : format.arg(value);
+}
+QString ifKnown(double value, const QString& format) {
+    return GpuSample::has(value) ? format.arg(value) : QString();
+}
+// "a/b unit" when both are known, "a unit used" or "b unit total" (`alone`) when one is.
+QString pairIfKnown(double used, double total, const QString& unit, const QString& aloneUsed,
+                    const QString& aloneTotal) {
+    if (GpuSample::has(used) && GpuSample::has(total))
+        return QStringLiteral("%1/%2 %3").arg(used).arg(total).arg(unit);
+    if (GpuSample::has(used))
+        return QStringLiteral("%1 %2 %3").arg(used).arg(unit, aloneUsed);
+    if (GpuSample::has(total))
+        return QStringLiteral("%1 %2 %3").arg(total).arg(unit, aloneTotal);
+    return {};
+}
+QString joinKnown(QStringList parts, const QString& separator) {
+    parts.removeAll(QString());
+    return parts.join(separator);
+}
 QString moreTimes(qsizetype count) {
     return count == 1 ? QStringLiteral("once more") : QStringLiteral("%1 more times").arg(count);
 }
@@ -54,9 +80,9 @@ void appendNccl(QString& out, const NcclFacts& nccl) {
         int complete = 0;
         for (const NcclCommRank& rank : comm.ranks)
             complete += rank.init == QLatin1String("COMPLETE") ? 1 : 0;
-        out += QStringLiteral("  communicator %1: %2 ranks, %3 seen, %4 init complete\n")
-                   .arg(orDash(comm.commId))
-                   .arg(comm.nranks)
+        out += QStringLiteral("  communicator%1: %2%3 seen, %4 init complete\n")
+                   .arg(ifKnown(comm.commId, QStringLiteral(" %1")),
+                        comm.nranks > 0 ? QStringLiteral("%1 ranks, ").arg(comm.nranks) : QString())
                    .arg(comm.ranks.size())
                    .arg(complete);
     }
@@ -67,9 +93,14 @@ void appendNccl(QString& out, const NcclFacts& nccl) {
     });
     for (const Repeats<NcclWarning>& repeats : warnings) {
         const NcclWarning& warning = *repeats.first;
-        out += QStringLiteral("  WARN %1:%2 rank %3 %4: %5\n")
-                   .arg(orDash(warning.host), orDash(warning.pid), orDash(warning.rank), orDash(warning.source),
-                        warning.text);
+        // "WARN host:pid rank R source: text", each part only when the log gave it.
+        const QString origin =
+            joinKnown({warning.host.isEmpty() ? ifKnown(warning.pid, QStringLiteral("pid %1"))
+                                              : warning.host + ifKnown(warning.pid, QStringLiteral(":%1")),
+                       ifKnown(warning.rank, QStringLiteral("rank %1")), warning.source},
+                      QStringLiteral(" "));
+        out += QStringLiteral("  WARN %1%2\n")
+                   .arg(origin.isEmpty() ? QString() : origin + QStringLiteral(": "), warning.text);
         if (!warning.chain.isEmpty())
             out += QStringLiteral("       then %1\n").arg(warning.chain.join(QStringLiteral(", ")));
         if (repeats.again.empty())
@@ -100,10 +131,20 @@ void appendTimeouts(QString& out, const QList<CollectiveTimeout>& timeouts) {
     if (timeouts.isEmpty())
         out += QStringLiteral("  none found\n");
     for (const CollectiveTimeout& t : timeouts) {
-        out += QStringLiteral("  rank %1: %2 #%3 ran %4 ms (timeout %5 ms), numel %6 -> %7, last enqueued %8, "
-                              "last completed %9\n")
-                   .arg(orDash(t.rank), orDash(t.op), orDash(t.seq), orDash(t.ranMs), orDash(t.timeoutMs),
-                        orDash(t.numelIn), orDash(t.numelOut), orDash(t.lastEnqueued), orDash(t.lastCompleted));
+        // "rank 5: _ALLGATHER_BASE #9141 ran 600020 ms (timeout 600000 ms), numel 19008 -> 152064, last enqueued
+        // 9141, last completed 9140", each part only when the log gave it.
+        const QString work =
+            joinKnown({t.op, ifKnown(t.seq, QStringLiteral("#%1")), ifKnown(t.ranMs, QStringLiteral("ran %1 ms")),
+                       ifKnown(t.timeoutMs, QStringLiteral("(timeout %1 ms)"))},
+                      QStringLiteral(" "));
+        const QString numel = t.numelIn >= 0 && t.numelOut >= 0
+                                  ? QStringLiteral("numel %1 -> %2").arg(t.numelIn).arg(t.numelOut)
+                                  : ifKnown(t.numelIn, QStringLiteral("numel in %1")) +
+                                        ifKnown(t.numelOut, QStringLiteral("numel out %1"));
+        const QString facts = joinKnown({work, numel, ifKnown(t.lastEnqueued, QStringLiteral("last enqueued %1")),
+                                         ifKnown(t.lastCompleted, QStringLiteral("last completed %1"))},
+                                        QStringLiteral(", "));
+        out += QStringLiteral("  %1%2\n").arg(t.rank >= 0 ? QStringLiteral("rank %1: ").arg(t.rank) : QString(), facts);
     }
 }
 
@@ -113,16 +154,19 @@ void appendFailures(QString& out, const QList<ElasticFailure>& failures) {
         out += QStringLiteral("  none found\n");
     for (const ElasticFailure& f : failures) {
         // What the log says, no more: the agent's one-line report names only the local rank.
-        QString who = f.rank >= 0 ? QStringLiteral("rank %1 (local %2)").arg(f.rank).arg(orDash(f.localRank))
-                                  : QStringLiteral("local rank %1").arg(orDash(f.localRank));
-        if (!f.host.isEmpty())
-            who += QStringLiteral(" on ") + f.host;
-        if (!f.time.isEmpty())
-            who += QStringLiteral(" at ") + f.time;
-        const QString exit = f.exitCode ? QString::number(*f.exitCode) : QStringLiteral("-");
-        out += QStringLiteral("  %1%2: exit %3%4, pid %5\n")
-                   .arg(f.rootCause ? QStringLiteral("ROOT CAUSE ") : QString(), who, exit,
-                        f.signal.isEmpty() ? QString() : QStringLiteral(" (%1)").arg(f.signal), orDash(f.pid));
+        QString who = f.rank >= 0
+                          ? QStringLiteral("rank %1").arg(f.rank) + ifKnown(f.localRank, QStringLiteral(" (local %1)"))
+                          : ifKnown(f.localRank, QStringLiteral("local rank %1"));
+        if (who.isEmpty())
+            who = QStringLiteral("a rank");
+        who += ifKnown(f.host, QStringLiteral(" on %1")) + ifKnown(f.time, QStringLiteral(" at %1"));
+        QString exit = f.exitCode ? QStringLiteral("exit %1").arg(*f.exitCode) : QString();
+        if (!f.signal.isEmpty())
+            exit += exit.isEmpty() ? f.signal : QStringLiteral(" (%1)").arg(f.signal);
+        const QString facts = joinKnown({exit, ifKnown(f.pid, QStringLiteral("pid %1"))}, QStringLiteral(", "));
+        out += QStringLiteral("  %1%2: %3\n")
+                   .arg(f.rootCause ? QStringLiteral("ROOT CAUSE ") : QString(), who,
+                        facts.isEmpty() ? QStringLiteral("failed") : facts);
     }
 }
 
@@ -130,14 +174,19 @@ void appendGpus(QString& out, const QList<GpuSample>& gpus) {
     if (gpus.isEmpty())
         return;
     out += QStringLiteral("\nGPUs (last nvidia-smi reading)\n");
-    const auto reading = [](double value) {
-        return GpuSample::has(value) ? QString::number(value) : QStringLiteral("-");
-    };
     for (const GpuSample& g : gpus) {
-        out += QStringLiteral("  %1 %2 %3: %4% util, %5/%6 MiB, %7 C, %8/%9 W\n")
-                   .arg(orDash(g.index), orDash(g.name), orDash(g.busId), reading(g.utilizationPercent),
-                        reading(g.memoryUsedMiB), reading(g.memoryTotalMiB), reading(g.temperatureC),
-                        reading(g.powerWatts), reading(g.powerLimitWatts));
+        // "0 NVIDIA A10G 00000000:00:1E.0: 0% util, 8722/23028 MiB, 26 C, 60/300 W", each part only when known.
+        const QString gpu = joinKnown({ifKnown(g.index, QStringLiteral("%1")), g.name, g.busId}, QStringLiteral(" "));
+        const QString readings = joinKnown({ifKnown(g.utilizationPercent, QStringLiteral("%1% util")),
+                                            pairIfKnown(g.memoryUsedMiB, g.memoryTotalMiB, QStringLiteral("MiB"),
+                                                        QStringLiteral("used"), QStringLiteral("total")),
+                                            ifKnown(g.temperatureC, QStringLiteral("%1 C")),
+                                            pairIfKnown(g.powerWatts, g.powerLimitWatts, QStringLiteral("W"),
+                                                        QStringLiteral("drawn"), QStringLiteral("cap"))},
+                                           QStringLiteral(", "));
+        out += QStringLiteral("  %1: %2\n")
+                   .arg(gpu.isEmpty() ? QStringLiteral("GPU") : gpu,
+                        readings.isEmpty() ? QStringLiteral("no readings") : readings);
     }
 }
 

@@ -37,7 +37,8 @@ private slots:
     void jsonOnSeveralFiles();
     void textReportHasItsSections();
     void textReportShowsARepeatedErrorOnce();
-    void textReportSaysOnlyWhatAFailureHas();
+    void textReportSaysOnlyWhatAnEntryHas_data();
+    void textReportSaysOnlyWhatAnEntryHas();
     void unreadableFileLosesNothingOfTheOthers();
     void standardInputIsAFile();
 };
@@ -102,17 +103,46 @@ void tst_CliInspect::textReportHasItsSections() {
     QVERIFY(out.contains(QLatin1String("rank 1: ALLREDUCE #808 ran 600020 ms")));
 }
 
-// A failure table's entry has a rank, host and time; the agent's one-line report (a log cut before the table) only a
-// local rank: the report shows what each has, and no placeholder for the rest.
-void tst_CliInspect::textReportSaysOnlyWhatAFailureHas() {
-    const CliRun run = runCli({"inspect", kLogsDir + "public/minigpt4-237-failure-table.log",
-                               kLogsDir + "public/pytorch-135486-fatal-python-segfault.log"});
+// Each entry of the text report shows what the log said of it and nothing in place of the rest (no "-"), as the
+// JSON omits absent facts: a failure table's entry has a rank, host and time, the agent's one-line report (a log cut
+// before the table) only a local rank; a timeout cut before "ran for" has no run time; a CSV reading without a name
+// or power cap has neither.
+void tst_CliInspect::textReportSaysOnlyWhatAnEntryHas_data() {
+    QTest::addColumn<QString>("file");
+    QTest::addColumn<QString>("line");
+    QTest::newRow("failure table") << "logs/public/minigpt4-237-failure-table.log"
+                                   << "  ROOT CAUSE rank 0 (local 0) on n136-117-136.byted.org at "
+                                      "2023-05-19_16:39:58: exit 1, pid 78970";
+    QTest::newRow("agent's one-line report") << "logs/public/pytorch-135486-fatal-python-segfault.log"
+                                             << "  local rank 0: exit -11 (SIGSEGV), pid 2128869";
+    QTest::newRow("timeout, every fact") << "logs/public/sglang-1693-allgather-base.log"
+                                         << "  rank 5: _ALLGATHER_BASE #9141 ran 600020 ms (timeout 600000 ms), "
+                                            "numel 19008 -> 152064";
+    QTest::newRow("timeout cut before its run time")
+        << "logs/public/megatron-935-terminate-distbackenderror.log"
+        << "  rank 1: _REDUCE_SCATTER_BASE #199 (timeout 600000 ms), numel 7098994688 -> 443687168";
+    QTest::newRow("timeout without numel") << "logs/nccl-public-samples.log"
+                                           << "  rank 0: ALLREDUCE #96120 ran 25624887 ms (timeout 1800000 ms)";
+    QTest::newRow("warning without rank")
+        << "logs/public/longrange-13-no-ib-duplicate-gpu.log"
+        << "  WARN ubun:2375341 init.cc:573: Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1000";
+    QTest::newRow("GPU reading without name or cap") << "nvidia-smi/csv-forum-timestamp-busid-na.csv"
+                                                     << "  0 00000000:01:00.0: 5% util, 39 C, 3.29 W drawn";
+    QTest::newRow("GPU reading without index, bus id or cap")
+        << "nvidia-smi/csv-bpytop-gtx1080ti-gtx1060.csv"
+        << "  GeForce GTX 1060 6GB: 0% util, 4/6078 MiB, 49 C, 5.68 W drawn";
+    QTest::newRow("GPU table, every reading") << "nvidia-smi/table-535-a10g.txt"
+                                              << "  0 NVIDIA A10G 00000000:00:1E.0: 0% util, 8722/23028 MiB, 26 C, "
+                                                 "60/300 W";
+}
+
+void tst_CliInspect::textReportSaysOnlyWhatAnEntryHas() {
+    QFETCH(QString, file);
+    QFETCH(QString, line);
+    const CliRun run = runCli({"inspect", QStringLiteral(RANKSCOPE_TEST_DATA_DIR "/") + file});
     QCOMPARE(run.exitCode, 0);
-    const QString out = QString::fromUtf8(run.out);
-    QVERIFY2(out.contains(QLatin1String("\n  ROOT CAUSE rank 0 (local 0) on n136-117-136.byted.org at "
-                                        "2023-05-19_16:39:58: exit 1, pid 78970\n")),
-             qPrintable(out));
-    QVERIFY2(out.contains(QLatin1String("\n  local rank 0: exit -11 (SIGSEGV), pid 2128869\n")), qPrintable(out));
+    const QStringList lines = QString::fromUtf8(run.out).split(QLatin1Char('\n'));
+    QVERIFY2(lines.contains(line), qPrintable(QString::fromUtf8(run.out)));
 }
 
 // Eight ranks fail alike and one otherwise, and all eight print the same NCCL warning: the text report shows each
