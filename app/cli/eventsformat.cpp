@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "eventsformat.h"
 
+#include "texttable.h"
+
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -12,8 +14,6 @@
 namespace rankscope::cli {
 
 namespace {
-
-enum class Align { Left, Right };
 
 QString statusName(RankStatus status) {
     switch (status) {
@@ -44,29 +44,6 @@ QString formatNumber(const std::optional<double>& value, char format, int precis
 
 QString formatCount(qint64 value) {
     return value > 0 ? QString::number(value) : QStringLiteral("-");
-}
-
-// The first row is the header. Columns are separated by two spaces; each line is indented by two.
-QString formatTable(const QVector<QStringList>& rows, const QVector<Align>& aligns) {
-    QVector<qsizetype> widths(aligns.size(), 0);
-    for (const QStringList& row : rows) {
-        for (qsizetype column = 0; column < aligns.size(); ++column)
-            widths[column] = std::max(widths[column], row.value(column).size());
-    }
-    QString text;
-    for (const QStringList& row : rows) {
-        QStringList cells;
-        for (qsizetype column = 0; column < aligns.size(); ++column) {
-            const QString cell = row.value(column);
-            cells.append(aligns[column] == Align::Left ? cell.leftJustified(widths[column])
-                                                       : cell.rightJustified(widths[column]));
-        }
-        QString line = QStringLiteral("  ") + cells.join(QStringLiteral("  "));
-        while (line.endsWith(QLatin1Char(' ')))
-            line.chop(1); // a left-aligned last column pads to no purpose
-        text += line + QLatin1Char('\n');
-    }
-    return text;
 }
 
 QString filesTable(const EventsReport& report) {

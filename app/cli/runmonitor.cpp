@@ -2,6 +2,7 @@
 #include "runmonitor.h"
 
 #include "cli.h"
+#include "texttable.h"
 
 #include <QDateTime>
 
@@ -173,21 +174,24 @@ void RunMonitor::printSummary(const RunRecord& record) {
     clearBars();
     m_interactive = false;
     std::fprintf(m_out, "\nrun %s: %s\n", qPrintable(record.id), qPrintable(record.state));
-    std::fprintf(m_out, "%-5s %-14s %-10s %-10s %-10s %-9s %s\n", "rank", "host", "final loss", "val acc", "img/s",
-                 "wall s", "exit");
+    QVector<QStringList> rows{{QStringLiteral("rank"), QStringLiteral("host"), QStringLiteral("final loss"),
+                               QStringLiteral("val acc"), QStringLiteral("img/s"), QStringLiteral("wall s"),
+                               QStringLiteral("exit")}};
+    const auto number = [](const std::optional<double>& value, int decimals) {
+        return value ? QString::number(*value, 'f', decimals) : QStringLiteral("-");
+    };
     for (int rank = 0; rank < record.worldSize; ++rank) {
         const RankState* state = m_summary.rank(rank);
-        const auto number = [](const std::optional<double>& value, int decimals) {
-            return value ? QString::number(*value, 'f', decimals) : QStringLiteral("-");
-        };
-        const QString exit =
-            record.exits.contains(rank) ? shortExitStatus(record.exits[rank].status) : QStringLiteral("?");
-        std::fprintf(m_out, "%-5d %-14s %-10s %-10s %-10s %-9s %s\n", rank, qPrintable(m_engine->hostOfRank(rank)),
-                     qPrintable(number(state ? state->loss : std::nullopt, 4)),
-                     qPrintable(number(state ? state->valAccuracy : std::nullopt, 4)),
-                     qPrintable(number(state ? state->endImagesPerSec : std::nullopt, 1)),
-                     qPrintable(number(state ? state->wallSeconds : std::nullopt, 1)), qPrintable(exit));
+        rows.append({QString::number(rank), m_engine->hostOfRank(rank), number(state ? state->loss : std::nullopt, 4),
+                     number(state ? state->valAccuracy : std::nullopt, 4),
+                     number(state ? state->endImagesPerSec : std::nullopt, 1),
+                     number(state ? state->wallSeconds : std::nullopt, 1),
+                     record.exits.contains(rank) ? shortExitStatus(record.exits[rank].status) : QStringLiteral("?")});
     }
+    // Columns as wide as their cells: a long host name does not push the rest out of line.
+    std::fputs(qPrintable(formatTable(rows, {Align::Right, Align::Left, Align::Right, Align::Right, Align::Right,
+                                             Align::Right, Align::Left})),
+               m_out);
     // The run's summary line, unless a finding says it and more (the root cause with what the kernel log or a
     // hang before it adds): that finding is listed below.
     const bool saidByFinding = std::any_of(m_findings.cbegin(), m_findings.cend(), [&record](const Diagnosis& finding) {

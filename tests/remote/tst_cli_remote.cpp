@@ -8,6 +8,7 @@
 #include <QRandomGenerator>
 #include <QTemporaryDir>
 
+#include <algorithm>
 #include <csignal>
 
 using namespace rankscope;
@@ -102,11 +103,13 @@ private slots:
         m_sshConfig = m_dir.filePath(QStringLiteral("ssh_config"));
         QFile config(m_sshConfig);
         QVERIFY(config.open(QIODevice::WriteOnly));
-        config.write(QStringLiteral("Host rs-alias\n  HostName %1\n  Port %2\n  User %3\n  IdentityFile %4\n")
-                         .arg(m_sshd.host())
-                         .arg(m_sshd.port())
-                         .arg(m_sshd.userName(), m_sshd.userKeyPath())
-                         .toUtf8());
+        config.write(
+            QStringLiteral(
+                "Host rs-alias-of-a-node-with-a-long-name\n  HostName %1\n  Port %2\n  User %3\n  IdentityFile %4\n")
+                .arg(m_sshd.host())
+                .arg(m_sshd.port())
+                .arg(m_sshd.userName(), m_sshd.userKeyPath())
+                .toUtf8());
     }
 
     void badJobIsRejectedWithItsPaths() {
@@ -128,11 +131,26 @@ private slots:
         const CliResult result =
             cli(QStringList{QStringLiteral("run"),
                             writeJob(QStringLiteral("alias"), trainer(8, {"--slow-ms", "100", "--slow-rank", "1"}),
-                                     QStringLiteral("rs-alias"))} +
+                                     QStringLiteral("rs-alias-of-a-node-with-a-long-name"))} +
                 connection());
         QVERIFY2(result.exitCode == 0, (result.out + result.err).constData());
         QVERIFY2(result.out.contains("finished"), result.out.constData());
-        QVERIFY(result.out.contains("final loss"));
+        // The summary's columns are as wide as their cells: the long host name does not push a rank's final loss
+        // out from under its heading (both end in the same column).
+        const QByteArrayList lines = result.out.split('\n');
+        const auto header = std::find_if(lines.cbegin(), lines.cend(),
+                                         [](const QByteArray& line) { return line.contains("final loss"); });
+        QVERIFY2(header != lines.cend(), result.out.constData());
+        const qsizetype lossEnd = header->indexOf("final loss") + qsizetype(sizeof("final loss") - 1);
+        int rows = 0;
+        for (auto line = header + 1; line != lines.cend() && line->contains("rs-alias-of-a-node-with-a-long-name");
+             ++line, ++rows) {
+            const QByteArrayList cells = line->simplified().split(' ');
+            QVERIFY2(cells.size() >= 3, line->constData());
+            const qsizetype at = line->indexOf(" " + cells[2] + " ", line->indexOf(cells[1]) + cells[1].size() - 1);
+            QVERIFY2(at > 0 && at + 1 + cells[2].size() == lossEnd, result.out.constData());
+        }
+        QCOMPARE(rows, 2);
         const CliResult runs = cli({QStringLiteral("runs")});
         QVERIFY(runs.out.contains("alias"));
         QVERIFY(runs.out.contains("finished"));
