@@ -99,17 +99,17 @@ RunMonitor::RunMonitor(remote::RunEngine* engine, bool interactive, FILE* out)
     m_tick.start();
 }
 
-QString RunMonitor::rankLine(int rank) const {
+QString RunMonitor::rankLine(int rank, int hostWidth) const {
     const RankState* state = m_summary.rank(rank);
     const QString host = m_engine->hostOfRank(rank);
     if (!state || !state->started)
-        return QStringLiteral("rank %1 %2  starting").arg(rank, 3).arg(host, -12);
+        return QStringLiteral("rank %1 %2  starting").arg(rank, 3).arg(host, -hostWidth);
     const qint64 total = state->totalSteps > 0 ? state->totalSteps : 0;
     const qint64 done = state->step; // counted across epochs
     const double fraction = total > 0 ? static_cast<double>(done) / static_cast<double>(total) : 0.0;
     QString line = QStringLiteral("rank %1 %2 %3 %4%  ")
                        .arg(rank, 3)
-                       .arg(host, -12)
+                       .arg(host, -hostWidth)
                        .arg(bar(fraction, 20))
                        .arg(static_cast<int>(fraction * 100), 3);
     // "35%" beside "step 35/469" of the epoch would not add up when max_steps ends the run first.
@@ -154,18 +154,28 @@ void RunMonitor::redraw() {
     const int world = std::max(m_engine->record().worldSize, m_summary.worldSize());
     if (world == 0 || m_engine->record().state == QLatin1String("launching"))
         return; // deploying: the node messages say what happens
+    int hostWidth = 12;
+    for (int rank = 0; rank < world; ++rank)
+        hostWidth = std::max(hostWidth, static_cast<int>(m_engine->hostOfRank(rank).size()));
     if (!m_interactive) {
+        // Every 10 s into a file or a CI log, and only what moved: a rank stuck for an hour is reported once, not
+        // 360 times (its hang is said as a finding).
         if (m_sincePlainReport.elapsed() < 10000)
             return;
         m_sincePlainReport.restart();
+        QString report;
         for (int rank = 0; rank < world; ++rank)
-            std::fprintf(m_out, "%s\n", rankLine(rank).toUtf8().constData());
+            report += rankLine(rank, hostWidth) + QLatin1Char('\n');
+        if (report == m_lastPlainReport)
+            return;
+        m_lastPlainReport = report;
+        std::fputs(report.toUtf8().constData(), m_out);
         std::fflush(m_out);
         return;
     }
     clearBars();
     for (int rank = 0; rank < world; ++rank)
-        std::fprintf(m_out, "%s\x1b[K\n", rankLine(rank).toUtf8().constData());
+        std::fprintf(m_out, "%s\x1b[K\n", rankLine(rank, hostWidth).toUtf8().constData());
     m_barLines = world;
     std::fflush(m_out);
 }

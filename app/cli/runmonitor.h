@@ -37,7 +37,8 @@ private:
     void clearBars();
     void printLine(const QString& line);
     void printSummary(const RunRecord& record);
-    [[nodiscard]] QString rankLine(int rank) const;
+    // `hostWidth`: the widest host name of the run's ranks, so that the bars line up.
+    [[nodiscard]] QString rankLine(int rank, int hostWidth) const;
 
     remote::RunEngine* m_engine;
     bool m_interactive;
@@ -45,6 +46,7 @@ private:
     RunSummary m_summary;
     QTimer m_tick;
     QElapsedTimer m_sincePlainReport;
+    QString m_lastPlainReport; // not printed again while nothing in it moves (a hung run)
     int m_barLines = 0;
     int m_exitCode = 0;
     bool m_replaying = false;

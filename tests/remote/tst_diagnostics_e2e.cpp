@@ -13,6 +13,8 @@
 #include <QRandomGenerator>
 #include <QTemporaryDir>
 
+#include <csignal>
+
 using namespace rankscope;
 using namespace rankscope::test;
 
@@ -188,6 +190,39 @@ private slots:
         QVERIFY2(stragglers.front().message.startsWith(QLatin1String("rank 1 on localhost is a straggler")),
                  qPrintable(stragglers.front().message));
         QVERIFY(collected(diagnoses, DiagnosisKind::Hang).isEmpty()); // a slow rank is not a hung one
+    }
+
+    // `rankscope-cli run` into a file (no terminal) reports progress every 10 s, and only what moved: once a rank
+    // hangs, the ranks' lines stop changing and are not printed again (before, every 10 s for as long as the hang
+    // lasted). Ctrl-C then stops the run.
+    void cliInAFileReportsAStuckRunOnce() {
+        const QString jobPath = m_dir.filePath(QStringLiteral("stuck-cli.json"));
+        {
+            QFile job(jobPath);
+            QVERIFY(job.open(QIODevice::WriteOnly));
+            job.write(QJsonDocument(debugJob("stuck-cli", 1000, {"--hang-at-step", "3", "--hang-rank", "1"})).toJson());
+        }
+        QProcess cli;
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert(QStringLiteral("RANKSCOPE_HOME"), m_dir.filePath(QStringLiteral("store")));
+        cli.setProcessEnvironment(env);
+        cli.setProcessChannelMode(QProcess::MergedChannels);
+        cli.start(kCli, {QStringLiteral("run"), jobPath});
+        QByteArray out;
+        QTRY_VERIFY2_WITH_TIMEOUT((out += cli.readAll()).contains("diagnosis: hang: rank 1 on localhost"),
+                                  out.constData(), 60000);
+        QTest::qWait(25000); // two report periods and more with nothing moving
+        ::kill(static_cast<pid_t>(cli.processId()), SIGINT);
+        QVERIFY(cli.waitForFinished(60000));
+        out += cli.readAll();
+        QStringList rank0;
+        for (const QByteArray& line : out.split('\n'))
+            if (line.startsWith("rank   0 "))
+                rank0.append(QString::fromUtf8(line));
+        QVERIFY2(!rank0.isEmpty(), out.constData());
+        QVERIFY2(rank0.last().contains(QLatin1String("step 2/")), out.constData()); // rank 0 waits in step 3
+        QVERIFY2(rank0.count(rank0.last()) == 1, out.constData());
+        QVERIFY2(out.contains("stopped by the user"), out.constData());
     }
 
     // `rankscope-cli run` says a finding as it happens, and again under the summary at the end, as it last stood:
