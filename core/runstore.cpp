@@ -252,6 +252,23 @@ QString RunStore::saveKernelLog(const QString& id, const KernelLogCapture& captu
     return writeJson(path, capture.toJson(), error) ? path : QString();
 }
 
+std::optional<StackTree> RunStore::latestStacks(const QString& id, QString* path) const {
+    // The names carry the UTC capture time, yyyyMMddTHHmmsszzzZ: the last by name is the newest.
+    const QDir dir(runDir(id));
+    for (const QString& name :
+         dir.entryList({QStringLiteral("stacks-*.json")}, QDir::Files, QDir::Name | QDir::Reversed)) {
+        QFile file(dir.filePath(name));
+        if (!file.open(QIODevice::ReadOnly))
+            continue;
+        if (auto tree = StackTree::fromJson(QJsonDocument::fromJson(file.readAll()).object())) {
+            if (path)
+                *path = file.fileName();
+            return tree;
+        }
+    }
+    return std::nullopt;
+}
+
 QVector<KernelLogCapture> RunStore::kernelLogs(const QString& id) const {
     QVector<KernelLogCapture> captures;
     const QDir dir(runDir(id));

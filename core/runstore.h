@@ -2,6 +2,7 @@
 #pragma once
 
 #include "core/kernellog.h"
+#include "core/stacks.h"
 
 #include <QByteArray>
 #include <QDateTime>
@@ -136,6 +137,8 @@ public:
     // written atomically. The path, or empty with *error set.
     QString saveStacks(const QString& id, const QJsonObject& stacks, const QDateTime& capturedAt,
                        QString* error = nullptr);
+    // The newest of those captures that reads back (a damaged file is passed over), and its path in *path.
+    [[nodiscard]] std::optional<StackTree> latestStacks(const QString& id, QString* path = nullptr) const;
 
     // What was read of a node's kernel log after a rank died by a signal, or why nothing could be, as
     // ROOT/runs/ID/kernel-nodeN.json (KernelLogCapture::toJson), written atomically. The path, or empty with

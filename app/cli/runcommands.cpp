@@ -233,9 +233,26 @@ int runStacksCommand(const QString& run, bool json, const ConnectionFlags& flags
     if (id.isEmpty())
         return kExitUsage;
     if (const auto record = store.load(id); record && record->endSeen()) {
-        printError(QStringLiteral("stacks"),
-                   QStringLiteral("run %1 has ended (%2): no process to take stacks of").arg(id, record->state));
-        return kExitRunFailed;
+        // No process to take stacks of: the newest capture saved with the run (by a hang, or an earlier `stacks`).
+        QString path;
+        const auto saved = store.latestStacks(id, &path);
+        if (!saved) {
+            printError(QStringLiteral("stacks"),
+                       QStringLiteral("run %1 has ended (%2): no process to take stacks of, and none were saved")
+                           .arg(id, record->state));
+            return kExitRunFailed;
+        }
+        if (json) {
+            QJsonObject object = saved->toJson();
+            object.insert("path", path);
+            std::printf("%s", QJsonDocument(object).toJson().constData());
+        } else {
+            const QString at = QDateTime::fromMSecsSinceEpoch(qint64(saved->capturedAt * 1000.0))
+                                   .toString(QStringLiteral("yyyy-MM-dd HH:mm:ss"));
+            std::printf("run %s has ended (%s); its last stacks, taken at %s (%s):\n%s", qPrintable(id),
+                        qPrintable(record->state), qPrintable(at), qPrintable(path), qPrintable(saved->render()));
+        }
+        return kExitOk;
     }
     remote::EngineOptions options = engineOptions(flags);
     options.captureStacksOnHang = false; // this command captures once, itself
@@ -335,6 +352,11 @@ int runDiagnoseCommand(const QString& run, bool json) {
         std::printf("run %s: nothing to report (no failure, hang, straggler or divergence)\n", qPrintable(id));
     for (const Diagnosis& d : std::as_const(found))
         std::printf("%s\n", qPrintable(d.toString()));
+    if (const auto stacks = store.latestStacks(id)) // taken when a hang was diagnosed, or by `stacks`
+        std::printf("stacks taken at %s: rankscope-cli stacks %s\n",
+                    qPrintable(QDateTime::fromMSecsSinceEpoch(qint64(stacks->capturedAt * 1000.0))
+                                   .toString(QStringLiteral("HH:mm:ss"))),
+                    qPrintable(id));
     return kExitOk;
 }
 

@@ -1,9 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "runsession.h"
 
-#include <QDir>
 #include <QFile>
-#include <QJsonDocument>
 
 namespace rankscope::gui {
 
@@ -97,27 +95,9 @@ bool RunSession::replay(const QString& runId, bool follow, QString* error) {
         return false;
     // The engine does not replay captures: the stored run's newest one is shown as it was taken.
     QString stacksPath;
-    if (const auto stacks = latestStoredStacks(id, &stacksPath))
+    if (const auto stacks = m_store->latestStacks(id, &stacksPath))
         emit stacksCaptured(*stacks, stacksPath);
     return true;
-}
-
-std::optional<StackTree> RunSession::latestStoredStacks(const QString& runId, QString* path) const {
-    // The names carry the UTC capture time, yyyyMMddTHHmmsszzzZ: the last by name is the newest.
-    const QStringList names =
-        QDir(m_store->runDir(runId))
-            .entryList({QStringLiteral("stacks-*.json")}, QDir::Files, QDir::Name | QDir::Reversed);
-    for (const QString& name : names) {
-        QFile file(m_store->runDir(runId) + QLatin1Char('/') + name);
-        if (!file.open(QIODevice::ReadOnly))
-            continue;
-        if (auto tree = StackTree::fromJson(QJsonDocument::fromJson(file.readAll()).object())) {
-            if (path)
-                *path = file.fileName();
-            return tree;
-        }
-    }
-    return std::nullopt;
 }
 
 bool RunSession::attach(const QString& runId, QString* error) {

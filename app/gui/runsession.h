@@ -43,8 +43,6 @@ public:
     void flush();
     // Every rank's native stacks now, merged (stacksCaptured); only while a run is followed.
     bool captureStacks(QString* error = nullptr) { return m_engine->captureStacks(error); }
-    // The newest capture saved with a stored run (RunStore::saveStacks' stacks-<UTC time>.json), if any.
-    [[nodiscard]] std::optional<StackTree> latestStoredStacks(const QString& runId, QString* path = nullptr) const;
 
 signals:
     // Before a run's first data: views clear themselves and learn which host runs which rank.

@@ -154,6 +154,7 @@ private slots:
     void storedPiecesComeInTheOrderTheyArrived();
     void reattachNeverDuplicatesOrLosesBytes();
     void kernelLogsAreKeptPerNode();
+    void latestStacksIsTheNewestThatReadsBack();
     void stopRequestIsSeenByEveryFollower();
     void defaultRootHonoursRankscopeHome();
 };
@@ -612,6 +613,33 @@ void tst_RunStore::stopRequestIsSeenByEveryFollower() {
     // A run directory that cannot be written to: the error names the file.
     QVERIFY(!stopper.markStopRequested(QStringLiteral("no-such-run/x"), utc("2024-03-01T12:40:00.250Z"), &error));
     QVERIFY2(error.contains(QLatin1String("stop-requested")), qPrintable(error));
+}
+
+// `stacks RUN` on an ended run and the app show the newest capture saved with the run; a damaged file (a disk
+// that filled up) is passed over for the one before it.
+void tst_RunStore::latestStacksIsTheNewestThatReadsBack() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    RunStore store(dir.path());
+    const QString id = QString::fromLatin1(kRunId);
+    QString path = QStringLiteral("untouched");
+    QVERIFY(!store.latestStacks(id, &path));
+    QCOMPARE(path, QStringLiteral("untouched"));
+    const QDateTime first = QDateTime::fromString(QStringLiteral("2026-11-24T01:44:27.698Z"), Qt::ISODateWithMs);
+    for (const int minutes : {0, 5, 2}) { // saved out of order: the capture time decides, not the saving
+        rankscope::StackTree tree;
+        tree.capturedAt = static_cast<double>(first.addSecs(60 * minutes).toMSecsSinceEpoch()) / 1000.0;
+        tree.addError(1, QStringLiteral("capture at +%1 min").arg(minutes));
+        QVERIFY(!store.saveStacks(id, tree.toJson(), first.addSecs(60 * minutes)).isEmpty());
+    }
+    QFile damaged(store.runDir(id) + QStringLiteral("/stacks-20261124T020000000Z.json"));
+    QVERIFY(damaged.open(QIODevice::WriteOnly));
+    damaged.write("{\"root\":");
+    damaged.close();
+    const auto latest = store.latestStacks(id, &path);
+    QVERIFY(latest);
+    QCOMPARE(latest->errors().value(1), QStringLiteral("capture at +5 min"));
+    QCOMPARE(path, store.runDir(id) + QStringLiteral("/stacks-20261124T014927698Z.json"));
 }
 
 void tst_RunStore::kernelLogsAreKeptPerNode() {

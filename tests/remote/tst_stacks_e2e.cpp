@@ -184,7 +184,7 @@ private slots:
         QVERIFY2(out.startsWith(QStringLiteral("stacks of run %1 (saved to ").arg(engine.record().id)),
                  qPrintable(out));
         QVERIFY2(showsHungRankApart(out, &why), qPrintable(why));
-        const QStringList files =
+        QStringList files =
             QDir(m_store.runDir(engine.record().id)).entryList({QStringLiteral("stacks-*.json")}, QDir::Files);
         QCOMPARE(files.size(), 2);
 
@@ -192,6 +192,29 @@ private slots:
         QVERIFY(engine.isActive());
         engine.stop();
         QVERIFY(finished.wait(60000));
+
+        // Once it has ended there is nothing to take stacks of: the CLI shows the newest capture saved with it (the
+        // one it took above), and `diagnose` points there.
+        QProcess ended;
+        ended.setProcessEnvironment(env);
+        ended.start(kCli, {QStringLiteral("stacks"), engine.record().id});
+        QVERIFY(ended.waitForFinished(60000));
+        const QString endedOut = QString::fromUtf8(ended.readAllStandardOutput() + ended.readAllStandardError());
+        QVERIFY2(ended.exitCode() == 0, qPrintable(endedOut));
+        QVERIFY2(endedOut.startsWith(
+                     QStringLiteral("run %1 has ended (stopped); its last stacks, taken at ").arg(engine.record().id)),
+                 qPrintable(endedOut));
+        QVERIFY2(showsHungRankApart(endedOut, &why), qPrintable(why));
+        files.sort();
+        QVERIFY2(endedOut.contains(m_store.runDir(engine.record().id) + QLatin1Char('/') + files.last()),
+                 qPrintable(endedOut));
+        QProcess diagnose;
+        diagnose.setProcessEnvironment(env);
+        diagnose.start(kCli, {QStringLiteral("diagnose"), engine.record().id});
+        QVERIFY(diagnose.waitForFinished(60000));
+        const QString diagnosed = QString::fromUtf8(diagnose.readAllStandardOutput());
+        QVERIFY2(diagnosed.contains(QStringLiteral(": rankscope-cli stacks %1\n").arg(engine.record().id)),
+                 qPrintable(diagnosed));
     }
 
     // gdb holds each rank of a healthy run for a moment, and its peer waits for it in the next collective: that is
