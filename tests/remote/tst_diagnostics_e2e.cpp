@@ -54,11 +54,26 @@ private:
         o.sshConfigPath = QStringLiteral("none");
         return o;
     }
-    QString cliDiagnose(const QString& run) const {
-        QProcess cli;
+    // The CLI's environment: this test's store.
+    QProcessEnvironment cliEnvironment() const {
         QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
         env.insert(QStringLiteral("RANKSCOPE_HOME"), m_dir.filePath(QStringLiteral("store")));
-        cli.setProcessEnvironment(env);
+        return env;
+    }
+    // Starts `rankscope-cli run` on a debug job named `name`; false when the job file cannot be written.
+    bool startCliRun(QProcess& cli, const QString& name, int steps, const QJsonArray& faults) const {
+        const QString jobPath = m_dir.filePath(name + QStringLiteral(".json"));
+        QFile job(jobPath);
+        if (!job.open(QIODevice::WriteOnly) || job.write(QJsonDocument(debugJob(name, steps, faults)).toJson()) < 0)
+            return false;
+        job.close();
+        cli.setProcessEnvironment(cliEnvironment());
+        cli.start(kCli, {QStringLiteral("run"), jobPath});
+        return true;
+    }
+    QString cliDiagnose(const QString& run) const {
+        QProcess cli;
+        cli.setProcessEnvironment(cliEnvironment());
         cli.start(kCli, {QStringLiteral("diagnose"), run});
         cli.waitForFinished(60000);
         return QString::fromUtf8(cli.readAllStandardOutput() + cli.readAllStandardError());
@@ -196,18 +211,9 @@ private slots:
     // hangs, the ranks' lines stop changing and are not printed again (before, every 10 s for as long as the hang
     // lasted). Ctrl-C then stops the run.
     void cliInAFileReportsAStuckRunOnce() {
-        const QString jobPath = m_dir.filePath(QStringLiteral("stuck-cli.json"));
-        {
-            QFile job(jobPath);
-            QVERIFY(job.open(QIODevice::WriteOnly));
-            job.write(QJsonDocument(debugJob("stuck-cli", 1000, {"--hang-at-step", "3", "--hang-rank", "1"})).toJson());
-        }
         QProcess cli;
-        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-        env.insert(QStringLiteral("RANKSCOPE_HOME"), m_dir.filePath(QStringLiteral("store")));
-        cli.setProcessEnvironment(env);
         cli.setProcessChannelMode(QProcess::MergedChannels);
-        cli.start(kCli, {QStringLiteral("run"), jobPath});
+        QVERIFY(startCliRun(cli, QStringLiteral("stuck-cli"), 1000, {"--hang-at-step", "3", "--hang-rank", "1"}));
         QByteArray out;
         QTRY_VERIFY2_WITH_TIMEOUT((out += cli.readAll()).contains("diagnosis: hang: rank 1 on localhost"),
                                   out.constData(), 60000);
@@ -228,17 +234,8 @@ private slots:
     // `rankscope-cli run` says a finding as it happens, and again under the summary at the end, as it last stood:
     // the live line may be screens away by then (a stack tree prints dozens of lines).
     void cliSummaryRepeatsTheStandingFindings() {
-        const QString jobPath = m_dir.filePath(QStringLiteral("slow-cli.json"));
-        {
-            QFile job(jobPath);
-            QVERIFY(job.open(QIODevice::WriteOnly));
-            job.write(QJsonDocument(debugJob("slow-cli", 60, {"--slow-rank", "1", "--slow-ms", "40"})).toJson());
-        }
         QProcess cli;
-        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-        env.insert(QStringLiteral("RANKSCOPE_HOME"), m_dir.filePath(QStringLiteral("store")));
-        cli.setProcessEnvironment(env);
-        cli.start(kCli, {QStringLiteral("run"), jobPath});
+        QVERIFY(startCliRun(cli, QStringLiteral("slow-cli"), 60, {"--slow-rank", "1", "--slow-ms", "40"}));
         QVERIFY(cli.waitForFinished(120000));
         const QString out = QString::fromUtf8(cli.readAllStandardOutput() + cli.readAllStandardError());
         QVERIFY2(cli.exitCode() == 0, qPrintable(out));
