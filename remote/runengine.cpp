@@ -207,6 +207,8 @@ void RunEngine::reset() {
     m_stoppedNodes.clear();
     m_processesLeft = 0;
     m_stopRequested = m_tearingDown = m_finished = m_launchFailed = m_unfollowed = false;
+    m_firstLaunchFailure.clear();
+    m_otherLaunchFailures.clear();
     m_teardownAt = {};
     m_stopRequestedAt = {};
     m_offlineEndingSince = {};
@@ -817,8 +819,19 @@ void RunEngine::onFailed(int node, int kind, const QString& message) {
             finish(QStringLiteral("lost"));
         return;
     }
-    if (m_record.summary.isEmpty() || !m_launchFailed)
-        m_record.summary = cause;
+    // The first failure in full, and every node that failed too by name: with sixteen nodes, the one named is not
+    // the only one to fix.
+    if (m_record.summary.isEmpty() || !m_launchFailed) {
+        m_firstLaunchFailure = cause;
+        m_otherLaunchFailures.clear();
+    } else {
+        m_otherLaunchFailures.append(
+            QStringLiteral("%1 (%2)").arg(host, transportErrorKindName(static_cast<TransportErrorKind>(kind))));
+    }
+    m_record.summary = m_otherLaunchFailures.isEmpty()
+                           ? m_firstLaunchFailure
+                           : QStringLiteral("%1; also failed: %2")
+                                 .arg(m_firstLaunchFailure, m_otherLaunchFailures.join(QStringLiteral(", ")));
     m_launchFailed = true;
     if (!m_tearingDown)
         teardown(m_options.failureGraceSeconds);

@@ -24,6 +24,7 @@
 #include <QObject>
 #include <QPointer>
 #include <QSet>
+#include <QStringList>
 #include <QVector>
 
 #include <functional>
@@ -214,6 +215,8 @@ private:
     bool m_finished = false;
     double m_knownUntil = std::numeric_limits<double>::infinity(); // open(): see openedKnownUntil()
     bool m_launchFailed = false;
+    QString m_firstLaunchFailure;      // the summary of a failed launch: the first node's failure in full
+    QStringList m_otherLaunchFailures; // and each node that failed after it: "host (kind)"
     bool m_unfollowed = false; // attached, and a node could not be reached
 };
 

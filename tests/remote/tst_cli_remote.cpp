@@ -48,18 +48,23 @@ private:
     QStringList connection() const {
         return {QStringLiteral("--known-hosts"), m_sshd.knownHostsPath(), QStringLiteral("--ssh-config"), m_sshConfig};
     }
-    QString writeJob(const QString& name, const QJsonObject& trainer, const QString& host = {}) const {
+    // `moreNodes` follow the loopback node.
+    QString writeJob(const QString& name, const QJsonObject& trainer, const QString& host = {},
+                     const QJsonArray& moreNodes = {}) const {
         const QString workDir = m_dir.filePath(QStringLiteral("work"));
         const QJsonObject node =
             host.isEmpty() ? m_sshd.nodeJson(QStringLiteral("loop"), workDir, 2)
                            : QJsonObject{{"name", "loop"}, {"host", host}, {"work_dir", workDir}, {"procs", 2}};
+        QJsonArray nodes{node};
+        for (const QJsonValue& more : moreNodes)
+            nodes.append(more);
         const QJsonObject job{{"version", 1},
                               {"name", name},
                               {"mode", "submit"},
                               {"deploy", "binary"},
                               // Below the kernel's ephemeral ports (32768 and up), and apart from the other tests'
                               {"master_port", 21000 + QRandomGenerator::global()->bounded(7000)},
-                              {"nodes", QJsonArray{node}},
+                              {"nodes", nodes},
                               {"trainer", trainer}};
         const QString path = m_dir.filePath(name + QStringLiteral(".json"));
         QFile file(path);
@@ -125,6 +130,26 @@ private slots:
         QVERIFY2(result.err.contains("nodes[1].host"), result.err.constData());
         QVERIFY2(result.err.contains("nodes[1].port"), result.err.constData());
         QVERIFY2(result.err.contains("trainer.model"), result.err.constData());
+    }
+
+    // A launch that fails on several nodes names each of them, not only the first to fail: that one's failure in
+    // full, the others by host and kind. The node that could be reached is left with nothing running.
+    void launchFailureNamesEveryNodeThatFailed() {
+        const QString workDir = m_dir.filePath(QStringLiteral("work"));
+        QJsonArray typos;
+        for (const char* host : {"no-such-node-a.invalid", "no-such-node-b.invalid"})
+            typos.append(QJsonObject{{"host", host}, {"work_dir", workDir}, {"procs", 1}});
+        const CliResult result =
+            cli(QStringList{QStringLiteral("run"), writeJob(QStringLiteral("typos"), trainer(4), {}, typos)} +
+                connection());
+        QVERIFY2(result.exitCode == 4, (result.out + result.err).constData());
+        const QByteArray last = result.err.trimmed().split('\n').last();
+        QVERIFY2(last.startsWith("rankscope-cli run: no-such-node-"), result.err.constData());
+        QVERIFY2(last.contains("(dns); also failed: no-such-node-"), result.err.constData());
+        QVERIFY2(last.contains("no-such-node-a.invalid") && last.contains("no-such-node-b.invalid"),
+                 result.err.constData());
+        QVERIFY2(result.out.contains("teardown verified: no process of the run is left on any node"),
+                 result.out.constData());
     }
 
     void runThroughAnSshConfigAliasShowsProgressAndSummary() {
