@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace rankscope {
 
@@ -341,6 +342,15 @@ void RunDiagnostics::checkHang(double now, QVector<Diagnosis>& changed) {
     if (moving)
         return; // not yet: someone is still getting there
     if (behind.isEmpty()) {
+        const bool noStepDone = std::all_of(m_ranks.cbegin(), m_ranks.cend(),
+                                            [](const RankState& s) { return s.step <= 0 && s.stepMs.empty(); });
+        if (noStepDone) {
+            double insideStill = std::numeric_limits<double>::infinity();
+            for (const int rank : std::as_const(inside))
+                insideStill = std::min(insideStill, stillFor(*m_ranks.constFind(rank), now));
+            if (insideStill < std::max(still, m_options.setupGraceSeconds))
+                return; // the set-up (see setupGraceSeconds)
+        }
         report({DiagnosisKind::Hang, key, inside, QString(), now,
                 QStringLiteral("every running rank (%1) is stuck inside collective #%2: no rank is missing from it, "
                                "so look at the communication itself (NCCL logs, the network)")

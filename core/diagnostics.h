@@ -53,6 +53,10 @@ struct DiagnosticsOptions {
     // steps when steps are longer than that: a rank that is merely slow is not a hang.
     double hangIntervals = 1.2;
     double defaultHeartbeatSeconds = 1.0;
+    // Before any rank has finished a step, every rank inside the same collective is how a run's set-up looks: NCCL
+    // creates its communicators in the first collective, which takes seconds across nodes. Such a stillness is a
+    // hang only past this many seconds. A rank missing from the collective is still named at once.
+    double setupGraceSeconds = 30.0;
     // A straggler's compute time per step (step time without the wait for others) stays above this factor
     // times the median of the other ranks over the last `stragglerWindow` steps (its median and three quarters
     // of its steps).

@@ -246,6 +246,37 @@ private slots:
                  qPrintable(hangs.front().message));
     }
 
+    // Before any step is done, every rank inside the first collective is a run setting up (NCCL creates its
+    // communicators there, seconds across nodes): no hang, and so no stack capture, until the set-up grace has
+    // passed; then the hang is reported. After a step the same stillness is a hang within two heartbeats (above).
+    void everyRankInsideTheFirstCollectiveIsASetUpForAWhile() {
+        QVector<TrainerEvent> events;
+        for (int i = 0; i < 40; ++i)
+            for (int rank = 0; rank < 3; ++rank)
+                events << heartbeat(rank, 2000.0 + i, 0, "forward", 1, 0);
+        RunDiagnostics diagnostics;
+        const QVector<Diagnosis> hangs = replay(diagnostics, events, DiagnosisKind::Hang);
+        QCOMPARE(hangs.size(), 1);
+        QVERIFY2(
+            hangs.front().message.startsWith(QLatin1String("every running rank (0-2) is stuck inside collective #1")),
+            qPrintable(hangs.front().message));
+        const double after = hangs.front().time - 2000.0; // the documented grace: 30 s, not two heartbeats
+        QVERIFY2(after >= 30.0 && after < 32.0, qPrintable(QString::number(after)));
+        // A rank missing from the first collective is named at once: it is not a set-up, the others wait for it.
+        QVector<TrainerEvent> missing;
+        for (int i = 0; i < 8; ++i) {
+            missing << heartbeat(0, 3000.0 + i, 0, "data", 0, 0);
+            for (int rank = 1; rank < 3; ++rank)
+                missing << heartbeat(rank, 3000.0 + i, 0, "forward", 1, 0);
+        }
+        RunDiagnostics other;
+        const QVector<Diagnosis> named = replay(other, missing, DiagnosisKind::Hang);
+        QCOMPARE(named.size(), 1);
+        QVERIFY2(named.front().message.startsWith(QLatin1String("rank 0 stuck at step 1 in phase data")),
+                 qPrintable(named.front().message));
+        QVERIFY2(named.front().time - 3000.0 < 3.0, qPrintable(QString::number(named.front().time - 3000.0)));
+    }
+
     // Ranks being ended stop moving by design: the same stillness is no hang once the ending began before it was
     // seen; a hang reported before the ending stays standing.
     // Rank 0 of the recorded hang gives up when its collective times out and fails first: the root cause names it,
