@@ -342,8 +342,8 @@ void RunDiagnostics::checkHang(double now, QVector<Diagnosis>& changed) {
     if (moving)
         return; // not yet: someone is still getting there
     if (behind.isEmpty()) {
-        const bool noStepDone = std::all_of(m_ranks.cbegin(), m_ranks.cend(),
-                                            [](const RankState& s) { return s.step <= 0 && s.stepMs.empty(); });
+        const bool noStepDone =
+            std::all_of(m_ranks.cbegin(), m_ranks.cend(), [](const RankState& s) { return s.stepMs.empty(); });
         if (noStepDone) {
             double insideStill = std::numeric_limits<double>::infinity();
             for (const int rank : std::as_const(inside))

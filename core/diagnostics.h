@@ -53,7 +53,8 @@ struct DiagnosticsOptions {
     // steps when steps are longer than that: a rank that is merely slow is not a hang.
     double hangIntervals = 1.2;
     double defaultHeartbeatSeconds = 1.0;
-    // Before any rank has finished a step, every rank inside the same collective is how a run's set-up looks: NCCL
+    // Before any rank has finished a step in this run (step events, not the heartbeat's count, which a run resumed
+    // from a checkpoint starts high), every rank inside the same collective is how a run's set-up looks: NCCL
     // creates its communicators in the first collective, which takes seconds across nodes. Such a stillness is a
     // hang only past this many seconds. A rank missing from the collective is still named at once.
     double setupGraceSeconds = 30.0;

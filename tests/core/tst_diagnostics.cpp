@@ -64,9 +64,12 @@ TrainerEvent step(int rank, double time, qint64 step, double stepMs, double wait
 
 // Feeds events in time order, evaluating every 50 ms as a live view would; returns the diagnoses of `kind`
 // and the time each was first reported.
-// Ranks 0-2 inside collective #12 at step 7 for 8 s, beating every second: none moves, none is missing.
+// Ranks 0-2 inside collective #12 at step 7 for 8 s, beating every second: none moves, none is missing. Each
+// has finished step 7 before: the run is past its set-up.
 QVector<TrainerEvent> threeRanksInsideCollective12() {
     QVector<TrainerEvent> events;
+    for (int rank = 0; rank < 3; ++rank)
+        events << step(rank, 1999.5, 7, 100.0, 10.0);
     for (int i = 0; i < 8; ++i)
         for (int rank = 0; rank < 3; ++rank)
             events << heartbeat(rank, 2000.0 + i, 7, "backward", 12, 11);
@@ -246,7 +249,7 @@ private slots:
                  qPrintable(hangs.front().message));
     }
 
-    // Before any step is done, every rank inside the first collective is a run setting up (NCCL creates its
+    // Before any step is done in this run, every rank inside the first collective is a run setting up (NCCL creates its
     // communicators there, seconds across nodes): no hang, and so no stack capture, until the set-up grace has
     // passed; then the hang is reported. After a step the same stillness is a hang within two heartbeats (above).
     void everyRankInsideTheFirstCollectiveIsASetUpForAWhile() {
@@ -262,6 +265,14 @@ private slots:
             qPrintable(hangs.front().message));
         const double after = hangs.front().time - 2000.0; // the documented grace: 30 s, not two heartbeats
         QVERIFY2(after >= 30.0 && after < 32.0, qPrintable(QString::number(after)));
+        // A run resumed from a checkpoint counts its steps from there: its heartbeats say step 1000 before this
+        // process has finished any step, and its first collective is as much a set-up.
+        QVector<TrainerEvent> resumed;
+        for (int i = 0; i < 10; ++i)
+            for (int rank = 0; rank < 3; ++rank)
+                resumed << heartbeat(rank, 4000.0 + i, 1000, "forward", 1, 0);
+        RunDiagnostics afterResume;
+        QVERIFY(replay(afterResume, resumed, DiagnosisKind::Hang).isEmpty());
         // A rank missing from the first collective is named at once: it is not a set-up, the others wait for it.
         QVector<TrainerEvent> missing;
         for (int i = 0; i < 8; ++i) {
