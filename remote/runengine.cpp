@@ -821,7 +821,7 @@ void RunEngine::onFailed(int node, int kind, const QString& message) {
     }
     // The first failure in full, and every node that failed too by name: with sixteen nodes, the one named is not
     // the only one to fix.
-    if (m_record.summary.isEmpty() || !m_launchFailed) {
+    if (!m_launchFailed) {
         m_firstLaunchFailure = cause;
         m_otherLaunchFailures.clear();
     } else {

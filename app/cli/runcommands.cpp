@@ -58,6 +58,11 @@ void installInterruptHandler(const std::function<void(int)>& onInterrupt) {
 
 namespace {
 
+// A time the engine keeps as Unix seconds, in this machine's local time.
+QString localTime(double unixSeconds, const QString& format) {
+    return QDateTime::fromMSecsSinceEpoch(qint64(unixSeconds * 1000.0)).toString(format);
+}
+
 remote::EngineOptions engineOptions(const ConnectionFlags& flags) {
     remote::EngineOptions options;
     options.knownHostsPath = flags.knownHosts;
@@ -247,8 +252,7 @@ int runStacksCommand(const QString& run, bool json, const ConnectionFlags& flags
             object.insert("path", path);
             std::printf("%s", QJsonDocument(object).toJson().constData());
         } else {
-            const QString at = QDateTime::fromMSecsSinceEpoch(qint64(saved->capturedAt * 1000.0))
-                                   .toString(QStringLiteral("yyyy-MM-dd HH:mm:ss"));
+            const QString at = localTime(saved->capturedAt, QStringLiteral("yyyy-MM-dd HH:mm:ss"));
             std::printf("run %s has ended (%s); its last stacks, taken at %s (%s):\n%s", qPrintable(id),
                         qPrintable(record->state), qPrintable(at), qPrintable(path), qPrintable(saved->render()));
         }
@@ -344,7 +348,7 @@ int runDiagnoseCommand(const QString& run, bool json) {
     }
     if (const double until = engine.openedKnownUntil(); std::isfinite(until)) {
         // Not seen to end: say how old this machine's copy is, and how to bring it up to date.
-        const QString at = QDateTime::fromMSecsSinceEpoch(qint64(until * 1000.0)).toString(QStringLiteral("HH:mm:ss"));
+        const QString at = localTime(until, QStringLiteral("HH:mm:ss"));
         std::printf("run %s: %s, as of %s in this machine's copy (rankscope-cli attach %s brings it up to date)\n",
                     qPrintable(id), qPrintable(engine.record().state), qPrintable(at), qPrintable(id));
     }
@@ -354,9 +358,7 @@ int runDiagnoseCommand(const QString& run, bool json) {
         std::printf("%s\n", qPrintable(d.toString()));
     if (const auto stacks = store.latestStacks(id)) // taken when a hang was diagnosed, or by `stacks`
         std::printf("stacks taken at %s: rankscope-cli stacks %s\n",
-                    qPrintable(QDateTime::fromMSecsSinceEpoch(qint64(stacks->capturedAt * 1000.0))
-                                   .toString(QStringLiteral("HH:mm:ss"))),
-                    qPrintable(id));
+                    qPrintable(localTime(stacks->capturedAt, QStringLiteral("HH:mm:ss"))), qPrintable(id));
     return kExitOk;
 }
 
