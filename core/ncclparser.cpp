@@ -3,6 +3,7 @@
 
 #include <QSet>
 #include <QVarLengthArray>
+#include <QVersionNumber>
 #include <QtAlgorithms>
 
 #include <algorithm>
@@ -767,7 +768,9 @@ int NcclLogParser::threadSlot(const Header& header) {
 NcclFacts NcclLogParser::facts() const {
     NcclFacts facts;
     facts.versions = m_versions;
-    facts.versions.sort();
+    std::sort(facts.versions.begin(), facts.versions.end(), [](const QString& a, const QString& b) {
+        return QVersionNumber::compare(QVersionNumber::fromString(a), QVersionNumber::fromString(b)) < 0;
+    });
     facts.hosts = m_hosts;
     facts.hosts.sort();
     QSet<int> ranks;

@@ -42,7 +42,7 @@ struct NcclWarning {
 };
 
 struct NcclFacts {
-    QStringList versions; // "2.10.3", sorted
+    QStringList versions; // "2.10.3", in version order ("2.4.7" before "2.13.4")
     QStringList hosts;    // sorted
     QList<int> ranks;     // from communicator init lines, sorted
     int nranks = 0;       // the largest communicator's size; 0 when unknown

@@ -474,6 +474,14 @@ void tst_LogParsers::messyLines_data() {
                                     .arg(QChar(0xFFFD));
     QTest::newRow("nccl version in info") << QByteArray("h:1:1 [0] NCCL INFO NCCL version 2.18.3+cuda12.2\n")
                                           << "nccl.versions" << R"(["2.18.3"])";
+    // Versions in the order of their numbers, not of their text ("2.4.7" before "2.13.4", "2.18.1" before
+    // "2.18.10").
+    QTest::newRow("nccl versions in numeric order") << QByteArray("a:1:1 [0] NCCL INFO NCCL version 2.18.10+cuda12.2\n"
+                                                                  "b:1:1 [0] NCCL INFO NCCL version 2.13.4+cuda11.7\n"
+                                                                  "c:1:1 [0] NCCL INFO NCCL version 2.4.7+cuda10.1\n"
+                                                                  "d:1:1 [0] NCCL INFO NCCL version 2.18.1+cuda12.1\n")
+                                                    << "nccl.versions"
+                                                    << R"(["2.4.7","2.13.4","2.18.1","2.18.10"])";
     QTest::newRow("ib no device is not a network") << QByteArray("h:1:1 [0] NCCL INFO NET/IB : No device found.\n")
                                                    << "nccl.network" << "<absent>";
     QTest::newRow("interleaved tracebacks by rank")
