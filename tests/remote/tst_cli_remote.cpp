@@ -221,6 +221,55 @@ private slots:
         QVERIFY2(bad.err.contains("--stream stdout: each must be out, err, events or all"), bad.err.constData());
     }
 
+    // Into a file, the progress block every 10 s and the final table line up across host names of different
+    // lengths: the loopback node by its address (2 ranks) and a second node through the long alias (1 rank).
+    void progressAndSummaryLineUpAcrossHosts() {
+        const QString alias = QStringLiteral("rs-alias-of-a-node-with-a-long-name");
+        const QJsonArray second{QJsonObject{
+            {"name", "far"}, {"host", alias}, {"work_dir", m_dir.filePath(QStringLiteral("work2"))}, {"procs", 1}}};
+        // Long enough for at least one progress block (10 s after the launch).
+        const CliResult result =
+            cli(QStringList{QStringLiteral("run"),
+                            writeJob(QStringLiteral("two-hosts"), trainer(40, {"--slow-ms", "400", "--slow-rank", "2"}),
+                                     {}, second)} +
+                connection());
+        QVERIFY2(result.exitCode == 0, (result.out + result.err).constData());
+        const QByteArrayList lines = result.out.split('\n');
+        // Where each progress line's bar (or "starting") begins: after "rank   N HOST ".
+        int blocks = 0;
+        for (qsizetype i = 0; i + 2 < lines.size(); ++i) {
+            if (!lines[i].startsWith("rank   0 "))
+                continue;
+            ++blocks;
+            QList<qsizetype> columns;
+            for (int rank = 0; rank < 3; ++rank) {
+                const QByteArray& line = lines[i + rank];
+                QVERIFY2(line.startsWith(QStringLiteral("rank   %1 ").arg(rank).toUtf8()), result.out.constData());
+                const QByteArray host = rank < 2 ? m_sshd.host().toUtf8() : alias.toUtf8();
+                QVERIFY2(line.mid(9).startsWith(host + ' '), result.out.constData());
+                qsizetype at = 9 + host.size();
+                while (at < line.size() && line[at] == ' ')
+                    ++at;
+                columns.append(at);
+            }
+            QVERIFY2(columns[0] == columns[1] && columns[1] == columns[2], result.out.constData());
+            QCOMPARE(columns[0], qsizetype(9 + alias.size() + 1));
+        }
+        QVERIFY2(blocks >= 1, result.out.constData());
+        // The final table: each rank's final loss ends under its heading, whatever its host's length.
+        const auto header = std::find_if(lines.cbegin(), lines.cend(),
+                                         [](const QByteArray& line) { return line.contains("final loss"); });
+        QVERIFY2(header != lines.cend(), result.out.constData());
+        const qsizetype lossEnd = header->indexOf("final loss") + qsizetype(sizeof("final loss") - 1);
+        for (int rank = 0; rank < 3; ++rank) {
+            const QByteArray& line = *(header + 1 + rank);
+            const QByteArrayList cells = line.simplified().split(' ');
+            QVERIFY2(cells.size() >= 3 && cells[0] == QByteArray::number(rank), result.out.constData());
+            const qsizetype at = line.indexOf(" " + cells[2] + " ", line.indexOf(cells[1]) + cells[1].size() - 1);
+            QVERIFY2(at > 0 && at + 1 + cells[2].size() == lossEnd, result.out.constData());
+        }
+    }
+
     // A node that cannot be reached is exit status 4, not a rank's failure (1), with the host and the cause.
     void unreachableNodeIsExitStatus4() {
         const QString path = writeJob(QStringLiteral("unreachable"), trainer(4), QStringLiteral("127.0.0.1"));
