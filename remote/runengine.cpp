@@ -904,6 +904,9 @@ void RunEngine::teardown(int graceSeconds) {
 void RunEngine::stop() {
     if (m_finished || m_workers.isEmpty() || m_record.endSeen()) // nothing runs: an ended run, attached to
         return;
+    // A stop asked before, by a front end that left while it ran (a second Ctrl-C), keeps its time: the ranks'
+    // SIGTERM errors from then on are that stop's, not failures before this one.
+    noticeStopRequest();
     m_stopRequested = !m_tearingDown || m_stopRequested;
     if (m_stopRequested && !m_stopRequestedAt.isValid()) {
         m_stopRequestedAt = QDateTime::currentDateTimeUtc();

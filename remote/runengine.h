@@ -88,6 +88,7 @@ public:
     // The launch failed on a node that could not be reached or prepared (connect, deploy, start), not in a rank.
     [[nodiscard]] bool launchFailed() const { return m_launchFailed; }
     void stop();   // teardown: SIGTERM, SIGKILL after the grace period, verified on every node
+    [[nodiscard]] int stopGraceSeconds() const { return m_options.stopGraceSeconds; }
     void detach(); // stop following; the run goes on on its nodes
     // Takes every rank's native stacks on its node (gdb or eu-stack, on the node workers' threads), merges
     // them into one tree, saves it in the run store and emits stacksCaptured; a capture still running is

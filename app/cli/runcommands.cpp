@@ -97,21 +97,33 @@ bool attachMonitored(remote::RunEngine& engine, RunMonitor& monitor, const QStri
     return attached;
 }
 
-// Runs the event loop until the monitor reports the end; Ctrl-C stops the run, a second one leaves it running.
+// Runs the event loop until the monitor reports the end. Ctrl-C stops the run; a second one stops waiting for that.
 int follow(remote::RunEngine& engine, RunMonitor& monitor, OnInterrupt onInterrupt) {
     int interrupts = 0;
+    bool stopping = onInterrupt == OnInterrupt::LeaveRunning; // `stop` has asked for it already
     installInterruptHandler([&](int signal) {
         ++interrupts;
         const bool stops =
             onInterrupt == OnInterrupt::Stop || (onInterrupt == OnInterrupt::StopOnCtrlC && signal == SIGINT);
+        const QString id = engine.record().id;
         if (interrupts == 1 && stops) {
-            std::fprintf(stderr, "\nstopping the run on every node (Ctrl-C again to leave it running)\n");
+            std::fprintf(stderr,
+                         "\nstopping the run on every node: SIGTERM to every rank, SIGKILL after %d s to what is left "
+                         "(Ctrl-C again to stop waiting)\n",
+                         engine.stopGraceSeconds());
+            stopping = true;
             engine.stop();
             return;
         }
         engine.detach();
-        std::fprintf(stderr, "\nleft run %s running: rankscope-cli attach %s\n", qPrintable(engine.record().id),
-                     qPrintable(engine.record().id));
+        // The ranks were told to end already: what is left of the run is left as it is, not running as it was.
+        if (stopping)
+            std::fprintf(stderr,
+                         "\nleft run %s while it stops: rankscope-cli stop %s finishes that and checks that no "
+                         "process of it is left\n",
+                         qPrintable(id), qPrintable(id));
+        else
+            std::fprintf(stderr, "\nleft run %s running: rankscope-cli attach %s\n", qPrintable(id), qPrintable(id));
         QCoreApplication::exit(kExitRunFailed);
     });
     QObject::connect(&monitor, &RunMonitor::done, QCoreApplication::instance(),

@@ -330,6 +330,46 @@ private slots:
         QCOMPARE(pgrep.readAllStandardOutput(), QByteArray());
     }
 
+    // A second Ctrl-C while the first one's stop runs leaves the run as it is then: its ranks were told to end, so
+    // it is not said to be left running, and `stop` finishes it as the user's stop, not as ranks that failed.
+    void secondCtrlCLeavesTheStopToStop() {
+        QProcess run;
+        run.setProcessEnvironment(cliEnvironment());
+        run.setProcessChannelMode(QProcess::MergedChannels);
+        // Steps of 3 s on rank 0: SIGTERM ends a rank at its step's end, so the stop takes seconds.
+        run.start(QStringLiteral(RANKSCOPE_BIN_DIR "/rankscope-cli"),
+                  QStringList{QStringLiteral("run"),
+                              writeJob(QStringLiteral("left-stopping"),
+                                       trainer(0, QJsonArray{"--slow-ms", "3000", "--slow-rank", "0"}, 1000))} +
+                      connection());
+        QByteArray output;
+        QTRY_VERIFY_WITH_TIMEOUT((output += run.readAll()).contains("started on every node"), 60000);
+        QTest::qWait(2000);
+        const qint64 pid = run.processId();
+        QVERIFY2(pid > 0 && run.state() == QProcess::Running, (output + run.readAll()).constData());
+        ::kill(static_cast<pid_t>(pid), SIGINT);
+        QTRY_VERIFY_WITH_TIMEOUT((output += run.readAll()).contains("stopping the run on every node: SIGTERM"), 10000);
+        ::kill(static_cast<pid_t>(pid), SIGINT);
+        QVERIFY(run.waitForFinished(30000));
+        output += run.readAll();
+        QVERIFY2(run.exitCode() == 1, output.constData());
+        RunStore store(m_dir.filePath(QStringLiteral("home")));
+        const QString id = store.resolveId(QStringLiteral("latest"));
+        QCOMPARE(store.load(id)->name, QStringLiteral("left-stopping"));
+        QVERIFY2(output.contains(QStringLiteral("left run %1 while it stops: rankscope-cli stop %1").arg(id).toUtf8()),
+                 output.constData());
+        QVERIFY2(!output.contains("running: rankscope-cli attach"), output.constData());
+        QVERIFY(store.stopRequestedAt(id).isValid());
+
+        const CliResult stopped = cli(QStringList{QStringLiteral("stop"), id} + connection());
+        QVERIFY2(stopped.exitCode == 0, (stopped.out + stopped.err).constData());
+        QVERIFY2(stopped.out.contains("no process of the run is left"), stopped.out.constData());
+        const RunRecord record = *store.load(id);
+        QCOMPARE(record.state, QStringLiteral("stopped"));
+        QCOMPARE(record.summary, QStringLiteral("stopped by the user"));
+        QCOMPARE(record.firstFailedRank, -1);
+    }
+
     void detachedRunIsFollowedAndStoppedWithNothingLeft() {
         const CliResult started =
             cli(QStringList{QStringLiteral("run"),
