@@ -858,10 +858,14 @@ void RunEngine::onDrained(int node) {
     QString state = QStringLiteral("finished");
     const bool anyFailed = std::any_of(m_record.exits.begin(), m_record.exits.end(),
                                        [](const RankExit& exit) { return exit.status != 0 && !exit.stopped; });
+    // Every rank ran to its end (a stop asked after that, or as it ended, found nothing to stop): finished.
+    const bool everyRankDone = m_record.worldSize > 0 && m_record.exits.size() == m_record.worldSize &&
+                               std::all_of(m_record.exits.begin(), m_record.exits.end(),
+                                           [](const RankExit& exit) { return exit.status == 0; });
     noteFailure(); // every error event is in now
     if (m_launchFailed || m_record.firstFailedRank >= 0)
         state = QStringLiteral("failed");
-    else if (m_stopRequested)
+    else if (m_stopRequested && !everyRankDone)
         state = QStringLiteral("stopped");
     else if (m_unfollowed)
         state = QStringLiteral("lost"); // some node's ranks were never seen to end

@@ -370,6 +370,37 @@ private slots:
         QCOMPARE(record.firstFailedRank, -1);
     }
 
+    // A detached run that trained to its end with nobody attached is finished, also when the first to look at it
+    // again is `stop`: every rank exited 0, so there was nothing to stop and nothing the user ended.
+    void stopOfARunThatFinishedUnseenKeepsItFinished() {
+        const CliResult started =
+            cli(QStringList{QStringLiteral("run"), writeJob(QStringLiteral("done-unseen"), trainer(4)),
+                            QStringLiteral("--detach")} +
+                connection());
+        QVERIFY2(started.exitCode == 0, (started.out + started.err).constData());
+        RunStore store(m_dir.filePath(QStringLiteral("home")));
+        const QString id = store.resolveId(QStringLiteral("latest"));
+        QCOMPARE(store.load(id)->name, QStringLiteral("done-unseen"));
+        // Its processes (the supervisor's and the ranks') are gone once it has ended on the node.
+        const auto running = [&id] {
+            QProcess pgrep;
+            pgrep.start(QStringLiteral("pgrep"), {QStringLiteral("-f"), id});
+            pgrep.waitForFinished();
+            return !pgrep.readAllStandardOutput().isEmpty();
+        };
+        QTRY_VERIFY_WITH_TIMEOUT(!running(), 60000);
+        QCOMPARE(store.load(id)->state, QStringLiteral("running")); // as far as this machine has seen
+
+        const CliResult stopped = cli(QStringList{QStringLiteral("stop"), id} + connection());
+        QVERIFY2(stopped.exitCode == 0, (stopped.out + stopped.err).constData());
+        QVERIFY2(stopped.out.contains(QStringLiteral("run %1: finished").arg(id).toUtf8()), stopped.out.constData());
+        const RunRecord record = *store.load(id);
+        QCOMPARE(record.state, QStringLiteral("finished"));
+        QVERIFY2(record.summary.isEmpty(), qPrintable(record.summary));
+        QCOMPARE(record.exits.value(0).status, 0);
+        QCOMPARE(record.exits.value(1).status, 0);
+    }
+
     void detachedRunIsFollowedAndStoppedWithNothingLeft() {
         const CliResult started =
             cli(QStringList{QStringLiteral("run"),
