@@ -16,6 +16,8 @@ namespace rankscope {
 
 namespace {
 
+constexpr qsizetype kIdSecondLength = 15; // a run id starts with its second: "yyyyMMdd-HHmmss"
+
 bool writeJson(const QString& path, const QJsonObject& object, QString* error) {
     QSaveFile file(path);
     if (!file.open(QIODevice::WriteOnly) || file.write(QJsonDocument(object).toJson()) < 0 || !file.commit()) {
@@ -321,7 +323,17 @@ QVector<RunRecord> RunStore::list() const {
     for (const QString& id : ids)
         if (auto record = load(id))
             runs.append(*record);
-    std::sort(runs.begin(), runs.end(), [](const RunRecord& a, const RunRecord& b) { return a.id > b.id; });
+    // Newest first: by the second in the id, then by the creation time's milliseconds, as two runs started in the
+    // same second have ids whose random tails say nothing of their order.
+    std::sort(runs.begin(), runs.end(), [](const RunRecord& a, const RunRecord& b) {
+        const QStringView secondA = QStringView(a.id).left(kIdSecondLength);
+        const QStringView secondB = QStringView(b.id).left(kIdSecondLength);
+        if (secondA != secondB)
+            return secondA > secondB;
+        if (a.created != b.created)
+            return a.created > b.created;
+        return a.id > b.id;
+    });
     return runs;
 }
 

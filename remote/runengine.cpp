@@ -268,11 +268,11 @@ bool RunEngine::launch(const JobSpec& original, RunMode mode, const LaunchOption
     }
 
     m_record = {};
-    m_record.id = m_store->newRunId();
+    m_record.created = QDateTime::currentDateTimeUtc();
+    m_record.id = m_store->newRunId(m_record.created); // the same second as its creation time
     m_record.name = job.name;
     m_record.mode = modeName(mode);
     m_record.state = QStringLiteral("launching");
-    m_record.created = QDateTime::currentDateTimeUtc();
     m_record.job = jobToJson(original);
     m_record.worldSize = plan.worldSize;
     for (const PlanNode& node : plan.nodes)

@@ -147,6 +147,7 @@ private slots:
     void resolveId_data();
     void resolveId();
     void resolveLatestInEmptyStore();
+    void latestOfRunsStartedInOneSecondIsTheLastStarted();
     void streamPathAndSize();
     void appendStream_data();
     void appendStream();
@@ -427,6 +428,26 @@ void tst_RunStore::resolveId() {
         for (const QString& part : inMessage)
             QVERIFY2(error.contains(part), qPrintable(error));
     }
+}
+
+// Two runs started in the same second (a launch that failed at once, then the next): their ids differ only in a
+// random tail, which says nothing of their order, so `latest` and the list go by the creation time.
+void tst_RunStore::latestOfRunsStartedInOneSecondIsTheLastStarted() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    RunStore store(dir.path());
+    const QDateTime second = QDateTime(QDate(2026, 11, 24), QTime(5, 16, 22), Qt::UTC);
+    RunRecord first = minimalRecord(QStringLiteral("20261124-051622-f00d"));
+    first.created = second.addMSecs(120);
+    RunRecord then = minimalRecord(QStringLiteral("20261124-051622-1abc"));
+    then.created = second.addMSecs(870);
+    RunRecord before = minimalRecord(QStringLiteral("20261124-051621-ffff"));
+    before.created = second.addMSecs(-500);
+    for (const RunRecord& record : {then, before, first})
+        QVERIFY(store.save(record));
+    QCOMPARE(idsOf(store.list()), (QStringList{then.id, first.id, before.id}));
+    QCOMPARE(store.resolveId(QStringLiteral("latest")), then.id);
+    QCOMPARE(store.newRunId(second).left(16), QStringLiteral("20261124-051622-"));
 }
 
 void tst_RunStore::resolveLatestInEmptyStore() {
