@@ -89,6 +89,24 @@ private:
         }
         return {};
     }
+    // `rankscope-cli run` of a long job (1000 epochs, rank 0 slowed by `slowMs` a step) in `run`, given a Ctrl-C 2 s
+    // after its ranks started: its pid in `pid` (a run that already ended has none, and kill(0, …) would interrupt
+    // this test's whole process group, ctest's), what it printed in `output`.
+    void interruptLongRun(QProcess& run, const QString& name, int slowMs, QByteArray& output, qint64& pid) const {
+        run.setProcessEnvironment(cliEnvironment());
+        run.setProcessChannelMode(QProcess::MergedChannels);
+        run.start(
+            QStringLiteral(RANKSCOPE_BIN_DIR "/rankscope-cli"),
+            QStringList{QStringLiteral("run"),
+                        writeJob(name, trainer(0, QJsonArray{"--slow-ms", QString::number(slowMs), "--slow-rank", "0"},
+                                               1000))} +
+                connection());
+        QTRY_VERIFY_WITH_TIMEOUT((output += run.readAll()).contains("started on every node"), 60000);
+        QTest::qWait(2000);
+        pid = run.processId();
+        QVERIFY2(pid > 0 && run.state() == QProcess::Running, (output + run.readAll()).constData());
+        ::kill(static_cast<pid_t>(pid), SIGINT);
+    }
     static QJsonObject trainer(int steps, const QJsonArray& extra = {}, int epochs = 1) {
         return QJsonObject{{"dataset", "synthetic"}, {"model", "mlp"},    {"epochs", epochs},   {"max_steps", steps},
                            {"batch_size", 16},       {"backend", "gloo"}, {"extra_args", extra}};
@@ -302,20 +320,11 @@ private slots:
 
     void ctrlCStopsTheRunOnTheNodes() {
         QProcess run;
-        run.setProcessEnvironment(cliEnvironment());
-        run.setProcessChannelMode(QProcess::MergedChannels);
-        run.start(QStringLiteral(RANKSCOPE_BIN_DIR "/rankscope-cli"),
-                  QStringList{QStringLiteral("run"),
-                              writeJob(QStringLiteral("interrupted"),
-                                       trainer(0, QJsonArray{"--slow-ms", "50", "--slow-rank", "0"}, 1000))} +
-                      connection());
         QByteArray output;
-        QTRY_VERIFY_WITH_TIMEOUT((output += run.readAll()).contains("started on every node"), 60000);
-        QTest::qWait(2000);
-        // A run that already ended has no pid: kill(0, …) would interrupt this test's whole process group (ctest).
-        const qint64 pid = run.processId();
-        QVERIFY2(pid > 0 && run.state() == QProcess::Running, (output + run.readAll()).constData());
-        ::kill(static_cast<pid_t>(pid), SIGINT);
+        qint64 pid = 0;
+        interruptLongRun(run, QStringLiteral("interrupted"), 50, output, pid);
+        if (QTest::currentTestFailed())
+            return;
         QVERIFY(run.waitForFinished(60000));
         output += run.readAll();
         QVERIFY2(run.exitCode() == 1, output.constData());
@@ -334,20 +343,12 @@ private slots:
     // it is not said to be left running, and `stop` finishes it as the user's stop, not as ranks that failed.
     void secondCtrlCLeavesTheStopToStop() {
         QProcess run;
-        run.setProcessEnvironment(cliEnvironment());
-        run.setProcessChannelMode(QProcess::MergedChannels);
-        // Steps of 3 s on rank 0: SIGTERM ends a rank at its step's end, so the stop takes seconds.
-        run.start(QStringLiteral(RANKSCOPE_BIN_DIR "/rankscope-cli"),
-                  QStringList{QStringLiteral("run"),
-                              writeJob(QStringLiteral("left-stopping"),
-                                       trainer(0, QJsonArray{"--slow-ms", "3000", "--slow-rank", "0"}, 1000))} +
-                      connection());
         QByteArray output;
-        QTRY_VERIFY_WITH_TIMEOUT((output += run.readAll()).contains("started on every node"), 60000);
-        QTest::qWait(2000);
-        const qint64 pid = run.processId();
-        QVERIFY2(pid > 0 && run.state() == QProcess::Running, (output + run.readAll()).constData());
-        ::kill(static_cast<pid_t>(pid), SIGINT);
+        qint64 pid = 0;
+        // Steps of 3 s on rank 0: SIGTERM ends a rank at its step's end, so the stop takes seconds.
+        interruptLongRun(run, QStringLiteral("left-stopping"), 3000, output, pid);
+        if (QTest::currentTestFailed())
+            return;
         QTRY_VERIFY_WITH_TIMEOUT((output += run.readAll()).contains("stopping the run on every node: SIGTERM"), 10000);
         ::kill(static_cast<pid_t>(pid), SIGINT);
         QVERIFY(run.waitForFinished(30000));
