@@ -8,6 +8,8 @@
 #include <QCryptographicHash>
 #include <QSet>
 
+#include <algorithm>
+#include <functional>
 #include <map>
 #include <vector>
 
@@ -98,24 +100,31 @@ QVector<Diagnosis> ncclNetworkFindings(const QMap<int, NcclFacts>& perRank, cons
                            "uses TCP sockets between nodes: expect a fraction of the bandwidth. If the nodes have "
                            "InfiniBand or RoCE, check the driver (ibv_devices) and NCCL_IB_DISABLE / NCCL_IB_HCA.")
                 .arg(hostOf(socketWithoutIb.front()), formatRankList(socketWithoutIb))));
-    // Ranks that disagree: one finding naming each group, e.g. "IB on rank(s) 0; Socket on rank(s) 1".
-    const auto disagreement = [&](const QString& key, const QMap<QString, QVector<int>>& groups, const QString& text) {
+    // Ranks that disagree: one finding naming each group, e.g. "IB on rank(s) 0; Socket on rank(s) 1", in the order
+    // of `before` (the groups' text order when none).
+    const auto disagreement = [&](const QString& key, const QMap<QString, QVector<int>>& groups, const QString& text,
+                                  const std::function<bool(const QString&, const QString&)>& before = {}) {
         if (groups.size() < 2)
             return;
+        QStringList names = groups.keys();
+        if (before)
+            std::sort(names.begin(), names.end(), before);
         QStringList parts;
         QVector<int> ranks;
-        for (auto it = groups.begin(); it != groups.end(); ++it) {
-            parts << QStringLiteral("%1 on rank(s) %2").arg(it.key(), formatRankList(it.value()));
-            ranks += it.value();
+        for (const QString& name : std::as_const(names)) {
+            parts << QStringLiteral("%1 on rank(s) %2").arg(name, formatRankList(groups.value(name)));
+            ranks += groups.value(name);
         }
         found.append(finding(key, ranks, QString(), now, text.arg(parts.join(QStringLiteral("; ")))));
     };
     disagreement(QStringLiteral("nccl:network-mismatch"), byNetwork,
                  QStringLiteral("the ranks chose different NCCL networks (%1): the slowest decides the speed of "
                                 "every collective; give the nodes the same NCCL_NET / NCCL_IB_* settings."));
+    // By version, as inspect lists them: "2.4.7" before "2.13.4" (a rank's versions are joined by '/').
     disagreement(QStringLiteral("nccl:version-mismatch"), byVersion,
                  QStringLiteral("the ranks run different NCCL versions (%1): mixed versions can hang or fail in "
-                                "init; deploy the same LibTorch everywhere."));
+                                "init; deploy the same LibTorch everywhere."),
+                 ncclVersionBefore);
 
     // Each distinct warning once, with every rank that printed it.
     struct RankWarning {

@@ -765,12 +765,14 @@ int NcclLogParser::threadSlot(const Header& header) {
     return static_cast<int>((quint64(header.pid) * 0x9e3779b97f4a7c15ULL ^ quint64(header.tid)) % kThreadSlots);
 }
 
+bool ncclVersionBefore(const QString& a, const QString& b) {
+    return QVersionNumber::compare(QVersionNumber::fromString(a), QVersionNumber::fromString(b)) < 0;
+}
+
 NcclFacts NcclLogParser::facts() const {
     NcclFacts facts;
     facts.versions = m_versions;
-    std::sort(facts.versions.begin(), facts.versions.end(), [](const QString& a, const QString& b) {
-        return QVersionNumber::compare(QVersionNumber::fromString(a), QVersionNumber::fromString(b)) < 0;
-    });
+    std::sort(facts.versions.begin(), facts.versions.end(), ncclVersionBefore);
     facts.hosts = m_hosts;
     facts.hosts.sort();
     QSet<int> ranks;

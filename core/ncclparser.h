@@ -58,6 +58,10 @@ struct NcclFacts {
     [[nodiscard]] bool isEmpty() const;
 };
 
+// Whether NCCL version `a` comes before `b` by their numbers ("2.4.7" before "2.13.4"); text after the numbers
+// (a rank's versions joined by '/') is not looked at.
+[[nodiscard]] bool ncclVersionBefore(const QString& a, const QString& b);
+
 // NCCL's own output (NCCL_DEBUG=INFO or WARN), versions 2.4 to current. A record is found by its
 // " NCCL INFO " / " NCCL WARN " marker and its header "host:pid:tid [dev]" read backwards from there, so any
 // prefix before it (pdsh "node: ", Python logging, timestamps) does not matter, and several records that a

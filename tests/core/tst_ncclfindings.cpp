@@ -93,6 +93,14 @@ private slots:
         const Diagnosis* version = byKey(found, QStringLiteral("nccl:version-mismatch"));
         QVERIFY(version);
         QVERIFY(version->message.contains(QLatin1String("2.19.3")) && version->message.contains(QLatin1String("2.18.1")));
+        // The groups in version order, as inspect lists versions: 2.9.6 before 2.18.1 (not so as text).
+        const QMap<int, NcclFacts> versions{{0, parse("node-a:1:1 [0] NCCL INFO NCCL version 2.18.1+cuda12.1\n")},
+                                            {1, parse("node-b:1:1 [0] NCCL INFO NCCL version 2.9.6+cuda11.4\n")}};
+        const Diagnosis* ordered =
+            byKey(ncclNetworkFindings(versions, kHosts, 2, 1.0), QStringLiteral("nccl:version-mismatch"));
+        QVERIFY(ordered);
+        QVERIFY2(ordered->message.contains(QLatin1String("(2.9.6 on rank(s) 1; 2.18.1 on rank(s) 0)")),
+                 qPrintable(ordered->message));
         // The same network and version everywhere: neither.
         const QMap<int, NcclFacts> same{{0, parse(socketOn("node-a", "eth0:10.0.0.1"))},
                                         {1, parse(socketOn("node-b", "eth0:10.0.0.2"))}};
