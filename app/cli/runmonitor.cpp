@@ -58,6 +58,7 @@ RunMonitor::RunMonitor(remote::RunEngine* engine, bool interactive, FILE* out)
                           .arg(path.isEmpty() ? QString() : QStringLiteral(" (saved to %1)").arg(path)));
         clearBars();
         std::fprintf(m_out, "%s", tree.render().toUtf8().constData());
+        std::fflush(m_out); // whole, also into a pipe or a file: the ranks may print nothing more for hours
         redraw();
     });
     connect(engine, &remote::RunEngine::debugServerReady, this, [this](const remote::DebugServer& server) {
@@ -147,6 +148,9 @@ void RunMonitor::printLine(const QString& line) {
     clearBars();
     const QByteArray text = (QDateTime::currentDateTime().toString(QStringLiteral("HH:mm:ss ")) + line).toUtf8();
     std::fprintf(m_out, "%s\n", text.constData());
+    // Said now, also into a pipe (`| tee run.log`) or a file: a hang's diagnosis is the last line of a run whose
+    // bars no longer move, and would otherwise wait in the buffer until the run ends.
+    std::fflush(m_out);
     redraw();
 }
 
