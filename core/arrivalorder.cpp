@@ -66,4 +66,60 @@ void visitStoredPieces(const RunStore& store, const QString& id, const QVector<i
     }
 }
 
+QString formatStoredLines(const QVector<StoredLine>& lines, const QString& indent) {
+    QString text;
+    for (const StoredLine& line : lines)
+        text += indent + QLatin1Char('[') + rankStreamSuffix(line.stream) + QStringLiteral("] ") + line.text +
+                QLatin1Char('\n');
+    return text;
+}
+
+QVector<StoredLine> lastStoredLines(const RunStore& store, const QString& id, int rank, int count, int maxChars) {
+    constexpr qint64 kTail = 64 * 1024;
+    QVector<StoredLine> lines;
+    if (count <= 0)
+        return lines;
+    for (const RankStream stream : {RankStream::Out, RankStream::Err}) {
+        QFile file(store.streamPath(id, rank, stream));
+        if (!file.open(QIODevice::ReadOnly))
+            continue;
+        const qint64 from = std::max<qint64>(0, file.size() - kTail);
+        if (!file.seek(from))
+            continue;
+        const QByteArray tail = file.readAll();
+        const QVector<StoredPiece> pieces = storedPieces(store, id, rank, stream);
+        // A line cut by the tail's start is not whole: its start lies further back.
+        qsizetype start = 0;
+        if (from > 0) {
+            const qsizetype firstEnd = tail.indexOf('\n');
+            if (firstEnd < 0)
+                continue;
+            start = firstEnd + 1;
+        }
+        QVector<StoredLine> ofStream;
+        while (start < tail.size()) {
+            qsizetype end = tail.indexOf('\n', start);
+            const qsizetype next = end < 0 ? tail.size() : end + 1;
+            if (end < 0)
+                end = tail.size();
+            // Indentation kept (a traceback's frames); trailing blanks and a CR not.
+            QString text = QString::fromUtf8(QByteArrayView(tail).sliced(start, end - start));
+            while (!text.isEmpty() && text.back().isSpace())
+                text.chop(1);
+            if (!text.isEmpty()) {
+                ofStream.append({stream, text.left(maxChars), arrivalOfLineEnding(pieces, from + next)});
+                if (ofStream.size() > count)
+                    ofStream.removeFirst();
+            }
+            start = next;
+        }
+        lines += ofStream;
+    }
+    std::stable_sort(lines.begin(), lines.end(),
+                     [](const StoredLine& a, const StoredLine& b) { return a.arrivedAt < b.arrivedAt; });
+    if (lines.size() > count)
+        lines.remove(0, lines.size() - count);
+    return lines;
+}
+
 } // namespace rankscope

@@ -8,6 +8,7 @@
 #include "core/runstore.h"
 
 #include <QByteArrayView>
+#include <QString>
 #include <QVector>
 
 #include <functional>
@@ -43,5 +44,21 @@ struct StoredPiece {
 void visitStoredPieces(const RunStore& store, const QString& id, const QVector<int>& ranks,
                        const QVector<RankStream>& streams,
                        const std::function<void(const StoredPiece& piece, QByteArrayView bytes, bool last)>& visit);
+
+// A line a rank wrote, as stored, and when it arrived.
+struct StoredLine {
+    RankStream stream = RankStream::Out;
+    QString text;           // without its line end, cut at the length asked
+    double arrivedAt = 0.0; // Unix seconds; 0: not recorded
+};
+
+// What a rank said last: the last `count` lines of its stdout and stderr that are not blank, by time of arrival
+// (the newest last; on equal times stdout before stderr), each cut at `maxChars`. Only the last 64 KiB of each
+// stream is read, so a rank that logged for days costs no more than one that did not.
+// The lines as the front ends show them, one per line ending in '\n': `indent`, "[out] " or "[err] ", the text.
+[[nodiscard]] QString formatStoredLines(const QVector<StoredLine>& lines, const QString& indent = {});
+
+[[nodiscard]] QVector<StoredLine> lastStoredLines(const RunStore& store, const QString& id, int rank, int count,
+                                                  int maxChars = 300);
 
 } // namespace rankscope

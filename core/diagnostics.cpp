@@ -55,6 +55,16 @@ QJsonObject Diagnosis::toJson() const {
                        {"culprits", culprits}};
     if (!host.isEmpty())
         object.insert(QStringLiteral("host"), host);
+    if (!lastLines.isEmpty()) {
+        QJsonArray lines;
+        for (const StoredLine& line : lastLines) {
+            QJsonObject entry{{"stream", rankStreamSuffix(line.stream)}, {"text", line.text}};
+            if (line.arrivedAt > 0.0)
+                entry.insert(QStringLiteral("time"), line.arrivedAt);
+            lines.append(entry);
+        }
+        object.insert(QStringLiteral("last_lines"), lines);
+    }
     return object;
 }
 
@@ -186,7 +196,7 @@ void RunDiagnostics::rankExited(int rank, int /*status*/) {
     m_ranks[rank].ended = true;
 }
 
-void RunDiagnostics::runEnded(const RunRecord& record) {
+void RunDiagnostics::runEnded(const RunRecord& record, const QVector<StoredLine>& lastLines) {
     if ((record.state != QLatin1String("failed") && record.state != QLatin1String("lost")) || record.firstFailedRank < 0)
         return;
     const int rank = record.firstFailedRank;
@@ -212,6 +222,7 @@ void RunDiagnostics::runEnded(const RunRecord& record) {
                     message,
                     false};
     cause.culprits = static_cast<int>(ranks.size());
+    cause.lastLines = lastLines;
     report(cause, m_pending);
 }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include "core/arrivalorder.h"
 #include "core/kernellog.h"
 #include "core/runstore.h"
 #include "core/trainerevent.h"
@@ -36,10 +37,12 @@ struct Diagnosis {
     // for them; every rank of a hang inside one collective; the ranks of a root cause that failed alike
     // (RunRecord::failedAlike); 1 for the other kinds.
     int culprits = 1;
+    // A root cause's: what the first rank to fail said last (core/arrivalorder.h), the newest last.
+    QVector<StoredLine> lastLines = {};
 
     [[nodiscard]] QString toString() const; // "hang: rank 1 on node-b stuck ..." (+ " (resolved)")
-    // {"kind", "key", "ranks", "culprits", "host"?, "time", "message", "resolved"}: what `diagnose --json` and
-    // the bridge send
+    // {"kind", "key", "ranks", "culprits", "host"?, "time", "message", "resolved", "last_lines"?: [{"stream":
+    // "out"|"err", "text", "time"?}]}: what `diagnose --json` and the bridge send
     [[nodiscard]] QJsonObject toJson() const;
 };
 
@@ -91,7 +94,8 @@ public:
     // What a node's kernel log said, or why it could not be read (capture.host names the node as the ranks'
     // hosts do). Before runEnded(); a later capture of the same host replaces an earlier one.
     void addKernelLog(const KernelLogCapture& capture) { m_kernelLogs.insert(capture.host, capture); }
-    void runEnded(const RunRecord& record);
+    // `lastLines`: what the record's first failed rank said last, for the root cause (empty: nothing kept).
+    void runEnded(const RunRecord& record, const QVector<StoredLine>& lastLines = {});
     QVector<Diagnosis> update(double now);
     // The ranks began to be ended at `time` (Unix seconds: a stop, a failure's teardown): from then on they stop
     // moving by design, so a hang first seen after it is the ending's and is not reported. One reported before

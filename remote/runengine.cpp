@@ -467,7 +467,7 @@ bool RunEngine::open(const QString& runId, QString* error) {
     replayExits();
     for (const KernelLogCapture& capture : m_store->kernelLogs(m_record.id))
         m_diagnostics.addKernelLog(capture);
-    m_diagnostics.runEnded(m_record);
+    m_diagnostics.runEnded(m_record, firstFailedRankLastLines());
     if (m_record.endSeen())
         diagnose(static_cast<double>(m_record.ended.toMSecsSinceEpoch()) / 1000.0);
     else if (std::isfinite(horizon))
@@ -947,9 +947,15 @@ void RunEngine::finish(const QString& state) {
     m_debugServer.reset();
     releaseWorkers();
     m_diagnosisTimer->stop();
-    m_diagnostics.runEnded(m_record);
+    m_diagnostics.runEnded(m_record, firstFailedRankLastLines());
     diagnose(static_cast<double>(m_record.ended.toMSecsSinceEpoch()) / 1000.0);
     emit finished(m_record);
+}
+
+QVector<StoredLine> RunEngine::firstFailedRankLastLines() const {
+    if (m_record.firstFailedRank < 0 || m_record.id.isEmpty())
+        return {};
+    return lastStoredLines(*m_store, m_record.id, m_record.firstFailedRank, kRootCauseLines);
 }
 
 void RunEngine::saveRecord() {

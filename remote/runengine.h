@@ -159,6 +159,9 @@ private:
     void replayExits();
     void teardown(int graceSeconds);
     void noteFailure();
+    // What the run's first failed rank said last, from the store, for its root cause; empty when none failed.
+    static constexpr int kRootCauseLines = 10;
+    [[nodiscard]] QVector<StoredLine> firstFailedRankLastLines() const;
     void noticeStopRequest();
     // When the ranks began to be ended: the teardown's start or the stop's request, the earlier; invalid: never.
     [[nodiscard]] QDateTime endsFrom() const;

@@ -367,7 +367,7 @@ int runDiagnoseCommand(const QString& run, bool json) {
     if (found.isEmpty())
         std::printf("run %s: nothing to report (no failure, hang, straggler or divergence)\n", qPrintable(id));
     for (const Diagnosis& d : std::as_const(found))
-        std::printf("%s\n", qPrintable(d.toString()));
+        std::printf("%s\n%s", qPrintable(d.toString()), qPrintable(lastLinesBlock(d, id)));
     if (const auto stacks = store.latestStacks(id)) // taken when a hang was diagnosed, or by `stacks`
         std::printf("stacks taken at %s: rankscope-cli stacks %s\n",
                     qPrintable(localTime(stacks->capturedAt, QStringLiteral("HH:mm:ss"))), qPrintable(id));

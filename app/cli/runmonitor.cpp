@@ -20,6 +20,15 @@ QString bar(double fraction, int width) {
 
 } // namespace
 
+QString lastLinesBlock(const Diagnosis& diagnosis, const QString& runId) {
+    if (diagnosis.lastLines.isEmpty() || diagnosis.ranks.isEmpty())
+        return {};
+    return QStringLiteral("  rank %1 said last (rankscope-cli logs %2 --rank %1):\n")
+               .arg(diagnosis.ranks.front())
+               .arg(runId) +
+           formatStoredLines(diagnosis.lastLines, QStringLiteral("    "));
+}
+
 RunMonitor::RunMonitor(remote::RunEngine* engine, bool interactive, FILE* out)
     : m_engine(engine), m_interactive(interactive), m_out(out) {
     m_sincePlainReport.start();
@@ -47,8 +56,15 @@ RunMonitor::RunMonitor(remote::RunEngine* engine, bool interactive, FILE* out)
                                        shortExitStatus(status)));
             });
     connect(engine, &remote::RunEngine::diagnoses, this, [this](const QVector<Diagnosis>& found) {
-        for (const Diagnosis& diagnosis : found)
+        for (const Diagnosis& diagnosis : found) {
             printLine(QStringLiteral("diagnosis: ") + diagnosis.toString());
+            if (const QString lines = lastLinesBlock(diagnosis, m_engine->record().id); !lines.isEmpty()) {
+                clearBars();
+                std::fputs(lines.toUtf8().constData(), m_out);
+                std::fflush(m_out);
+                redraw();
+            }
+        }
         foldFindings(m_findings, found);
     });
     connect(engine, &remote::RunEngine::stacksCaptured, this, [this](const StackTree& tree, const QString& path) {

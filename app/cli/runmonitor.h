@@ -12,6 +12,10 @@
 
 namespace rankscope::cli {
 
+// Under a root cause, what its rank said last (Diagnosis::lastLines), with the command that shows the rest of its
+// log; empty when nothing was kept. Each line ends in '\n'.
+[[nodiscard]] QString lastLinesBlock(const Diagnosis& diagnosis, const QString& runId);
+
 // What `run` and `attach` show in a terminal: a progress bar per rank, redrawn in place on a terminal (a
 // line per rank every few seconds otherwise), the node and link messages as they happen, and at the end a
 // summary per rank and the findings that still stand (the live lines may have scrolled away under a stack tree). It

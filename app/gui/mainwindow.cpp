@@ -433,7 +433,12 @@ void MainWindow::addDiagnoses(const QVector<Diagnosis>& diagnoses) {
         item->setText(0, diagnosisKindName(d.kind) + (d.resolved ? QStringLiteral(" (resolved)") : QString()));
         item->setText(1, ranks.join(QLatin1Char(',')));
         item->setText(2, d.message);
-        item->setToolTip(2, d.message);
+        // A root cause's tooltip adds what the rank said last; the click shows its whole log.
+        item->setToolTip(2, d.lastLines.isEmpty() ? d.message
+                                                  : QStringLiteral("%1\n\nrank %2 said last:\n%3")
+                                                        .arg(d.message)
+                                                        .arg(d.ranks.value(0))
+                                                        .arg(formatStoredLines(d.lastLines).trimmed()));
         item->setData(0, Qt::UserRole, d.key);
         item->setData(1, Qt::UserRole, d.ranks.value(0, -1));
         const QColor colour = d.resolved ? QColor(0x75, 0x75, 0x75)

@@ -7,7 +7,9 @@
 
 #include <QDateTime>
 #include <QFile>
+#include <QJsonArray>
 #include <QJsonDocument>
+#include <QJsonObject>
 #include <QTest>
 #include <QTimeZone>
 
@@ -476,6 +478,34 @@ private slots:
         RunDiagnostics quiet;
         quiet.runEnded(finished);
         QVERIFY(quiet.update(0.0).isEmpty());
+    }
+
+    // The root cause carries what its rank said last, as given, and `diagnose --json` and the bridge send it; other
+    // findings have none, and their JSON no "last_lines".
+    void rootCauseCarriesTheRanksLastLines() {
+        RunRecord record;
+        record.state = QStringLiteral("failed");
+        record.firstFailedRank = 1;
+        record.summary = QStringLiteral("rank 1 on gpu-b failed first: exit status 1");
+        record.exits.insert(1, RankExit{1, {}});
+        const QVector<StoredLine> said{{RankStream::Out, QStringLiteral("step 7 loss 0.5"), 100.0},
+                                       {RankStream::Err, QStringLiteral("  File \"train.py\", line 3"), 0.0}};
+        RunDiagnostics diagnostics;
+        diagnostics.runEnded(record, said);
+        const QVector<Diagnosis> found = diagnostics.update(0.0);
+        QCOMPARE(found.size(), 1);
+        QCOMPARE(found.front().lastLines.size(), 2);
+        QCOMPARE(found.front().lastLines[1].text, said[1].text);
+        const QJsonArray lines = found.front().toJson().value(QStringLiteral("last_lines")).toArray();
+        QCOMPARE(lines.size(), 2);
+        QCOMPARE(lines[0].toObject(), (QJsonObject{{"stream", "out"}, {"text", "step 7 loss 0.5"}, {"time", 100.0}}));
+        QCOMPARE(lines[1].toObject(), (QJsonObject{{"stream", "err"}, {"text", "  File \"train.py\", line 3"}}));
+        QCOMPARE(formatStoredLines(said, QStringLiteral("  ")),
+                 QStringLiteral("  [out] step 7 loss 0.5\n  [err]   File \"train.py\", line 3\n"));
+
+        Diagnosis hang;
+        hang.kind = DiagnosisKind::Hang;
+        QVERIFY(!hang.toJson().contains(QStringLiteral("last_lines")));
     }
 
     // Ranks that failed alike are all the root cause's culprits, the first named first.

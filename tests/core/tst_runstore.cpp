@@ -11,11 +11,14 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+using rankscope::lastStoredLines;
 using rankscope::RankExit;
 using rankscope::RankStream;
+using rankscope::rankStreamSuffix;
 using rankscope::RunNodeRecord;
 using rankscope::RunRecord;
 using rankscope::RunStore;
+using rankscope::StoredLine;
 using rankscope::StoredPiece;
 
 namespace {
@@ -156,6 +159,7 @@ private slots:
     void reattachNeverDuplicatesOrLosesBytes();
     void kernelLogsAreKeptPerNode();
     void latestStacksIsTheNewestThatReadsBack();
+    void lastStoredLinesAreWhatTheRankSaidLast();
     void stopRequestIsSeenByEveryFollower();
     void defaultRootHonoursRankscopeHome();
 };
@@ -613,6 +617,55 @@ void tst_RunStore::storedPiecesComeInTheOrderTheyArrived() {
     QVERIFY(QFile::remove(store.streamPath(id, 1, RankStream::Err) + QStringLiteral(".arrivals")));
     QCOMPARE(describe(rankscope::piecesInArrivalOrder(store, id, {1, 0}, {RankStream::Err})),
              (QStringList{"1 err 0-15 @0.0", "0 err 0-15 @0.0"}));
+}
+
+// What a root cause shows of its rank: the last lines of stdout and stderr merged by arrival, blank ones left out,
+// indentation kept, each cut; of a log longer than the 64 KiB read, only whole lines.
+void tst_RunStore::lastStoredLinesAreWhatTheRankSaidLast() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    RunStore store(dir.path());
+    const QString id = QString::fromLatin1(kRunId);
+    QVERIFY(store.save(minimalRecord(id)));
+    QVERIFY(store.appendStream(id, 1, RankStream::Out, 0, "step 1\nstep 2\n", nullptr, nullptr, 1000.0));
+    QVERIFY(store.appendStream(id, 1, RankStream::Err, 0, "Traceback (most recent call last):\r\n", nullptr, nullptr,
+                               1001.0));
+    QVERIFY(store.appendStream(id, 1, RankStream::Out, 14, "step 3\n\n   \n", nullptr, nullptr, 1002.0));
+    QVERIFY(store.appendStream(id, 1, RankStream::Err, 36, "  File \"train.py\", line 3\nRuntimeError: boom", nullptr,
+                               nullptr, 1003.0));
+    QVERIFY(store.appendStream(id, 0, RankStream::Err, 0, "rank 0's own\n", nullptr, nullptr, 1004.0));
+
+    const auto texts = [](const QVector<StoredLine>& lines) {
+        QStringList all;
+        for (const StoredLine& line : lines)
+            all << rankStreamSuffix(line.stream) + QLatin1Char(' ') + line.text;
+        return all;
+    };
+    QCOMPARE(texts(lastStoredLines(store, id, 1, 10)),
+             (QStringList{"out step 1", "out step 2", "err Traceback (most recent call last):", "out step 3",
+                          "err   File \"train.py\", line 3", "err RuntimeError: boom"}));
+    QCOMPARE(texts(lastStoredLines(store, id, 1, 2)),
+             (QStringList{"err   File \"train.py\", line 3", "err RuntimeError: boom"}));
+    const QVector<StoredLine> cut = lastStoredLines(store, id, 1, 1, 5);
+    QCOMPARE(cut.size(), 1);
+    QCOMPARE(cut.front().text, QStringLiteral("Runti"));
+    QCOMPARE(cut.front().arrivedAt, 1003.0);
+    QVERIFY(lastStoredLines(store, id, 2, 10).isEmpty()); // no such rank
+    QVERIFY(lastStoredLines(store, id, 1, 0).isEmpty());
+
+    // A line longer than the part read is not shown cut at its front; the lines after it are.
+    const QByteArray longLine = QByteArray(70 * 1024, 'x') + '\n';
+    QVERIFY(store.appendStream(id, 2, RankStream::Out, 0, longLine + "after\n", nullptr, nullptr, 1005.0));
+    QCOMPARE(texts(lastStoredLines(store, id, 2, 10)), QStringList{"out after"});
+    // Many lines: the first shown is a whole one.
+    QByteArray many;
+    for (int i = 0; i < 10000; ++i)
+        many += "line " + QByteArray::number(i) + '\n';
+    QVERIFY(store.appendStream(id, 3, RankStream::Err, 0, many, nullptr, nullptr, 1006.0));
+    const QStringList tail = texts(lastStoredLines(store, id, 3, 100000));
+    QVERIFY(tail.size() > 1000 && tail.size() < 10000);
+    QCOMPARE(tail.back(), QStringLiteral("err line 9999"));
+    QCOMPARE(tail.front(), QStringLiteral("err line %1").arg(10000 - tail.size()));
 }
 
 // `rankscope-cli stop` marks the run, and another front end following it reads the mark: the first request's

@@ -461,6 +461,11 @@ private slots:
         // job's node), not the machine's own host name in one place and "local" in another.
         window.runView()->flush();
         QVERIFY2(cause->text(2).contains(QLatin1String("rank 1 on localhost ")), qPrintable(cause->text(2)));
+        // Its tooltip adds what rank 1 wrote last: its error, as the trainer printed it on stderr.
+        QVERIFY2(cause->toolTip(2).contains(QLatin1String("rank 1 said last:\n")) &&
+                     cause->toolTip(2).endsWith(QLatin1String("[err] [rank 1] error: injected failure at step 4 "
+                                                              "(--fail-at-step)")),
+                 qPrintable(cause->toolTip(2)));
         const RankGridModel* grid = window.runView()->gridModel();
         QCOMPARE(grid->index(grid->rowOfRank(1), RankGridModel::HostColumn).data().toString(),
                  QStringLiteral("localhost"));

@@ -316,6 +316,13 @@ private slots:
         QCOMPARE(result.exitCode, 1);
         QVERIFY2(result.err.contains("rank 1 on " + m_sshd.host().toUtf8() + " failed first: exit status"),
                  result.err.constData());
+        // Under the root cause as it is found: what rank 1 said last, over SSH into the store, its error last.
+        const QByteArray said = "rank 1 said last (rankscope-cli logs ";
+        const qsizetype block = result.out.indexOf(said);
+        QVERIFY2(block > result.out.indexOf("diagnosis: root-cause: rank 1 on ") &&
+                     result.out.indexOf("    [err] [rank 1] error: injected failure at step 3 (--fail-at-step)\n",
+                                        block) > block,
+                 result.out.constData());
     }
 
     void ctrlCStopsTheRunOnTheNodes() {

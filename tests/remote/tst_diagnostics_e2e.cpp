@@ -299,8 +299,18 @@ private slots:
         QCOMPARE(causes.size(), 1);
         QCOMPARE(causes.front().ranks, QVector<int>{1});
         QVERIFY2(causes.front().message.contains(QLatin1String("rank 1")), qPrintable(causes.front().message));
+        // What rank 1 said last, from its stored streams: its error last.
+        const QString said = QStringLiteral("[rank 1] error: injected failure at step 4 (--fail-at-step)");
+        QVERIFY(!causes.front().lastLines.isEmpty());
+        QCOMPARE(causes.front().lastLines.back().text, said);
+        QCOMPARE(causes.front().lastLines.back().stream, RankStream::Err);
         const QString out = cliDiagnose(engine.record().id);
         QVERIFY2(out.contains(QLatin1String("root-cause: rank 1")), qPrintable(out));
+        QVERIFY2(
+            out.contains(
+                QStringLiteral("\n  rank 1 said last (rankscope-cli logs %1 --rank 1):\n").arg(engine.record().id)) &&
+                out.contains(QStringLiteral("\n    [err] ") + said + QLatin1Char('\n')),
+            qPrintable(out));
     }
 };
 
