@@ -196,6 +196,7 @@ LogInspection LogInspector::result() const {
     LogInspection inspection;
     inspection.files = m_files;
     inspection.nccl = m_nccl.facts();
+    inspection.ncclFindings = ncclLogFindings(inspection.nccl);
     inspection.timeouts = m_watchdog.timeouts();
     inspection.failures = m_elastic.failures();
     inspection.gpus = m_gpu->samples();
@@ -403,8 +404,24 @@ QJsonArray errorsJson(const QList<LogError>& errors) {
 QByteArray inspectionToJson(const LogInspection& inspection) {
     QJsonObject root;
     root.insert(QStringLiteral("files"), QJsonArray::fromStringList(inspection.files));
-    if (!inspection.nccl.isEmpty())
-        root.insert(QStringLiteral("nccl"), ncclJson(inspection.nccl));
+    if (!inspection.nccl.isEmpty()) {
+        QJsonObject nccl = ncclJson(inspection.nccl);
+        if (!inspection.ncclFindings.isEmpty()) {
+            QJsonArray findings;
+            for (const Diagnosis& finding : inspection.ncclFindings) {
+                QJsonObject object{{"key", finding.key}, {"message", finding.message}};
+                if (!finding.ranks.isEmpty()) {
+                    QJsonArray ranks;
+                    for (const int rank : finding.ranks)
+                        ranks.append(rank);
+                    object.insert(QStringLiteral("ranks"), ranks);
+                }
+                findings.append(object);
+            }
+            nccl.insert(QStringLiteral("findings"), findings);
+        }
+        root.insert(QStringLiteral("nccl"), nccl);
+    }
     if (!inspection.timeouts.isEmpty())
         root.insert(QStringLiteral("timeouts"), timeoutsJson(inspection.timeouts));
     if (!inspection.failures.isEmpty())

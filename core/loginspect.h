@@ -3,6 +3,7 @@
 
 #include "core/elasticparser.h"
 #include "core/loglines.h"
+#include "core/ncclfindings.h"
 #include "core/ncclparser.h"
 #include "core/nvidiasmi.h"
 #include "core/tracebackparser.h"
@@ -22,6 +23,9 @@ namespace rankscope {
 struct LogInspection {
     QStringList files;
     NcclFacts nccl;
+    // What NCCL's records say about the network each process chose (ncclLogFindings): the loopback or a bridge
+    // across hosts, sockets for want of InfiniBand, different networks or NCCL versions.
+    QVector<Diagnosis> ncclFindings;
     QList<CollectiveTimeout> timeouts;
     QList<ElasticFailure> failures;
     QList<GpuSample> gpus; // the last reading of each GPU (by index) found in nvidia-smi output

@@ -41,6 +41,13 @@ struct RankNcclFacts {
 [[nodiscard]] QVector<Diagnosis> ncclNetworkFindings(const QMap<int, NcclFacts>& perRank,
                                                      const QHash<int, QString>& hosts, int nodeCount, double now);
 
+// The same network findings from logs, where no run says which rank ran where: each process ("host:pid" in its
+// records' headers, NcclFacts::processes) with a rank in the largest communicator is one of the run's, named by
+// its host and that rank; the loopback, a bridge or sockets for want of InfiniBand are findings when those
+// processes run on more than one host. Processes without a communicator line (another job's log given with the
+// run's, a snippet) are left out rather than guessed at. The diagnoses' time is 0.
+[[nodiscard]] QVector<Diagnosis> ncclLogFindings(const NcclFacts& facts);
+
 // The live side: each rank's stdout (where NCCL writes) fed as it arrives, one NCCL parser per rank, and the
 // findings that are new or changed since the last call.
 class NcclNetworkWatch final {

@@ -310,7 +310,8 @@ QList<QByteArray> NcclLogParser::keywords() const {
 
 void NcclLogParser::takeLine(const LogLine& line) {
     const QByteArrayView text = line.text;
-    if (line.holds(kVersionKeyword))
+    m_lineHasVersion = line.holds(kVersionKeyword);
+    if (m_lineHasVersion)
         takeVersion(text, line.indexOf(kVersionKeyword));
     struct Record {
         qsizetype marker = 0;      // where "NCCL INFO " or "NCCL WARN " starts
@@ -523,8 +524,17 @@ void NcclLogParser::takeRecord(const Header& header, QByteArrayView source, bool
         return;
     }
     const bool network = startsWithLiteral(message, "Using network ");
-    if (!network && !startsWithLiteral(message, "NET/"))
+    if (!network && !startsWithLiteral(message, "NET/")) {
+        // The process's own version line, "host:pid:tid [0] NCCL INFO NCCL version 2.18.1+cuda12.1".
+        if (m_lineHasVersion && startsWithLiteral(message, "NCCL version")) {
+            const QByteArrayView version = versionAt(message, 0);
+            Process* own = version.isEmpty() ? nullptr : process(header);
+            if (own && std::none_of(own->versions.cbegin(), own->versions.cend(),
+                                    [&](const QByteArray& known) { return sameBytes(known, version); }))
+                own->versions.append(version.toByteArray());
+        }
         return;
+    }
     if (network) {
         // Every rank prints it, mostly with the same name as the last: that one is counted without a lookup.
         const QByteArrayView name = trimmedBlanks(message.sliced(14));
@@ -540,15 +550,26 @@ void NcclLogParser::takeRecord(const Header& header, QByteArrayView source, bool
             setBytes(m_lastNetworkBytes, name);
         }
         ++m_networkVotes[m_lastNetwork];
+        if (Process* own = process(header); own && !own->networks.contains(m_lastNetwork))
+            own->networks.append(m_lastNetwork);
         return;
     }
     // "NET/…": "NET/IB : No device found", or a list "NET/Socket : Using [0]eth0:10.0.0.1<0> [1]…".
     if (startsWithLiteral(message, "NET/IB : No device found")) {
         m_ibNoDevice = true;
+        if (Process* own = process(header))
+            own->ibNoDevice = true;
         return;
     }
     const qsizetype using_ = findBytes(message, kUsingList);
     if (using_ > 0) {
+        Process* own = process(header);
+        const auto addOnce = [](QList<QByteArray>& devices, QByteArrayView device) {
+            if (!device.isEmpty() && std::none_of(devices.cbegin(), devices.cend(), [&](const QByteArray& seen) {
+                    return QByteArrayView(seen) == device;
+                }))
+                devices.append(device.toByteArray());
+        };
         QByteArrayView list = message.sliced(using_ + 9);
         const qsizetype oob = indexOfByte(list, ';');
         if (oob >= 0)
@@ -565,10 +586,9 @@ void NcclLogParser::takeRecord(const Header& header, QByteArrayView source, bool
             while (end < list.size() && !isSpace(list[end]) && !(socket && list[end] == ':'))
                 ++end;
             const QByteArrayView device = canonicalUtf8(list.sliced(close + 1, end - close - 1), m_canonical);
-            const bool known = std::any_of(m_interfaces.cbegin(), m_interfaces.cend(),
-                                           [&](const QByteArray& seen) { return QByteArrayView(seen) == device; });
-            if (!device.isEmpty() && !known)
-                m_interfaces.append(device.toByteArray());
+            addOnce(m_interfaces, device);
+            if (own)
+                addOnce(own->interfaces, device);
             list = list.sliced(end);
         }
     }
@@ -700,23 +720,41 @@ void NcclLogParser::takeCommInit(const Header& header, QByteArrayView message) {
     comm.ranks.insert(at, rank);
 }
 
-void NcclLogParser::takeVersion(QByteArrayView text, qsizetype at) {
+QByteArrayView NcclLogParser::versionAt(QByteArrayView text, qsizetype at) {
     qsizetype i = at + 12;
     while (i < text.size() && (text[i] == ':' || isSpace(text[i])))
         ++i;
     qsizetype end = i;
     while (end < text.size() && (isDigit(text[end]) || text[end] == '.'))
         ++end;
-    const QByteArrayView version = text.sliced(i, end - i);
-    if (version.size() >= 3 && version.contains('.') && isDigit(version.back())) {
-        // Digits and dots: equal bytes are equal strings, so a version seen before needs no string.
-        const bool seen = std::any_of(m_versionBytes.cbegin(), m_versionBytes.cend(),
-                                      [&](const QByteArray& known) { return sameBytes(known, version); });
-        if (!seen) {
-            m_versionBytes.append(version.toByteArray());
-            m_versions.append(str(version));
-        }
+    const QByteArrayView version = text.sliced(std::min(i, text.size()), end - std::min(i, text.size()));
+    return version.size() >= 3 && version.contains('.') && isDigit(version.back()) ? version : QByteArrayView();
+}
+
+void NcclLogParser::takeVersion(QByteArrayView text, qsizetype at) {
+    const QByteArrayView version = versionAt(text, at);
+    // Digits and dots: equal bytes are equal strings, so a version seen before needs no string.
+    if (!version.isEmpty() && std::none_of(m_versionBytes.cbegin(), m_versionBytes.cend(),
+                                           [&](const QByteArray& known) { return sameBytes(known, version); })) {
+        m_versionBytes.append(version.toByteArray());
+        m_versions.append(str(version));
     }
+}
+
+NcclLogParser::Process* NcclLogParser::process(const Header& header) {
+    if (header.pid < 0 || header.host.isEmpty())
+        return nullptr;
+    // A process prints its set-up in a run of records: most are the last one's.
+    if (m_lastProcess && m_lastProcess->pid == header.pid && m_lastProcess->host == lastHost())
+        return m_lastProcess;
+    Process*& found = m_processIndex[{lastHost(), header.pid}];
+    if (!found) {
+        found = &m_processes.emplace_back();
+        found->host = lastHost();
+        found->pid = header.pid;
+    }
+    m_lastProcess = found;
+    return found;
 }
 
 // "host:pid" of the record being taken; its host is lastHost(). A chain repeats it: made once per change.
@@ -813,17 +851,38 @@ NcclFacts NcclLogParser::facts() const {
     }
     facts.channels = m_channels;
     facts.warnings = m_warnings;
-    // A warning without a launcher prefix gets the rank its process has in the largest communicator.
-    for (NcclWarning& warning : facts.warnings) {
-        if (warning.rank >= 0 || !largest || warning.pid < 0)
-            continue;
-        for (const NcclCommRank& rank : largest->ranks) {
-            if (rank.pid == warning.pid && rank.host == warning.host)
-                warning.rank = rank.rank;
-        }
-    }
+    // The rank a process has in the largest communicator; -1 when it is not there.
+    const auto rankOf = [largest](const QString& host, qint64 pid) {
+        if (largest && pid >= 0)
+            for (const NcclCommRank& rank : largest->ranks)
+                if (rank.pid == pid && rank.host == host)
+                    return rank.rank;
+        return -1;
+    };
+    // A warning without a launcher prefix gets its process's.
+    for (NcclWarning& warning : facts.warnings)
+        if (warning.rank < 0)
+            warning.rank = rankOf(warning.host, warning.pid);
     for (auto it = m_orphanChains.cbegin(); it != m_orphanChains.cend(); ++it)
         facts.orphanChains.append(it.key() + QStringLiteral(": ") + it.value().join(QStringLiteral(", ")));
+    for (const Process& own : m_processes) {
+        NcclProcess& process = facts.processes.emplace_back();
+        process.host = own.host->name;
+        process.pid = own.pid;
+        process.rank = rankOf(process.host, own.pid);
+        for (const QByteArray& version : own.versions)
+            process.versions.append(str(version));
+        std::sort(process.versions.begin(), process.versions.end(), ncclVersionBefore);
+        for (const qsizetype network : own.networks)
+            process.networks.append(str(m_networkOrder[network]));
+        for (const QByteArray& device : own.interfaces)
+            process.interfaces.append(str(device));
+        process.interfaces.sort();
+        process.ibNoDevice = own.ibNoDevice;
+    }
+    std::sort(facts.processes.begin(), facts.processes.end(), [](const NcclProcess& a, const NcclProcess& b) {
+        return a.host != b.host ? a.host < b.host : a.pid < b.pid;
+    });
     return facts;
 }
 

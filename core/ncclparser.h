@@ -41,6 +41,18 @@ struct NcclWarning {
     qint64 line = 0;
 };
 
+// What one process ("host:pid" in its records' headers) said about its own set-up: where each process may choose
+// differently (an interface, a network, its NCCL), the log's summed facts cannot say which.
+struct NcclProcess {
+    QString host;
+    qint64 pid = -1;
+    int rank = -1;          // its rank in the largest communicator; -1: not printed
+    QStringList versions;   // in version order
+    QStringList networks;   // each it chose ("Using network …"), in order
+    QStringList interfaces; // as in NcclFacts::interfaces, sorted
+    bool ibNoDevice = false;
+};
+
 struct NcclFacts {
     QStringList versions; // "2.10.3", in version order ("2.4.7" before "2.13.4")
     QStringList hosts;    // sorted
@@ -54,6 +66,8 @@ struct NcclFacts {
     int channels = 0;                // the most channels any rank printed
     QList<NcclWarning> warnings;
     QStringList orphanChains; // error-code chains with no WARN before them, "host:pid: a.cc:1 -> 3, b.cc:2 -> 3"
+    // Each process that printed its version, network or interfaces, by host, then pid.
+    QList<NcclProcess> processes;
 
     [[nodiscard]] bool isEmpty() const;
 };
@@ -112,6 +126,8 @@ private:
     void takeCommInit(const Header& header, QByteArrayView message);
     void takeConnection(QByteArrayView message);
     void takeVersion(QByteArrayView text, qsizetype at); // at: where "NCCL version" starts
+    // The version's digits and dots after "NCCL version" at `at`; empty when it is not one.
+    [[nodiscard]] static QByteArrayView versionAt(QByteArrayView text, qsizetype at);
     void findHost(QByteArrayView host);                  // makes it lastHost()
 
     // The last warning of a thread "host:pid:tid", for its chain. Found by pid and tid (two numbers to hash),
@@ -160,6 +176,21 @@ private:
     QByteArray m_lastCommId;
     QList<QByteArray> m_networkOrder;              // each network as first chosen
     QList<int> m_networkVotes;                    // how often each was chosen
+    // Each process's own choices, kept only from the few records that state them (version, network, interfaces).
+    struct Process {
+        const Host* host = nullptr;
+        qint64 pid = -1;
+        QList<QByteArray> versions;   // as printed
+        QList<qsizetype> networks;    // into m_networkOrder
+        QList<QByteArray> interfaces; // canonical UTF-8
+        bool ibNoDevice = false;
+    };
+    std::deque<Process> m_processes;
+    QHash<QPair<const Host*, qint64>, Process*> m_processIndex;
+    Process* m_lastProcess = nullptr; // the last one looked up
+    // The record's process (its host is lastHost()); null when its header named no host or pid.
+    [[nodiscard]] Process* process(const Header& header);
+    bool m_lineHasVersion = false;                // the line being taken holds "NCCL version"
     QHash<HashedBytes, qsizetype> m_networkIndex; // into both
     qsizetype m_lastNetwork = -1;                 // the last one chosen, and its bytes as printed
     QByteArray m_lastNetworkBytes;

@@ -238,6 +238,8 @@ void appendErrors(QString& out, const QList<LogError>& errors) {
 QString formatInspectionText(const LogInspection& inspection) {
     QString out;
     appendNccl(out, inspection.nccl);
+    for (const Diagnosis& finding : inspection.ncclFindings)
+        out += QStringLiteral("  finding: %1\n").arg(finding.message);
     appendTimeouts(out, inspection.timeouts);
     appendFailures(out, inspection.failures);
     appendGpus(out, inspection.gpus);

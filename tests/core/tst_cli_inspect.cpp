@@ -39,6 +39,7 @@ private slots:
     void textReportShowsARepeatedErrorOnce();
     void textReportSaysOnlyWhatAnEntryHas_data();
     void textReportSaysOnlyWhatAnEntryHas();
+    void networkFindingsNameTheHostThatChoseBadly();
     void unreadableFileLosesNothingOfTheOthers();
     void standardInputIsAFile();
 };
@@ -191,6 +192,45 @@ void tst_CliInspect::textReportShowsARepeatedErrorOnce() {
     const QJsonObject root = QJsonDocument::fromJson(json.out).object();
     QCOMPARE(root.value("errors").toArray().size(), 8);
     QCOMPARE(root.value("nccl").toObject().value("warnings").toArray().size(), 8);
+}
+
+// Each node's log given as its own file: the node whose NCCL chose the loopback is named, with its rank, in the
+// text and in the JSON's nccl.findings; its interfaces alone ("eth0, lo" summed over the files) would not say.
+void tst_CliInspect::networkFindingsNameTheHostThatChoseBadly() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const auto write = [&dir](const QString& name, const QByteArray& host, const QByteArray& device, int rank) {
+        QFile file(dir.filePath(name));
+        const QByteArray header = host + ":4242:4250 [0] NCCL INFO ";
+        return file.open(QIODevice::WriteOnly) &&
+               file.write(header + "NCCL version 2.18.1+cuda12.1\n" + header + "NET/Socket : Using [0]" + device +
+                          "<0>\n" + header + "Using network Socket\n" + header + "comm 0x5 rank " +
+                          QByteArray::number(rank) + " nranks 2 cudaDev 0 busId 1000 commId 0x77 - Init COMPLETE\n" +
+                          "step 10 loss 0.42\n") > 0;
+    };
+    QVERIFY(write(QStringLiteral("node-a.log"), "node-a", "eth0:10.0.0.1", 0));
+    QVERIFY(write(QStringLiteral("node-b.log"), "node-b", "lo:127.0.0.1", 1));
+    const QStringList files{dir.filePath(QStringLiteral("node-a.log")), dir.filePath(QStringLiteral("node-b.log"))};
+
+    const CliRun run = runCli(QStringList{"inspect"} + files);
+    QCOMPARE(run.exitCode, 0);
+    const QString out = QString::fromUtf8(run.out);
+    QVERIFY2(out.contains(QLatin1String("\n  finding: NCCL on node-b (rank(s) 1) uses the loopback interface for "
+                                        "its sockets in a run across 2 nodes")),
+             qPrintable(out));
+    QCOMPARE(out.count(QLatin1String("finding: ")), 1);
+
+    const CliRun json = runCli(QStringList{"inspect", "--json"} + files);
+    const QJsonArray findings =
+        QJsonDocument::fromJson(json.out).object().value("nccl").toObject().value("findings").toArray();
+    QCOMPARE(findings.size(), 1);
+    QCOMPARE(findings.at(0).toObject().value("key").toString(), QStringLiteral("nccl:loopback"));
+    QVERIFY(findings.at(0).toObject().value("message").toString().startsWith(QLatin1String("NCCL on node-b")));
+    QCOMPARE(findings.at(0).toObject().value("ranks").toArray(), QJsonArray{1});
+
+    // Node b's log alone: one host, its loopback is no finding.
+    const CliRun alone = runCli({"inspect", "--json", files[1]});
+    QVERIFY(!QJsonDocument::fromJson(alone.out).object().value("nccl").toObject().contains(QLatin1String("findings")));
 }
 
 // One missing file among several: it is named and the exit status says so, and the readable files are reported.

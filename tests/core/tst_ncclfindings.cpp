@@ -134,6 +134,73 @@ private slots:
         // Stable key: the same warning found again is the same finding.
         QCOMPARE(ncclNetworkFindings(facts, {}, 1, 2.0).front().key, found.front().key);
     }
+
+    // A log of several hosts, where no run says which rank ran where: each process "host:pid" is told apart by its
+    // records' headers and named by its host and the rank its communicator line gave it. A process without one
+    // (node-c here: another job's log, or a snippet) is not taken for one of the run's.
+    void logFindingsNameEachProcessByHost() {
+        QByteArray log;
+        log += socketOn("node-a", "eth0:10.0.0.1"); // pid 100
+        log += "node-b:200:200 [0] NCCL INFO NCCL version 2.19.3+cuda12.2\n"
+               "node-b:200:200 [0] NCCL INFO NET/Socket : Using [0]lo:127.0.0.1<0>\n"
+               "node-b:200:200 [0] NCCL INFO Using network Socket\n"
+               "node-b:201:201 [1] NCCL INFO NET/IB : No device found.\n"
+               "node-b:201:201 [1] NCCL INFO NET/Socket : Using [0]lo:127.0.0.1<0> [1]docker0:172.17.0.1<0>\n"
+               "node-b:201:201 [1] NCCL INFO Using network Socket\n"
+               "node-c:300:300 [0] NCCL INFO NCCL version 2.4.7+cuda10.0\n"
+               "node-c:300:300 [0] NCCL INFO NET/Socket : Using [0]virbr0:192.168.122.1<0>\n"
+               "node-c:300:300 [0] NCCL INFO Using network IB\n";
+        for (const auto& [header, rank] :
+             {std::pair{"node-a:100:100", 0}, {"node-b:200:200", 1}, {"node-b:201:201", 2}})
+            log += QByteArray(header) + " [0] NCCL INFO comm 0x" + QByteArray::number(rank) + " rank " +
+                   QByteArray::number(rank) + " nranks 3 cudaDev 0 busId 1000 commId 0xabc - Init COMPLETE\n";
+        const NcclFacts facts = parse(log);
+        QCOMPARE(facts.processes.size(), 4);
+        const NcclProcess& b201 = facts.processes[2];
+        QCOMPARE(b201.host, QStringLiteral("node-b"));
+        QCOMPARE(b201.pid, 201);
+        QCOMPARE(b201.rank, 2);
+        QCOMPARE(b201.interfaces, (QStringList{"docker0", "lo"}));
+        QVERIFY(b201.ibNoDevice);
+        QCOMPARE(b201.networks, QStringList{"Socket"});
+        QCOMPARE(facts.processes[1].versions, QStringList{"2.19.3"});
+        QCOMPARE(facts.processes[0].interfaces, QStringList{"eth0"});
+        QCOMPARE(facts.processes[3].host, QStringLiteral("node-c"));
+        QCOMPARE(facts.processes[3].rank, -1);
+
+        const QVector<Diagnosis> found = ncclLogFindings(facts);
+        const Diagnosis* loopback = byKey(found, QStringLiteral("nccl:loopback"));
+        QVERIFY(loopback);
+        QVERIFY2(loopback->message.startsWith(QLatin1String("NCCL on node-b (rank(s) 1-2) uses the loopback "
+                                                            "interface for its sockets in a run across 2 nodes")),
+                 qPrintable(loopback->message));
+        QCOMPARE(loopback->ranks, (QVector<int>{1, 2}));
+        QCOMPARE(loopback->host, QStringLiteral("node-b"));
+        const Diagnosis* bridge = byKey(found, QStringLiteral("nccl:virtual-interface"));
+        QVERIFY(bridge);
+        QVERIFY2(bridge->message.startsWith(QLatin1String("NCCL on node-b (rank(s) 2) uses docker0,")),
+                 qPrintable(bridge->message)); // not node-c's virbr0
+        const Diagnosis* fallback = byKey(found, QStringLiteral("nccl:socket-fallback"));
+        QVERIFY(fallback);
+        QVERIFY2(fallback->message.contains(QLatin1String("no InfiniBand device for node-b (rank(s) 2)")),
+                 qPrintable(fallback->message));
+        const Diagnosis* version = byKey(found, QStringLiteral("nccl:version-mismatch"));
+        QVERIFY(version);
+        QVERIFY2(
+            version->message.contains(QLatin1String("(2.18.1 on node-a (rank(s) 0); 2.19.3 on node-b (rank(s) 1))")),
+            qPrintable(version->message));
+        QVERIFY(!byKey(found, QStringLiteral("nccl:network-mismatch"))); // Socket on all three, node-c's IB aside
+        QCOMPARE(found.size(), 4);
+
+        // One host: the loopback is how its ranks reach each other, not a finding; the summed facts alone could
+        // not tell the two logs apart.
+        QByteArray oneHost = socketOn("node-a", "lo:127.0.0.1");
+        oneHost += "node-a:100:100 [0] NCCL INFO comm 0x1 rank 0 nranks 1 cudaDev 0 busId 1000 commId 0xa - Init "
+                   "COMPLETE\n";
+        QCOMPARE(parse(oneHost).processes.value(0).rank, 0);
+        QVERIFY(ncclLogFindings(parse(oneHost)).isEmpty());
+        QVERIFY(ncclLogFindings(parse("node-a:1:1 [0] NCCL INFO Using network Socket\nplain\n")).isEmpty());
+    }
 };
 
 QTEST_APPLESS_MAIN(tst_NcclFindings)
