@@ -55,10 +55,10 @@ struct StoredLine {
 // What a rank said last: the last `count` lines of its stdout and stderr that are not blank, by time of arrival
 // (the newest last; on equal times stdout before stderr), each cut at `maxChars`. Only the last 64 KiB of each
 // stream is read, so a rank that logged for days costs no more than one that did not.
-// The lines as the front ends show them, one per line ending in '\n': `indent`, "[out] " or "[err] ", the text.
-[[nodiscard]] QString formatStoredLines(const QVector<StoredLine>& lines, const QString& indent = {});
-
 [[nodiscard]] QVector<StoredLine> lastStoredLines(const RunStore& store, const QString& id, int rank, int count,
                                                   int maxChars = 300);
+
+// The lines as the front ends show them, one per line ending in '\n': `indent`, "[out] " or "[err] ", the text.
+[[nodiscard]] QString formatStoredLines(const QVector<StoredLine>& lines, const QString& indent = {});
 
 } // namespace rankscope

@@ -50,7 +50,7 @@ struct NetworkChoice {
     bool ibNoDevice = false;
 };
 
-// Who made the choices at these indexes, for a message: "rank(s) 0-1 (node-a)", or a log's "node-a (rank 3)".
+// Who made the choices at these indexes, for a message: "rank(s) 0-1 (node-a)", or a log's "node-a (rank(s) 3)".
 // `withHost`: whether a rank's host is wanted too (not inside a list of groups, where it would crowd them).
 using DescribeChoosers = std::function<QString(const QVector<int>& indexes, bool withHost)>;
 

@@ -176,6 +176,9 @@ private:
     QByteArray m_lastCommId;
     QList<QByteArray> m_networkOrder;              // each network as first chosen
     QList<int> m_networkVotes;                    // how often each was chosen
+    QHash<HashedBytes, qsizetype> m_networkIndex; // into both
+    qsizetype m_lastNetwork = -1;                 // the last one chosen, and its bytes as printed
+    QByteArray m_lastNetworkBytes;
     // Each process's own choices, kept only from the few records that state them (version, network, interfaces).
     struct Process {
         const Host* host = nullptr;
@@ -190,10 +193,7 @@ private:
     Process* m_lastProcess = nullptr; // the last one looked up
     // The record's process (its host is lastHost()); null when its header named no host or pid.
     [[nodiscard]] Process* process(const Header& header);
-    bool m_lineHasVersion = false;                // the line being taken holds "NCCL version"
-    QHash<HashedBytes, qsizetype> m_networkIndex; // into both
-    qsizetype m_lastNetwork = -1;                 // the last one chosen, and its bytes as printed
-    QByteArray m_lastNetworkBytes;
+    bool m_lineHasVersion = false; // the line being taken holds "NCCL version"
     QList<QByteArray> m_interfaces;
     bool m_ibNoDevice = false;
     // The transports other than the common ones below, by their names' bytes, and the last one counted. An
