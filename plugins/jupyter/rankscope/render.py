@@ -82,10 +82,16 @@ def rank_table(snapshot):
 
 
 def diagnosis_lines(snapshot):
+    """Each finding on a line; under a root cause, what its rank wrote last (the bridge's last_lines)."""
     lines = []
     for diagnosis in snapshot.diagnoses:
         mark = " (resolved)" if diagnosis.get("resolved") else ""
         lines.append(f"{diagnosis.get('kind', 'diagnosis')}: {diagnosis.get('message', '')}{mark}")
+        said = [line for line in diagnosis.get("last_lines") or [] if isinstance(line, dict)]
+        ranks = diagnosis.get("ranks") or []
+        if said and ranks:
+            lines.append(f"  rank {ranks[0]} said last:")
+            lines += [f"    [{line.get('stream', '?')}] {line.get('text', '')}" for line in said]
     return lines
 
 

@@ -82,6 +82,20 @@ class RenderTest(unittest.TestCase):
         self.assertIn("run 20261122-090102-3fa1 finished: 2 ranks finished in 3.1 s", text)
         self.assertIn("validation after epoch 1: loss 0.4100, accuracy 0.8750", text)
 
+    def test_a_root_cause_shows_what_its_rank_said_last(self):
+        view = RunView("r2")
+        view.apply_get({"run": {"id": "r2", "state": "failed", "world_size": 2}, "ranks": [],
+                        "diagnoses": [{"kind": "root-cause", "key": "root-cause", "ranks": [1], "time": 2.0,
+                                       "message": "rank 1 on node-b failed first: exit status 1",
+                                       "resolved": False,
+                                       "last_lines": [{"stream": "out", "text": "step 7 loss 0.5"},
+                                                      {"stream": "err", "text": "  File \"train.py\", line 3"}]}]})
+        text = render.status_text(view.snapshot())
+        self.assertIn("root-cause: rank 1 on node-b failed first: exit status 1\n"
+                      "    rank 1 said last:\n"
+                      "      [out] step 7 loss 0.5\n"
+                      "      [err]   File \"train.py\", line 3\n", text)
+
     def test_launch_progress_is_shown_until_the_run_ends(self):
         view = RunView("r1")
         view.apply_progress("node-a", "deploying to /scratch/rankscope")
