@@ -29,6 +29,7 @@
 #include <QDockWidget>
 #include <QFile>
 #include <QFileDialog>
+#include <QFontDatabase>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QInputDialog>
@@ -433,14 +434,23 @@ void MainWindow::addDiagnoses(const QVector<Diagnosis>& diagnoses) {
         item->setText(0, diagnosisKindName(d.kind) + (d.resolved ? QStringLiteral(" (resolved)") : QString()));
         item->setText(1, ranks.join(QLatin1Char(',')));
         item->setText(2, d.message);
-        // A root cause's tooltip adds what the rank said last; the click shows its whole log.
-        item->setToolTip(2, d.lastLines.isEmpty() ? d.message
-                                                  : QStringLiteral("%1\n\nrank %2 said last:\n%3")
-                                                        .arg(d.message)
-                                                        .arg(d.ranks.value(0))
-                                                        .arg(formatStoredLines(d.lastLines).trimmed()));
+        item->setToolTip(2, d.message);
         item->setData(0, Qt::UserRole, d.key);
         item->setData(1, Qt::UserRole, d.ranks.value(0, -1));
+        // Under a root cause, what its rank said last, one row per line, shown at once; a click on one shows the
+        // rank's whole log, as a click on the finding does.
+        qDeleteAll(item->takeChildren());
+        for (const StoredLine& line : d.lastLines) {
+            auto* said = new QTreeWidgetItem(item);
+            if (item->childCount() == 1)
+                said->setText(0, QStringLiteral("rank %1 said last").arg(d.ranks.value(0)));
+            said->setText(2, formatStoredLines({line}).trimmed());
+            said->setToolTip(2, said->text(2));
+            said->setFont(2, QFontDatabase::systemFont(QFontDatabase::FixedFont));
+            said->setForeground(0, QColor(0x75, 0x75, 0x75));
+            said->setData(1, Qt::UserRole, d.ranks.value(0, -1));
+        }
+        item->setExpanded(true);
         const QColor colour = d.resolved ? QColor(0x75, 0x75, 0x75)
                               : d.kind == DiagnosisKind::Straggler ? QColor(0xe6, 0x51, 0x00)
                                                                     : QColor(0xc6, 0x28, 0x28);
