@@ -108,8 +108,8 @@ QVector<Diagnosis> networkChoiceFindings(const QVector<NetworkChoice>& choices, 
                 .arg(who(onBridge, true), bridgeNames.join(QStringLiteral(", ")), bridgeNames.front()));
     if (acrossNodes && !socketWithoutIb.isEmpty())
         add(QStringLiteral("nccl:socket-fallback"), socketWithoutIb,
-            QStringLiteral("NCCL found no InfiniBand device for %1 (\"NET/IB : No device found\") and uses TCP sockets "
-                           "between nodes: expect a fraction of the bandwidth. If the nodes have InfiniBand or RoCE, "
+            QStringLiteral("NCCL found no InfiniBand device for %1 and uses TCP sockets between nodes (\"NET/IB : No "
+                           "device found\"): expect a fraction of the bandwidth. If the nodes have InfiniBand or RoCE, "
                            "check the driver (ibv_devices) and NCCL_IB_DISABLE / NCCL_IB_HCA.")
                 .arg(who(socketWithoutIb, true)));
     // Choosers that disagree: one finding naming each group, e.g. "IB on rank(s) 0; Socket on rank(s) 1", in the
