@@ -58,12 +58,8 @@ RunMonitor::RunMonitor(remote::RunEngine* engine, bool interactive, FILE* out)
     connect(engine, &remote::RunEngine::diagnoses, this, [this](const QVector<Diagnosis>& found) {
         for (const Diagnosis& diagnosis : found) {
             printLine(QStringLiteral("diagnosis: ") + diagnosis.toString());
-            if (const QString lines = lastLinesBlock(diagnosis, m_engine->record().id); !lines.isEmpty()) {
-                clearBars();
-                std::fputs(lines.toUtf8().constData(), m_out);
-                std::fflush(m_out);
-                redraw();
-            }
+            if (const QString lines = lastLinesBlock(diagnosis, m_engine->record().id); !lines.isEmpty())
+                printBlock(lines);
         }
         foldFindings(m_findings, found);
     });
@@ -72,19 +68,13 @@ RunMonitor::RunMonitor(remote::RunEngine* engine, bool interactive, FILE* out)
         if (!tree.isEmpty())
             printLine(QStringLiteral("stacks of every rank, merged%1:")
                           .arg(path.isEmpty() ? QString() : QStringLiteral(" (saved to %1)").arg(path)));
-        clearBars();
-        std::fprintf(m_out, "%s", tree.render().toUtf8().constData());
-        std::fflush(m_out); // whole, also into a pipe or a file: the ranks may print nothing more for hours
-        redraw();
+        printBlock(tree.render());
     });
     connect(engine, &remote::RunEngine::debugServerReady, this, [this](const remote::DebugServer& server) {
         printLine(QStringLiteral("rank %1 on %2 waits for a debugger at %3; attach with:")
                       .arg(server.rank)
                       .arg(server.host, server.address));
-        clearBars();
-        std::fprintf(m_out, "  %s\n", server.gdbCommand.toUtf8().constData()); // bare, to copy and paste
-        std::fflush(m_out); // also when stdout is a pipe: whoever reads it is waiting for this line
-        redraw();
+        printBlock(QStringLiteral("  %1\n").arg(server.gdbCommand)); // bare, to copy and paste
     });
     connect(engine, &remote::RunEngine::debugServerError, this,
             [this](const QString& message) { printLine(QStringLiteral("debugger: ") + message); });
@@ -161,11 +151,15 @@ void RunMonitor::clearBars() {
 }
 
 void RunMonitor::printLine(const QString& line) {
+    printBlock(QDateTime::currentDateTime().toString(QStringLiteral("HH:mm:ss ")) + line + QLatin1Char('\n'));
+}
+
+void RunMonitor::printBlock(const QString& text) {
     clearBars();
-    const QByteArray text = (QDateTime::currentDateTime().toString(QStringLiteral("HH:mm:ss ")) + line).toUtf8();
-    std::fprintf(m_out, "%s\n", text.constData());
-    // Said now, also into a pipe (`| tee run.log`) or a file: a hang's diagnosis is the last line of a run whose
-    // bars no longer move, and would otherwise wait in the buffer until the run ends.
+    std::fputs(text.toUtf8().constData(), m_out);
+    // Said now, also into a pipe (`| tee run.log`) or a file: a hang's diagnosis and stacks are the last lines of a
+    // run whose bars no longer move, and would otherwise wait in the buffer until the run ends; whoever waits for a
+    // gdb command line reads it at once.
     std::fflush(m_out);
     redraw();
 }

@@ -39,7 +39,9 @@ signals:
 private:
     void redraw();
     void clearBars();
-    void printLine(const QString& line);
+    void printLine(const QString& line); // with the time before it
+    // Text as it is (each line ending in '\n'), below the bars, flushed.
+    void printBlock(const QString& text);
     void printSummary(const RunRecord& record);
     // `hostWidth`: the widest host name of the run's ranks, so that the bars line up.
     [[nodiscard]] QString rankLine(int rank, int hostWidth) const;
