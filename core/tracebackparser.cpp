@@ -49,6 +49,35 @@ bool isHostPrefix(QByteArrayView text) {
     });
 }
 
+// A Python exception's line, as a traceback ends: its type, a dotted name whose last part ends as Python's types
+// do ("RuntimeError", "torch.OutOfMemoryError", "KeyboardInterrupt", "dbm.sqlite3.error", "socket.timeout"),
+// then nothing or ':' and its message.
+bool isExceptionLine(QByteArrayView text) {
+    qsizetype end = 0;
+    qsizetype part = 0; // where the name's last dotted part starts
+    for (; end < text.size(); ++end) {
+        const char c = text[end];
+        const bool letter = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+        if (c == '.' && end > part) {
+            part = end + 1;
+            continue;
+        }
+        if (!letter && !(end > part && c >= '0' && c <= '9'))
+            break;
+    }
+    if (end == part || (end < text.size() && text[end] != ':'))
+        return false;
+    const QByteArrayView name = text.sliced(part, end - part);
+    for (const QByteArrayView ending :
+         {QByteArrayView("Error"), QByteArrayView("Exception"), QByteArrayView("Interrupt"), QByteArrayView("Exit"),
+          QByteArrayView("Warning"), QByteArrayView("Iteration"), QByteArrayView("Group"), QByteArrayView("error"),
+          QByteArrayView("timeout")}) {
+        if (name.endsWith(ending))
+            return true;
+    }
+    return false;
+}
+
 } // namespace
 
 TracebackLogParser::TracebackLogParser() : m_scanner({this}) {}
@@ -82,8 +111,12 @@ void TracebackLogParser::takeLine(const LogLine& line) {
         if (state.tracebackLines < 0) {
             if (m_openTracebacks++ == 0)
                 m_cutAfter = line.number + kMaxTracebackGap;
+        } else {
+            ++state.interleaved;
+            state.tangled = true;
         }
         state.tracebackLines = 0;
+        state.strayLines = 0;
         state.lastLine = line.number;
         return;
     }
@@ -137,14 +170,33 @@ void TracebackLogParser::takeLine(const LogLine& line) {
     if (!state || state->tracebackLines < 0)
         return;
     state->lastLine = line.number;
-    if (body.isEmpty() || body.startsWith(' ') || body.startsWith('\t')) {
-        if (++state->tracebackLines > kMaxTracebackLines)
+    const bool indented = body.isEmpty() || body.startsWith(' ') || body.startsWith('\t');
+    if (indented && ++state->tracebackLines > kMaxTracebackLines) {
+        closeTraceback(*state);
+        return;
+    }
+    if (!state->tangled) {
+        if (indented)
+            return;
+        // The first line that is not indented ends the traceback: it names the exception.
+        addError(line, trimmedBlanks(body));
+        closeTraceback(*state);
+        return;
+    }
+    // Tangled tracebacks go on while frames and exceptions come; any other line may be anyone's.
+    if (!indented && isExceptionLine(body)) {
+        addError(line, trimmedBlanks(body));
+        state->strayLines = 0;
+        if (state->interleaved-- == 0)
             closeTraceback(*state);
         return;
     }
-    // The first line that is not indented ends the traceback: it names the exception.
-    addError(line, trimmedBlanks(body));
-    closeTraceback(*state);
+    if (indented && startsWithLiteral(trimmedBlanks(body), "File \"")) {
+        state->strayLines = 0;
+        return;
+    }
+    if (++state->strayLines > kMaxStrayLines)
+        closeTraceback(*state);
 }
 
 TracebackLogParser::RankState* TracebackLogParser::prefixedStateOf(QByteArrayView text, QByteArrayView* body) {
@@ -185,6 +237,8 @@ TracebackLogParser::RankState* TracebackLogParser::stateOf(int rank, bool create
 
 void TracebackLogParser::closeTraceback(RankState& state) {
     state.tracebackLines = -1;
+    state.interleaved = 0;
+    state.tangled = false;
     --m_openTracebacks;
 }
 

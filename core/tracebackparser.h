@@ -21,12 +21,18 @@ namespace rankscope {
 // line for kMaxTracebackGap lines of the stream was cut off (the process died, or the log was cut): it ends
 // without an error, and a line of its rank much later is not taken for its exception. A traceback whose first line
 // starts with a host name and ": " (pdsh, as DeepSpeed's multi-node launcher runs it: "worker-1: Traceback …") is
-// followed through the lines that start with that same prefix, apart from other hosts' lines.
+// followed through the lines that start with that same prefix, apart from other hosts' lines. Tracebacks that
+// nothing tells apart (all ranks of `torchrun` without `--tee` failing at once, threads) interleave line by line:
+// each header while one is open awaits one more exception, and then only a line of an exception's form ("Type" or
+// "module.Type: message", a type named as Python's are) is taken for one; the others are the other tracebacks' or
+// other processes' lines. kMaxStrayLines lines in a row without a frame ("  File …"), a traceback's first line or
+// an exception end them all: the rest were cut off.
 class TracebackLogParser final : public LogLineSink {
 public:
     TracebackLogParser();
 
     static constexpr qint64 kMaxTracebackGap = 2000;
+    static constexpr int kMaxStrayLines = 20;
 
     void setSource(const QString& file) { m_source = file; }
     void feed(QByteArrayView chunk) { m_scanner.feed(chunk); }
@@ -44,6 +50,12 @@ private:
     struct RankState {
         int tracebackLines = -1; // lines of its open traceback so far; -1: none is open
         qint64 lastLine = 0;     // the stream's line number of its open traceback's last line
+        // Tracebacks begun while one was open (processes or threads printing at once with nothing to tell their
+        // lines apart): one exception line each is still to come after the open one's. Once tangled, only a line of
+        // an exception's form is one.
+        int interleaved = 0;
+        bool tangled = false;
+        int strayLines = 0;      // lines since the tangled tracebacks' last frame ("  File …"), header or exception
         QByteArray pendingThrow; // exception type of "terminate called after throwing"
     };
     // An open traceback of lines that start with `prefix` ("worker-1: ").

@@ -40,10 +40,17 @@ QByteArray inspectJson(const QByteArray& bytes, qsizetype chunkSize = 0, qsizety
     return inspectionToJson(inspector.result());
 }
 
-// The value at a path such as "nccl.communicators.0.ranks.1.host", written as compact JSON.
+// The value at a path such as "nccl.communicators.0.ranks.1.host", written as compact JSON. A last part "@field"
+// lists that field of each element of an array, joined by commas ("errors.@line": "3,9").
 QString valueAt(const QByteArray& json, const QString& path) {
     QJsonValue value = QJsonDocument::fromJson(json).object();
     for (const QString& part : path.split(QLatin1Char('.'))) {
+        if (part.startsWith(QLatin1Char('@')) && value.isArray()) {
+            QStringList fields;
+            for (const QJsonValue element : value.toArray())
+                fields.append(element.toObject().value(part.mid(1)).toVariant().toString());
+            return fields.join(QLatin1Char(','));
+        }
         bool isIndex = false;
         const int index = part.toInt(&isIndex);
         value = isIndex && value.isArray() ? value.toArray().at(index) : value.toObject().value(part);
@@ -259,6 +266,18 @@ void tst_LogParsers::publicLogs_data() {
         "following async exception: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL "
         "version 2.25.1");
     row("pytorch-121209-interleaved-tracebacks.log", "errors", "<absent>");
+    // Eight processes' tracebacks at once, recorded here: every process's exception, in the order printed.
+    row("python-processes-interleaved.err", "errors.@text",
+        "RuntimeError: CUDA error: out of memory on rank 1,RuntimeError: CUDA error: out of memory on rank 3,"
+        "RuntimeError: CUDA error: out of memory on rank 7,KeyError: 'missing-2',"
+        "RuntimeError: CUDA error: out of memory on rank 5,KeyError: 'missing-4',KeyError: 'missing-0',"
+        "KeyError: 'missing-6'");
+    // Five threads' tracebacks line by line, each a chained pair: the ten exceptions, and no "During handling of
+    // the above exception" or "Exception in thread" line taken for one.
+    row("fuzz4py-472-interleaved-thread-tracebacks.log", "errors.@line", "22,33,37,38,51,104,105,109,121,130");
+    row("fuzz4py-472-interleaved-thread-tracebacks.log", "errors.9.text",
+        "dbm.sqlite3.error: SQLite objects created in a thread can only be used in that same thread. The object was "
+        "created in thread id 128379340691264 and this is thread id 128379315553856.");
     row("salience-detr-4-timestamped-elastic.log", "errors", "<absent>");
     row("trixie-87-wrapped-runtimeerror.log", "errors.0.line", "1");
     // PyTorch 2.4's "[rankN]: " before each line of a traceback (a space after the colon): every rank's exception is
@@ -298,8 +317,8 @@ void tst_LogParsers::publicLogs() {
     QFETCH(QString, file);
     QFETCH(QString, path);
     QFETCH(QString, expected);
-    const bool recordedHere =
-        file.startsWith(QLatin1String("nccl-public")) || file.startsWith(QLatin1String("trainer-"));
+    const bool recordedHere = file.startsWith(QLatin1String("nccl-public")) ||
+                              file.startsWith(QLatin1String("trainer-")) || file.startsWith(QLatin1String("python-"));
     const QString dir = recordedHere ? kPublicDir + QStringLiteral("../") : kPublicDir;
     const QByteArray bytes = readData(dir + file);
     QVERIFY2(!bytes.isEmpty(), qPrintable(file));
@@ -641,6 +660,51 @@ void tst_LogParsers::messyLines_data() {
     QTest::newRow("a long NCCL error is cut at 1,000 characters")
         << "NCCL error in: " + accents.toUtf8() + "\n"
         << "errors.0.text" << QString(QStringLiteral("NCCL error in: ") + accents).left(1000);
+    // torchrun without --tee: every rank's traceback at once and nothing to tell their lines apart. Each rank's
+    // exception is found; the agent's line and the second line of a CUDA error's message in between are not.
+    QTest::newRow("interleaved tracebacks without prefixes")
+        << QByteArray("Traceback (most recent call last):\n"
+                      "Traceback (most recent call last):\n"
+                      "  File \"train.py\", line 9, in <module>\n"
+                      "  File \"train.py\", line 9, in <module>\n"
+                      "Traceback (most recent call last):\n"
+                      "    main()\n"
+                      "RuntimeError: CUDA error: an illegal memory access was encountered\n"
+                      "CUDA kernel errors might be asynchronously reported at some other API call.\n"
+                      "  File \"train.py\", line 9, in <module>\n"
+                      "W0328 18:18:18.154000 140217 torch/distributed/elastic/multiprocessing/api.py:851] Sending "
+                      "process 3274844 closing signal SIGTERM\n"
+                      "    main()\n"
+                      "torch.OutOfMemoryError: CUDA out of memory.\n"
+                      "KeyboardInterrupt\n"
+                      "ValueError: not a traceback's any more\n")
+        << "errors.@text"
+        << "RuntimeError: CUDA error: an illegal memory access was encountered,torch.OutOfMemoryError: CUDA out of "
+           "memory.,KeyboardInterrupt";
+    // Interleaved tracebacks whose exceptions were never printed end after kMaxStrayLines other lines in a row: a
+    // later line of an exception's form is not theirs.
+    const QByteArray tangled = "Traceback (most recent call last):\nTraceback (most recent call last):\n"
+                               "  File \"a.py\", line 1, in <module>\n";
+    const QByteArray stray = "epoch 0 step 1 loss 0.5\n";
+    QTest::newRow("interleaved tracebacks cut off")
+        << tangled + stray.repeated(TracebackLogParser::kMaxStrayLines + 1) + "ValueError: late\n"
+        << "errors"
+        << "<absent>";
+    QTest::newRow("interleaved tracebacks up to the cut")
+        << tangled + stray.repeated(TracebackLogParser::kMaxStrayLines) + "ValueError: late\nOSError: later\n"
+        << "errors.@line"
+        << "24,25";
+    QTest::newRow("a frame between stray lines")
+        << tangled + stray.repeated(TracebackLogParser::kMaxStrayLines) + "  File \"b.py\", line 2, in f\n" +
+               stray.repeated(TracebackLogParser::kMaxStrayLines) + "ValueError: late\n"
+        << "errors.@line"
+        << "45";
+    // Indented lines that are no frames (a failure table's fields, a frame's code) count as stray lines too.
+    QTest::newRow("interleaved tracebacks cut off before indented lines")
+        << tangled + QByteArray("  rank      : 1 (local_rank: 1)\n").repeated(TracebackLogParser::kMaxStrayLines + 1) +
+               "ValueError: late\n"
+        << "errors"
+        << "<absent>";
     QTest::newRow("chained traceback")
         << QByteArray("Traceback (most recent call last):\n  File \"a.py\", line 1\nOSError: first\n\n"
                       "During handling of the above exception, another exception occurred:\n\n"
