@@ -108,9 +108,19 @@ void TracebackLogParser::takeLine(const LogLine& line) {
             }
         }
         RankState& state = prefixed ? *prefixed : *stateOf(line, true);
+        if (state.group) {
+            // A member's traceback inside an exception group is one of the group's lines; one at the margin is a
+            // traceback of its own after the group.
+            if (text.startsWith(' ')) {
+                state.lastLine = line.number;
+                return;
+            }
+            closeTraceback(state);
+        }
         if (state.tracebackLines < 0) {
             if (m_openTracebacks++ == 0)
                 m_cutAfter = line.number + kMaxTracebackGap;
+            state.group = text.first(at).endsWith("Exception Group ");
         } else {
             ++state.interleaved;
             state.tangled = true;
@@ -173,6 +183,21 @@ void TracebackLogParser::takeLine(const LogLine& line) {
     const bool indented = body.isEmpty() || body.startsWith(' ') || body.startsWith('\t');
     if (indented && ++state->tracebackLines > kMaxTracebackLines) {
         closeTraceback(*state);
+        return;
+    }
+    if (state->group) {
+        // "  | ValueError: a" is the group's exception or a member's, "  |   File …" a frame, "  +-+--- 1 ---" a
+        // member's start; the first line at the margin is the log's own again.
+        if (!indented) {
+            closeTraceback(*state);
+            return;
+        }
+        qsizetype at = 0;
+        while (at < body.size() && body[at] == ' ')
+            ++at;
+        const QByteArrayView inner = body.sliced(at);
+        if (inner.startsWith("| ") && isExceptionLine(inner.sliced(2)))
+            addError(line, trimmedBlanks(inner.sliced(2)));
         return;
     }
     if (!state->tangled) {
@@ -239,6 +264,7 @@ void TracebackLogParser::closeTraceback(RankState& state) {
     state.tracebackLines = -1;
     state.interleaved = 0;
     state.tangled = false;
+    state.group = false;
     --m_openTracebacks;
 }
 

@@ -26,7 +26,9 @@ namespace rankscope {
 // each header while one is open awaits one more exception, and then only a line of an exception's form ("Type" or
 // "module.Type: message", a type named as Python's are) is taken for one; the others are the other tracebacks' or
 // other processes' lines. kMaxStrayLines lines in a row without a frame ("  File …"), a traceback's first line or
-// an exception end them all: the rest were cut off.
+// an exception end them all: the rest were cut off. An exception group's traceback (Python 3.11+, asyncio's
+// TaskGroup) is inset: its exception and each member's ("  | ValueError: a") are errors, and it ends at the first
+// line at the margin, which is not taken for its exception.
 class TracebackLogParser final : public LogLineSink {
 public:
     TracebackLogParser();
@@ -55,6 +57,7 @@ private:
         // an exception's form is one.
         int interleaved = 0;
         bool tangled = false;
+        bool group = false; // an exception group's ("  + Exception Group Traceback …"): its lines are inset by "| "
         int strayLines = 0;      // lines since the tangled tracebacks' last frame ("  File …"), header or exception
         QByteArray pendingThrow; // exception type of "terminate called after throwing"
     };

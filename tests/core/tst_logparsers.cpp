@@ -266,6 +266,13 @@ void tst_LogParsers::publicLogs_data() {
         "following async exception: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL "
         "version 2.25.1");
     row("pytorch-121209-interleaved-tracebacks.log", "errors", "<absent>");
+    // Python 3.11's exception groups, recorded here: the group's exception and every member's, and the log's next
+    // line after a group is not its exception.
+    row("python-exception-groups.err", "errors.@line", "5,7,9,28,33");
+    row("python-exception-groups.err", "errors.@text",
+        "ExceptionGroup: two ranks failed (2 sub-exceptions),ValueError: rank 0: bad batch size,TypeError: rank 1: "
+        "expected a tensor,ExceptionGroup: unhandled errors in a TaskGroup (1 sub-exception),TimeoutError: rank 0: no "
+        "heartbeat for 30 s");
     // Eight processes' tracebacks at once, recorded here: every process's exception, in the order printed.
     row("python-processes-interleaved.err", "errors.@text",
         "RuntimeError: CUDA error: out of memory on rank 1,RuntimeError: CUDA error: out of memory on rank 3,"
@@ -705,6 +712,21 @@ void tst_LogParsers::messyLines_data() {
                "ValueError: late\n"
         << "errors"
         << "<absent>";
+    // A traceback at the margin right after an exception group is one of its own.
+    QTest::newRow("a traceback after an exception group")
+        << QByteArray("  + Exception Group Traceback (most recent call last):\n"
+                      "  |   File \"a.py\", line 1, in <module>\n"
+                      "  | ExceptionGroup: eg (1 sub-exception)\n"
+                      "  +-+---------------- 1 ----------------\n"
+                      "    | Traceback (most recent call last):\n"
+                      "    |   File \"a.py\", line 3, in f\n"
+                      "    | ValueError: a\n"
+                      "    +------------------------------------\n"
+                      "Traceback (most recent call last):\n"
+                      "  File \"b.py\", line 2, in <module>\n"
+                      "RuntimeError: after the group\n")
+        << "errors.@text"
+        << "ExceptionGroup: eg (1 sub-exception),ValueError: a,RuntimeError: after the group";
     QTest::newRow("chained traceback")
         << QByteArray("Traceback (most recent call last):\n  File \"a.py\", line 1\nOSError: first\n\n"
                       "During handling of the above exception, another exception occurred:\n\n"
