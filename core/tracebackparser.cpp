@@ -17,6 +17,12 @@ constexpr int kMaxTracebackLines = 5000;
 constexpr int kFlatRanks = 4096; // -1 to 4094 kept in TracebackLogParser::m_flatRanks
 
 constexpr QByteArrayView kTerminate = "terminate called after throwing an instance of '";
+// The box the `rich` library draws a traceback in: "╭──── Traceback (most recent call last) ────╮", "│ … │",
+// then "╰────╯" (or "└────┘"), in UTF-8.
+constexpr QByteArrayView kBoxLine = "\xe2\x94\x80";          // ─
+constexpr QByteArrayView kBoxSide = "\xe2\x94\x82";          // │
+constexpr QByteArrayView kBoxBottomRounded = "\xe2\x95\xb0"; // ╰
+constexpr QByteArrayView kBoxBottom = "\xe2\x94\x94";        // └
 // keywords()
 enum Keyword { kTraceback, kTerminateKeyword, kWhat, kTrainerError, kFatalPython };
 
@@ -78,6 +84,11 @@ bool isExceptionLine(QByteArrayView text) {
     return false;
 }
 
+// Characters of UTF-8 text (bytes that do not continue one).
+qsizetype characters(QByteArrayView text) {
+    return std::count_if(text.begin(), text.end(), [](char c) { return (static_cast<quint8>(c) & 0xc0) != 0x80; });
+}
+
 } // namespace
 
 TracebackLogParser::TracebackLogParser() : m_scanner({this}) {}
@@ -108,6 +119,8 @@ void TracebackLogParser::takeLine(const LogLine& line) {
             }
         }
         RankState& state = prefixed ? *prefixed : *stateOf(line, true);
+        if (state.wrappedError >= 0)
+            closeTraceback(state); // its exception's message ended
         if (state.group) {
             // A member's traceback inside an exception group is one of the group's lines; one at the margin is a
             // traceback of its own after the group.
@@ -128,6 +141,8 @@ void TracebackLogParser::takeLine(const LogLine& line) {
         state.tracebackLines = 0;
         state.strayLines = 0;
         state.lastLine = line.number;
+        state.boxed = containsBytes(text.first(at), kBoxLine);
+        state.boxWidth = state.boxed ? characters(text) : 0;
         return;
     }
     if (line.holds(kTerminateKeyword)) {
@@ -180,6 +195,34 @@ void TracebackLogParser::takeLine(const LogLine& line) {
     if (!state || state->tracebackLines < 0)
         return;
     state->lastLine = line.number;
+    if (state->wrappedError >= 0) {
+        // rich wraps a long message at the box's width: a line is its next piece when its first word would not
+        // have fitted after the last one.
+        const QByteArrayView piece = trimmedBlanks(body);
+        qsizetype word = piece.indexOf(' ');
+        if (word < 0)
+            word = piece.size();
+        if (!piece.isEmpty() && !body.startsWith(' ') &&
+            state->pieceCharacters + 1 + characters(piece.first(word)) > state->boxWidth) {
+            QByteArray& text = m_errors[state->wrappedError].text;
+            text = errorText(text + ' ' + piece.toByteArray());
+            state->pieceCharacters = characters(piece);
+            return;
+        }
+        closeTraceback(*state); // the line is the log's own
+        return;
+    }
+    if (state->boxed) {
+        // rich's frames, each line in the box's sides; its exception follows the box's bottom edge.
+        if (body.startsWith(kBoxSide)) {
+            if (++state->tracebackLines > kMaxTracebackLines)
+                closeTraceback(*state);
+            return;
+        }
+        state->boxed = false;
+        if (body.startsWith(kBoxBottomRounded) || body.startsWith(kBoxBottom))
+            return;
+    }
     const bool indented = body.isEmpty() || body.startsWith(' ') || body.startsWith('\t');
     if (indented && ++state->tracebackLines > kMaxTracebackLines) {
         closeTraceback(*state);
@@ -205,6 +248,11 @@ void TracebackLogParser::takeLine(const LogLine& line) {
             return;
         // The first line that is not indented ends the traceback: it names the exception.
         addError(line, trimmedBlanks(body));
+        if (state->boxWidth > 0) {
+            state->wrappedError = m_errors.size() - 1;
+            state->pieceCharacters = characters(trimmedBlanks(body));
+            return;
+        }
         closeTraceback(*state);
         return;
     }
@@ -265,6 +313,9 @@ void TracebackLogParser::closeTraceback(RankState& state) {
     state.interleaved = 0;
     state.tangled = false;
     state.group = false;
+    state.boxed = false;
+    state.boxWidth = 0;
+    state.wrappedError = -1;
     --m_openTracebacks;
 }
 

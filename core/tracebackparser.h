@@ -28,7 +28,9 @@ namespace rankscope {
 // other processes' lines. kMaxStrayLines lines in a row without a frame ("  File …"), a traceback's first line or
 // an exception end them all: the rest were cut off. An exception group's traceback (Python 3.11+, asyncio's
 // TaskGroup) is inset: its exception and each member's ("  | ValueError: a") are errors, and it ends at the first
-// line at the margin, which is not taken for its exception.
+// line at the margin, which is not taken for its exception. A traceback the `rich` library draws in a box has its
+// frames in the box and its exception on the first line after it, with the lines rich wrapped it into at the box's
+// width.
 class TracebackLogParser final : public LogLineSink {
 public:
     TracebackLogParser();
@@ -58,6 +60,10 @@ private:
         int interleaved = 0;
         bool tangled = false;
         bool group = false; // an exception group's ("  + Exception Group Traceback …"): its lines are inset by "| "
+        bool boxed = false; // in the box `rich` draws a traceback in ("╭── Traceback … ──╮", "│ … │", "╰──╯")
+        qsizetype boxWidth = 0;        // in characters, of a traceback drawn in a box
+        qsizetype wrappedError = -1;   // m_errors' index of a boxed traceback's exception whose next line may go on
+        qsizetype pieceCharacters = 0; // of the exception's last line
         int strayLines = 0;      // lines since the tangled tracebacks' last frame ("  File …"), header or exception
         QByteArray pendingThrow; // exception type of "terminate called after throwing"
     };

@@ -273,6 +273,15 @@ void tst_LogParsers::publicLogs_data() {
         "ExceptionGroup: two ranks failed (2 sub-exceptions),ValueError: rank 0: bad batch size,TypeError: rank 1: "
         "expected a tensor,ExceptionGroup: unhandled errors in a TaskGroup (1 sub-exception),TimeoutError: rank 0: no "
         "heartbeat for 30 s");
+    // Tracebacks the `rich` library draws in a box, recorded here: the exception after each box (not the box's first
+    // line), a chained one, and a long message joined from the lines rich wrapped it into.
+    row("python-rich-tracebacks.err", "errors.@line", "31,44,67,87");
+    row("python-rich-tracebacks.err", "errors.1.text",
+        "FileNotFoundError: [Errno 2] No such file or directory: '/ckpt/step-400/rank3.pt'");
+    row("python-rich-tracebacks.err", "errors.3.text",
+        "MemoryError: CUDA out of memory on rank 5. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 79.15 "
+        "GiB of which 6.75 MiB is free. Of the allocated memory 77.90 GiB is allocated by PyTorch, and 511.21 MiB is "
+        "reserved by PyTorch but unallocated.");
     // Eight processes' tracebacks at once, recorded here: every process's exception, in the order printed.
     row("python-processes-interleaved.err", "errors.@text",
         "RuntimeError: CUDA error: out of memory on rank 1,RuntimeError: CUDA error: out of memory on rank 3,"
@@ -727,6 +736,20 @@ void tst_LogParsers::messyLines_data() {
                       "RuntimeError: after the group\n")
         << "errors.@text"
         << "ExceptionGroup: eg (1 sub-exception),ValueError: a,RuntimeError: after the group";
+    // Two ranks' boxed tracebacks under PyTorch's "[rankN]:", line by line: each rank's exception. A line after
+    // the box that the last one's first word would have fitted after is the log's own, not the message's.
+    const QByteArray top = "\xe2\x95\xad" + QByteArray("\xe2\x94\x80").repeated(10) +
+                           " Traceback (most recent call last) " + QByteArray("\xe2\x94\x80").repeated(10) +
+                           "\xe2\x95\xae\n"; // 56 characters wide
+    const QByteArray side = "\xe2\x94\x82 /w/train.py:8 in step                                   \xe2\x94\x82\n";
+    const QByteArray bottom = "\xe2\x95\xb0" + QByteArray("\xe2\x94\x80").repeated(54) + "\xe2\x95\xaf\n";
+    QTest::newRow("boxed tracebacks of two ranks")
+        << "[rank0]:" + top + "[rank1]:" + top + "[rank1]:" + side + "[rank0]:" + side + "[rank0]:" + bottom +
+               "[rank1]:" + bottom + "[rank1]:ValueError: one\n[rank0]:KeyError: 'zero' is not a key of this batch " +
+               "dict\n[rank0]:step 42\n[rank1]:a_word_too_long_to_have_fitted_on_the_line_before\n"
+        << "errors"
+        << R"([{"file":"log","line":7,"rank":1,"text":"ValueError: one a_word_too_long_to_have_fitted_on_the_line_before"},)"
+           R"({"file":"log","line":8,"rank":0,"text":"KeyError: 'zero' is not a key of this batch dict"}])";
     QTest::newRow("chained traceback")
         << QByteArray("Traceback (most recent call last):\n  File \"a.py\", line 1\nOSError: first\n\n"
                       "During handling of the above exception, another exception occurred:\n\n"
