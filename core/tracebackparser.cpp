@@ -223,7 +223,9 @@ void TracebackLogParser::takeLine(const LogLine& line) {
         if (body.startsWith(kBoxBottomRounded) || body.startsWith(kBoxBottom))
             return;
     }
-    const bool indented = body.isEmpty() || body.startsWith(' ') || body.startsWith('\t');
+    // loguru marks the frame that caught the exception with "> " at the margin.
+    const bool indented =
+        body.isEmpty() || body.startsWith(' ') || body.startsWith('\t') || startsWithLiteral(body, "> File \"");
     if (indented && ++state->tracebackLines > kMaxTracebackLines) {
         closeTraceback(*state);
         return;
@@ -264,7 +266,7 @@ void TracebackLogParser::takeLine(const LogLine& line) {
             closeTraceback(*state);
         return;
     }
-    if (indented && startsWithLiteral(trimmedBlanks(body), "File \"")) {
+    if (indented && (startsWithLiteral(trimmedBlanks(body), "File \"") || body.startsWith('>'))) {
         state->strayLines = 0;
         return;
     }

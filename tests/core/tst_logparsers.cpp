@@ -282,6 +282,10 @@ void tst_LogParsers::publicLogs_data() {
         "MemoryError: CUDA out of memory on rank 5. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 79.15 "
         "GiB of which 6.75 MiB is free. Of the allocated memory 77.90 GiB is allocated by PyTorch, and 511.21 MiB is "
         "reserved by PyTorch but unallocated.");
+    // loguru's tracebacks, recorded here: the frame that caught the exception is marked "> File …" at the margin
+    // (and its variables drawn under the frames); it is a frame, not the exception.
+    row("python-loguru-tracebacks.err", "errors.@line", "20,26,35");
+    row("python-loguru-tracebacks.err", "errors.0.text", "ZeroDivisionError: division by zero");
     // Eight processes' tracebacks at once, recorded here: every process's exception, in the order printed.
     row("python-processes-interleaved.err", "errors.@text",
         "RuntimeError: CUDA error: out of memory on rank 1,RuntimeError: CUDA error: out of memory on rank 3,"
