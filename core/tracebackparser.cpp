@@ -84,6 +84,25 @@ bool isExceptionLine(QByteArrayView text) {
     return false;
 }
 
+// What IPython prints before "Traceback (most recent call last)": the exception's type, padded with spaces.
+bool isIPythonHeader(QByteArrayView before) {
+    const QByteArrayView type = trimmedBlanks(before);
+    return before.endsWith(' ') && !type.contains(':') && isExceptionLine(type);
+}
+
+// The lines of an IPython traceback's frame at the margin: where it is ("File /x.py:5, in f()", "Cell In[3], line
+// 1", older "Input In [3], in <cell line: 1>()", "<ipython-input-3-…> in <module>", "/x.py in f()") and its line
+// ("----> 5 …").
+bool isIPythonFrame(QByteArrayView text) {
+    if (startsWithLiteral(text, "File ") || startsWithLiteral(text, "Cell In") || startsWithLiteral(text, "Input In") ||
+        startsWithLiteral(text, "<ipython-input-") || containsBytes(text, QByteArrayView(".py in ")))
+        return true;
+    qsizetype dashes = 0;
+    while (dashes < text.size() && text[dashes] == '-')
+        ++dashes;
+    return dashes >= 2 && dashes + 1 < text.size() && text[dashes] == '>' && text[dashes + 1] == ' ';
+}
+
 // Characters of UTF-8 text (bytes that do not continue one).
 qsizetype characters(QByteArrayView text) {
     return std::count_if(text.begin(), text.end(), [](char c) { return (static_cast<quint8>(c) & 0xc0) != 0x80; });
@@ -134,6 +153,9 @@ void TracebackLogParser::takeLine(const LogLine& line) {
             if (m_openTracebacks++ == 0)
                 m_cutAfter = line.number + kMaxTracebackGap;
             state.group = text.first(at).endsWith("Exception Group ");
+            // IPython's and Jupyter's "ZeroDivisionError      Traceback (most recent call last)": its frames
+            // ("File /x.py:5, in f()", "----> 5 …") are at the margin, so only an exception's line ends it.
+            state.tangled = isIPythonHeader(text.first(at));
         } else {
             ++state.interleaved;
             state.tangled = true;
@@ -266,7 +288,7 @@ void TracebackLogParser::takeLine(const LogLine& line) {
             closeTraceback(*state);
         return;
     }
-    if (indented && (startsWithLiteral(trimmedBlanks(body), "File \"") || body.startsWith('>'))) {
+    if (indented ? startsWithLiteral(trimmedBlanks(body), "File \"") || body.startsWith('>') : isIPythonFrame(body)) {
         state->strayLines = 0;
         return;
     }

@@ -30,7 +30,8 @@ namespace rankscope {
 // TaskGroup) is inset: its exception and each member's ("  | ValueError: a") are errors, and it ends at the first
 // line at the margin, which is not taken for its exception. A traceback the `rich` library draws in a box has its
 // frames in the box and its exception on the first line after it, with the lines rich wrapped it into at the box's
-// width.
+// width. loguru's "> File …" at the margin is a frame. IPython's tracebacks ("ValueError    Traceback (most recent
+// call last)", frames at the margin) end at the first line of an exception's form.
 class TracebackLogParser final : public LogLineSink {
 public:
     TracebackLogParser();
@@ -55,8 +56,8 @@ private:
         int tracebackLines = -1; // lines of its open traceback so far; -1: none is open
         qint64 lastLine = 0;     // the stream's line number of its open traceback's last line
         // Tracebacks begun while one was open (processes or threads printing at once with nothing to tell their
-        // lines apart): one exception line each is still to come after the open one's. Once tangled, only a line of
-        // an exception's form is one.
+        // lines apart): one exception line each is still to come after the open one's. Once tangled (and in IPython's
+        // tracebacks, whose frames are at the margin), only a line of an exception's form is one.
         int interleaved = 0;
         bool tangled = false;
         bool group = false; // an exception group's ("  + Exception Group Traceback …"): its lines are inset by "| "

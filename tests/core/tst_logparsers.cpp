@@ -286,6 +286,11 @@ void tst_LogParsers::publicLogs_data() {
     // (and its variables drawn under the frames); it is a frame, not the exception.
     row("python-loguru-tracebacks.err", "errors.@line", "20,26,35");
     row("python-loguru-tracebacks.err", "errors.0.text", "ZeroDivisionError: division by zero");
+    // IPython's tracebacks (what a notebook or `ipython` prints), recorded here: their frames are at the margin
+    // ("Cell In [1], line 1", "File /tmp/ipy/ddp_step.py:10, in step(rank)"), the exception is the line of its form.
+    row("python-ipython-tracebacks.err", "errors.@line", "17,43");
+    row("python-ipython-tracebacks.err", "errors.@text",
+        "ZeroDivisionError: division by zero,ZeroDivisionError: division by zero");
     // Eight processes' tracebacks at once, recorded here: every process's exception, in the order printed.
     row("python-processes-interleaved.err", "errors.@text",
         "RuntimeError: CUDA error: out of memory on rank 1,RuntimeError: CUDA error: out of memory on rank 3,"
@@ -754,6 +759,20 @@ void tst_LogParsers::messyLines_data() {
         << "errors"
         << R"([{"file":"log","line":7,"rank":1,"text":"ValueError: one a_word_too_long_to_have_fitted_on_the_line_before"},)"
            R"({"file":"log","line":8,"rank":0,"text":"KeyError: 'zero' is not a key of this batch dict"}])";
+    // IPython 7's frames, "<ipython-input-…> in <module>" and "/x.py in f()", with more lines in a frame than a
+    // tangled traceback's stray lines: each frame's "---->" line keeps it going.
+    QTest::newRow("an IPython 7 traceback")
+        << QByteArray("---------------------------------------------------------------------------\n"
+                      "RuntimeError                              Traceback (most recent call last)\n"
+                      "<ipython-input-3-5c7f1e2b9d4a> in <module>\n"
+                      "----> 1 train()\n\n"
+                      "/w/train.py in train()\n") +
+               QByteArray("step = step + 1\n").repeated(TracebackLogParser::kMaxStrayLines) +
+               "---> 42     loss.backward()\n" +
+               QByteArray("ok = True\n").repeated(TracebackLogParser::kMaxStrayLines) +
+               "RuntimeError: CUDA error: an illegal memory access was encountered\n"
+        << "errors.@text"
+        << "RuntimeError: CUDA error: an illegal memory access was encountered";
     QTest::newRow("chained traceback")
         << QByteArray("Traceback (most recent call last):\n  File \"a.py\", line 1\nOSError: first\n\n"
                       "During handling of the above exception, another exception occurred:\n\n"
