@@ -124,47 +124,7 @@ void TracebackLogParser::takeLine(const LogLine& line) {
     if (m_openTracebacks > 0 && line.number > m_cutAfter)
         closeCutTracebacks(line.number);
     if (line.holds(kTraceback)) {
-        const qsizetype at = line.indexOf(kTraceback);
-        RankState* prefixed = nullptr;
-        if (at > 0 && isHostPrefix(text.first(at))) {
-            prefixed = prefixedStateOf(text, nullptr);
-            if (!prefixed) {
-                auto free = std::find_if(m_prefixed.begin(), m_prefixed.end(),
-                                         [](const PrefixedTraceback& p) { return p.state.tracebackLines < 0; });
-                if (free == m_prefixed.end())
-                    free = m_prefixed.insert(m_prefixed.end(), PrefixedTraceback{});
-                free->prefix = text.first(at).toByteArray();
-                prefixed = &free->state;
-            }
-        }
-        RankState& state = prefixed ? *prefixed : *stateOf(line, true);
-        if (state.wrappedError >= 0)
-            closeTraceback(state); // its exception's message ended
-        if (state.group) {
-            // A member's traceback inside an exception group is one of the group's lines; one at the margin is a
-            // traceback of its own after the group.
-            if (text.startsWith(' ')) {
-                state.lastLine = line.number;
-                return;
-            }
-            closeTraceback(state);
-        }
-        if (state.tracebackLines < 0) {
-            if (m_openTracebacks++ == 0)
-                m_cutAfter = line.number + kMaxTracebackGap;
-            state.group = text.first(at).endsWith("Exception Group ");
-            // IPython's and Jupyter's "ZeroDivisionError      Traceback (most recent call last)": its frames
-            // ("File /x.py:5, in f()", "----> 5 …") are at the margin, so only an exception's line ends it.
-            state.tangled = isIPythonHeader(text.first(at));
-        } else {
-            ++state.interleaved;
-            state.tangled = true;
-        }
-        state.tracebackLines = 0;
-        state.strayLines = 0;
-        state.lastLine = line.number;
-        state.boxed = containsBytes(text.first(at), kBoxLine);
-        state.boxWidth = state.boxed ? characters(text) : 0;
+        openTraceback(line, line.indexOf(kTraceback));
         return;
     }
     if (line.holds(kTerminateKeyword)) {
@@ -217,83 +177,141 @@ void TracebackLogParser::takeLine(const LogLine& line) {
     if (!state || state->tracebackLines < 0)
         return;
     state->lastLine = line.number;
-    if (state->wrappedError >= 0) {
-        // rich wraps a long message at the box's width: a line is its next piece when its first word would not
-        // have fitted after the last one.
-        const QByteArrayView piece = trimmedBlanks(body);
-        qsizetype word = piece.indexOf(' ');
-        if (word < 0)
-            word = piece.size();
-        if (!piece.isEmpty() && !body.startsWith(' ') &&
-            state->pieceCharacters + 1 + characters(piece.first(word)) > state->boxWidth) {
-            QByteArray& text = m_errors[state->wrappedError].text;
-            text = errorText(text + ' ' + piece.toByteArray());
-            state->pieceCharacters = characters(piece);
+    takeTracebackLine(*state, line, body);
+}
+
+// A traceback's first line ("Traceback (most recent call last):" at `at`).
+void TracebackLogParser::openTraceback(const LogLine& line, qsizetype at) {
+    const QByteArrayView text = line.text;
+    RankState* prefixed = nullptr;
+    if (at > 0 && isHostPrefix(text.first(at))) {
+        prefixed = prefixedStateOf(text, nullptr);
+        if (!prefixed) {
+            auto free = std::find_if(m_prefixed.begin(), m_prefixed.end(),
+                                     [](const PrefixedTraceback& p) { return p.state.tracebackLines < 0; });
+            if (free == m_prefixed.end())
+                free = m_prefixed.insert(m_prefixed.end(), PrefixedTraceback{});
+            free->prefix = text.first(at).toByteArray();
+            prefixed = &free->state;
+        }
+    }
+    RankState& state = prefixed ? *prefixed : *stateOf(line, true);
+    if (state.wrappedError >= 0)
+        closeTraceback(state); // its exception's message ended
+    if (state.group) {
+        // A member's traceback inside an exception group is one of the group's lines; one at the margin is a
+        // traceback of its own after the group.
+        if (text.startsWith(' ')) {
+            state.lastLine = line.number;
             return;
         }
-        closeTraceback(*state); // the line is the log's own
+        closeTraceback(state);
+    }
+    if (state.tracebackLines < 0) {
+        if (m_openTracebacks++ == 0)
+            m_cutAfter = line.number + kMaxTracebackGap;
+        state.group = text.first(at).endsWith("Exception Group ");
+        // IPython's and Jupyter's "ZeroDivisionError      Traceback (most recent call last)": its frames
+        // ("File /x.py:5, in f()", "----> 5 …") are at the margin, so only an exception's line ends it.
+        state.tangled = isIPythonHeader(text.first(at));
+    } else {
+        ++state.interleaved;
+        state.tangled = true;
+    }
+    state.tracebackLines = 0;
+    state.strayLines = 0;
+    state.lastLine = line.number;
+    state.boxed = containsBytes(text.first(at), kBoxLine);
+    state.boxWidth = state.boxed ? characters(text) : 0;
+}
+
+// A line of `state`'s open traceback (`body`: without its pdsh host prefix).
+void TracebackLogParser::takeTracebackLine(RankState& state, const LogLine& line, QByteArrayView body) {
+    if (state.wrappedError >= 0) {
+        continueMessage(state, body);
         return;
     }
-    if (state->boxed) {
+    if (state.boxed) {
         // rich's frames, each line in the box's sides; its exception follows the box's bottom edge.
         if (body.startsWith(kBoxSide)) {
-            if (++state->tracebackLines > kMaxTracebackLines)
-                closeTraceback(*state);
+            if (++state.tracebackLines > kMaxTracebackLines)
+                closeTraceback(state);
             return;
         }
-        state->boxed = false;
+        state.boxed = false;
         if (body.startsWith(kBoxBottomRounded) || body.startsWith(kBoxBottom))
             return;
     }
     // loguru marks the frame that caught the exception with "> " at the margin.
     const bool indented =
         body.isEmpty() || body.startsWith(' ') || body.startsWith('\t') || startsWithLiteral(body, "> File \"");
-    if (indented && ++state->tracebackLines > kMaxTracebackLines) {
-        closeTraceback(*state);
+    if (indented && ++state.tracebackLines > kMaxTracebackLines) {
+        closeTraceback(state);
         return;
     }
-    if (state->group) {
-        // "  | ValueError: a" is the group's exception or a member's, "  |   File …" a frame, "  +-+--- 1 ---" a
-        // member's start; the first line at the margin is the log's own again.
-        if (!indented) {
-            closeTraceback(*state);
-            return;
-        }
-        qsizetype at = 0;
-        while (at < body.size() && body[at] == ' ')
-            ++at;
-        const QByteArrayView inner = body.sliced(at);
-        if (inner.startsWith("| ") && isExceptionLine(inner.sliced(2)))
-            addError(line, trimmedBlanks(inner.sliced(2)));
+    if (state.group) {
+        takeGroupLine(state, line, body, indented);
         return;
     }
-    if (!state->tangled) {
+    if (!state.tangled) {
         if (indented)
             return;
         // The first line that is not indented ends the traceback: it names the exception.
         addError(line, trimmedBlanks(body));
-        if (state->boxWidth > 0) {
-            state->wrappedError = m_errors.size() - 1;
-            state->pieceCharacters = characters(trimmedBlanks(body));
+        if (state.boxWidth > 0) {
+            state.wrappedError = m_errors.size() - 1;
+            state.pieceCharacters = characters(trimmedBlanks(body));
             return;
         }
-        closeTraceback(*state);
+        closeTraceback(state);
         return;
     }
     // Tangled tracebacks go on while frames and exceptions come; any other line may be anyone's.
     if (!indented && isExceptionLine(body)) {
         addError(line, trimmedBlanks(body));
-        state->strayLines = 0;
-        if (state->interleaved-- == 0)
-            closeTraceback(*state);
+        state.strayLines = 0;
+        if (state.interleaved-- == 0)
+            closeTraceback(state);
         return;
     }
     if (indented ? startsWithLiteral(trimmedBlanks(body), "File \"") || body.startsWith('>') : isIPythonFrame(body)) {
-        state->strayLines = 0;
+        state.strayLines = 0;
         return;
     }
-    if (++state->strayLines > kMaxStrayLines)
-        closeTraceback(*state);
+    if (++state.strayLines > kMaxStrayLines)
+        closeTraceback(state);
+}
+
+// rich wraps a long message at the box's width: a line is its next piece when its first word would not have fitted
+// after the last one; else the message ended, and the line is the log's own.
+void TracebackLogParser::continueMessage(RankState& state, QByteArrayView body) {
+    const QByteArrayView piece = trimmedBlanks(body);
+    qsizetype word = piece.indexOf(' ');
+    if (word < 0)
+        word = piece.size();
+    if (piece.isEmpty() || body.startsWith(' ') ||
+        state.pieceCharacters + 1 + characters(piece.first(word)) <= state.boxWidth) {
+        closeTraceback(state);
+        return;
+    }
+    QByteArray& text = m_errors[state.wrappedError].text;
+    text = errorText(text + ' ' + piece.toByteArray());
+    state.pieceCharacters = characters(piece);
+}
+
+// "  | ValueError: a" is the group's exception or a member's, "  |   File …" a frame, "  +-+--- 1 ---" a member's
+// start; the first line at the margin is the log's own again.
+void TracebackLogParser::takeGroupLine(RankState& state, const LogLine& line, QByteArrayView body, bool indented) {
+    if (!indented) {
+        closeTraceback(state);
+        return;
+    }
+    qsizetype at = 0;
+    while (at < body.size() && body[at] == ' ')
+        ++at;
+    const QByteArrayView inner = body.sliced(at);
+    if (inner.startsWith("| ") && isExceptionLine(inner.sliced(2)))
+        addError(line, trimmedBlanks(inner.sliced(2)));
 }
 
 TracebackLogParser::RankState* TracebackLogParser::prefixedStateOf(QByteArrayView text, QByteArrayView* body) {

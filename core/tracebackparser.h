@@ -80,6 +80,11 @@ private:
     // The state of the open traceback whose prefix starts `text`, and in `body` (when given) `text` without it;
     // nullptr if none.
     RankState* prefixedStateOf(QByteArrayView text, QByteArrayView* body);
+    void openTraceback(const LogLine& line,
+                       qsizetype at); // its first line, "Traceback (most recent call last)" at `at`
+    void takeTracebackLine(RankState& state, const LogLine& line, QByteArrayView body);
+    void continueMessage(RankState& state, QByteArrayView body); // a boxed traceback's exception, wrapped
+    void takeGroupLine(RankState& state, const LogLine& line, QByteArrayView body, bool indented);
     void closeTraceback(RankState& state);
     void closeCutTracebacks(qint64 lineNumber); // those whose rank printed nothing since before the gap
     void addError(const LogLine& line, QByteArrayView text);
