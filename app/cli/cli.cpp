@@ -42,8 +42,8 @@ const QList<Command>& commands() {
          "Serve the engine to editors and notebooks: JSON-RPC over WebSocket on 127.0.0.1, behind a token in a "
          "connection file only you can read (docs/bridge.md)."},
         {"inspect", "inspect FILE... [--json]",
-         "Parse any log files (- reads standard input): NCCL setup and warnings, watchdog timeouts, torchrun "
-         "failures, errors."},
+         "Parse any log files (- reads standard input, a folder every file under it): NCCL setup and warnings, "
+         "watchdog timeouts, torchrun failures, errors."},
     };
     return list;
 }

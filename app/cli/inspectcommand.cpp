@@ -7,7 +7,9 @@
 #include "core/ranklist.h"
 #include "core/repeats.h"
 
+#include <QDirIterator>
 #include <QFile>
+#include <QFileInfo>
 #include <QTextStream>
 
 #include <algorithm>
@@ -257,17 +259,75 @@ std::optional<QString> inspectStandardInput(LogInspector& inspector) {
     return inspector.inspectDevice(in, QStringLiteral("-"));
 }
 
+// a before b, with runs of digits compared as numbers ("rank2" before "rank10"). QCollator's numeric mode needs ICU,
+// which a C locale does not use.
+bool numbersInOrder(const QString& a, const QString& b) {
+    qsizetype i = 0;
+    qsizetype j = 0;
+    while (i < a.size() && j < b.size()) {
+        if (a[i].isDigit() && b[j].isDigit()) {
+            const qsizetype startA = i;
+            const qsizetype startB = j;
+            while (i < a.size() && a[i].isDigit())
+                ++i;
+            while (j < b.size() && b[j].isDigit())
+                ++j;
+            // Without leading zeros, the longer number is the larger; of equal lengths, the first digit that differs.
+            QStringView numberA = QStringView(a).sliced(startA, i - startA);
+            QStringView numberB = QStringView(b).sliced(startB, j - startB);
+            while (numberA.size() > 1 && numberA.front() == u'0')
+                numberA = numberA.sliced(1);
+            while (numberB.size() > 1 && numberB.front() == u'0')
+                numberB = numberB.sliced(1);
+            if (numberA.size() != numberB.size())
+                return numberA.size() < numberB.size();
+            if (const int order = numberA.compare(numberB); order != 0)
+                return order < 0;
+            continue;
+        }
+        if (a[i] != b[j])
+            return a[i] < b[j];
+        ++i;
+        ++j;
+    }
+    if ((a.size() - i) != (b.size() - j))
+        return a.size() - i < b.size() - j;
+    return a < b; // equal but for leading zeros: any order that is total
+}
+
+// The files under a folder, at any depth (a torchrun --log-dir, Ray's session logs, a Slurm output folder), in the
+// order of their paths with numbers compared as numbers (rank2 before rank10); empty when it holds none.
+QStringList filesUnder(const QString& folder) {
+    QStringList files;
+    QDirIterator it(folder, QDir::Files | QDir::Hidden | QDir::NoDotAndDotDot, QDirIterator::Subdirectories);
+    while (it.hasNext())
+        files.append(it.next());
+    std::sort(files.begin(), files.end(), numbersInOrder);
+    return files;
+}
+
 } // namespace
 
 int runInspectCommand(const QStringList& paths, bool json) {
     // A file that cannot be read is named and the exit status says so, but what the others hold is still shown.
     LogInspector inspector;
     bool unreadable = false;
+    const auto fail = [&unreadable](const QString& error) {
+        QTextStream(stderr) << "rankscope-cli inspect: " << error << '\n';
+        unreadable = true;
+    };
     for (const QString& path : paths) {
-        if (const auto error =
-                path == QLatin1String("-") ? inspectStandardInput(inspector) : inspector.inspectFile(path)) {
-            QTextStream(stderr) << "rankscope-cli inspect: " << *error << '\n';
-            unreadable = true;
+        if (path != QLatin1String("-") && QFileInfo(path).isDir()) {
+            const QStringList files = filesUnder(path);
+            if (files.isEmpty())
+                fail(QStringLiteral("%1: a folder with no files in it").arg(path));
+            for (const QString& file : files) {
+                if (const auto error = inspector.inspectFile(file))
+                    fail(*error);
+            }
+        } else if (const auto error =
+                       path == QLatin1String("-") ? inspectStandardInput(inspector) : inspector.inspectFile(path)) {
+            fail(*error);
         }
     }
     const LogInspection inspection = inspector.result();

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Runs the built `rankscope-cli inspect` on the recorded public logs and checks its exit codes and output.
+#include <QDir>
 #include <QFile>
+#include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -26,6 +28,11 @@ CliRun runCli(const QStringList& arguments) {
     return {process.exitCode(), process.readAllStandardOutput(), process.readAllStandardError()};
 }
 
+QByteArray readAll(const QString& path) {
+    QFile file(path);
+    return file.open(QIODevice::ReadOnly) ? file.readAll() : QByteArray();
+}
+
 } // namespace
 
 class tst_CliInspect final : public QObject {
@@ -42,6 +49,7 @@ private slots:
     void networkFindingsNameTheHostThatChoseBadly();
     void unreadableFileLosesNothingOfTheOthers();
     void standardInputIsAFile();
+    void aFolderIsEveryFileUnderIt();
 };
 
 void tst_CliInspect::exitCodes_data() {
@@ -274,4 +282,37 @@ void tst_CliInspect::standardInputIsAFile() {
 }
 
 QTEST_GUILESS_MAIN(tst_CliInspect)
+// A folder is read as the files under it at any depth, as torchrun's --log-dir lays them out, in the order of their
+// paths with numbers compared as numbers; a folder with no files is named on stderr and the status says so.
+void tst_CliInspect::aFolderIsEveryFileUnderIt() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const QByteArray failing = readAll(kLogsDir + QStringLiteral("public/pytorch-4921-runtimeerror-traceback.log"));
+    QVERIFY(!failing.isEmpty());
+    const auto write = [&dir](const QString& path, const QByteArray& bytes) {
+        QVERIFY(QDir().mkpath(QFileInfo(dir.filePath(path)).absolutePath()));
+        QFile file(dir.filePath(path));
+        QVERIFY(file.open(QIODevice::WriteOnly));
+        QCOMPARE(file.write(bytes), bytes.size());
+    };
+    write(QStringLiteral("run/attempt_0/10/stderr.log"), failing);
+    write(QStringLiteral("run/attempt_0/2/stderr.log"), failing);
+    write(QStringLiteral("run/attempt_0/2/stdout.log"), "epoch 0 step 1 loss 0.5\n");
+    QVERIFY(QDir().mkpath(dir.filePath(QStringLiteral("empty"))));
+
+    const CliRun run = runCli({"inspect", "--json", dir.filePath(QStringLiteral("run"))});
+    QCOMPARE(run.exitCode, 0);
+    const QJsonObject json = QJsonDocument::fromJson(run.out).object();
+    QStringList files;
+    for (const QJsonValue file : json.value("files").toArray())
+        files.append(QDir(dir.path()).relativeFilePath(file.toString()));
+    QCOMPARE(files,
+             QStringList({"run/attempt_0/2/stderr.log", "run/attempt_0/2/stdout.log", "run/attempt_0/10/stderr.log"}));
+    QCOMPARE(json.value("errors").toArray().size(), 2);
+
+    const CliRun empty = runCli({"inspect", dir.filePath(QStringLiteral("empty"))});
+    QCOMPARE(empty.exitCode, 2);
+    QVERIFY2(empty.err.contains("empty: a folder with no files in it"), empty.err.constData());
+}
+
 #include "tst_cli_inspect.moc"
