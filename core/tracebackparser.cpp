@@ -213,7 +213,7 @@ void TracebackLogParser::openTraceback(const LogLine& line, qsizetype at) {
         state.group = text.first(at).endsWith("Exception Group ");
         // IPython's and Jupyter's "ZeroDivisionError      Traceback (most recent call last)": its frames
         // ("File /x.py:5, in f()", "----> 5 …") are at the margin, so only an exception's line ends it.
-        state.tangled = isIPythonHeader(text.first(at));
+        state.ipython = isIPythonHeader(text.first(at));
     } else {
         ++state.interleaved;
         state.tangled = true;
@@ -253,7 +253,7 @@ void TracebackLogParser::takeTracebackLine(RankState& state, const LogLine& line
         takeGroupLine(state, line, body, indented);
         return;
     }
-    if (!state.tangled) {
+    if (!state.tangled && !state.ipython) {
         if (indented)
             return;
         // The first line that is not indented ends the traceback: it names the exception.
@@ -269,6 +269,7 @@ void TracebackLogParser::takeTracebackLine(RankState& state, const LogLine& line
     // Tangled tracebacks go on while frames and exceptions come; any other line may be anyone's.
     if (!indented && isExceptionLine(body)) {
         addError(line, trimmedBlanks(body));
+        m_errors.back().interleaved = state.tangled && line.rank < 0 && line.pid < 0;
         state.strayLines = 0;
         if (state.interleaved-- == 0)
             closeTraceback(state);
@@ -354,6 +355,7 @@ void TracebackLogParser::closeTraceback(RankState& state) {
     state.tracebackLines = -1;
     state.interleaved = 0;
     state.tangled = false;
+    state.ipython = false;
     state.group = false;
     state.boxed = false;
     state.boxWidth = 0;

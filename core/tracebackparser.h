@@ -60,6 +60,7 @@ private:
         // tracebacks, whose frames are at the margin), only a line of an exception's form is one.
         int interleaved = 0;
         bool tangled = false;
+        bool ipython = false; // "ValueError    Traceback (most recent call last)"
         bool group = false; // an exception group's ("  + Exception Group Traceback …"): its lines are inset by "| "
         bool boxed = false; // in the box `rich` draws a traceback in ("╭── Traceback … ──╮", "│ … │", "╰──╯")
         qsizetype boxWidth = 0;        // in characters, of a traceback drawn in a box

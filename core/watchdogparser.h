@@ -29,6 +29,9 @@ struct LogError {
     qint64 line = 0;
     int rank = -1;
     QByteArray text; // the log's bytes (UTF-8, or whatever the program wrote): made a string where it is shown
+    // From tracebacks printed at the same time with nothing to tell their lines apart (torchrun without --tee):
+    // whose it is, the log does not say.
+    bool interleaved = false;
 };
 
 // The text an error keeps of `text`: at most kMaxErrorText characters as it is shown, whichever parser found it.

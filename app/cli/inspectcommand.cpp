@@ -233,6 +233,13 @@ void appendErrors(QString& out, const QList<LogError>& errors) {
                                                     : QStringLiteral("lines "),
                         places);
     }
+    const auto interleaved =
+        std::count_if(errors.cbegin(), errors.cend(), [](const LogError& e) { return e.interleaved; });
+    if (interleaved > 0)
+        out += QStringLiteral("  (%1 of these from tracebacks that several processes printed at once, line by line, "
+                              "with nothing to say whose: torchrun --tee 3 puts [default<local rank>]: before each "
+                              "line)\n")
+                   .arg(interleaved);
 }
 
 } // namespace

@@ -50,6 +50,7 @@ private slots:
     void unreadableFileLosesNothingOfTheOthers();
     void standardInputIsAFile();
     void aFolderIsEveryFileUnderIt();
+    void tangledTracebacksSayWhyTheyHaveNoRank();
 };
 
 void tst_CliInspect::exitCodes_data() {
@@ -313,6 +314,21 @@ void tst_CliInspect::aFolderIsEveryFileUnderIt() {
     const CliRun empty = runCli({"inspect", dir.filePath(QStringLiteral("empty"))});
     QCOMPARE(empty.exitCode, 2);
     QVERIFY2(empty.err.contains("empty: a folder with no files in it"), empty.err.constData());
+}
+
+// Errors of tracebacks that nothing tells apart have no rank: the text report says why and how to get it, and says
+// nothing of the kind for a traceback of its own.
+void tst_CliInspect::tangledTracebacksSayWhyTheyHaveNoRank() {
+    const CliRun tangled = runCli({"inspect", kLogsDir + QStringLiteral("python-processes-interleaved.err")});
+    QCOMPARE(tangled.exitCode, 0);
+    QVERIFY2(tangled.out.contains("(8 of these from tracebacks that several processes printed at once"),
+             tangled.out.constData());
+    QVERIFY(tangled.out.contains("torchrun --tee 3"));
+    const CliRun plain =
+        runCli({"inspect", kLogsDir + QStringLiteral("public/pytorch-4921-runtimeerror-traceback.log")});
+    QCOMPARE(plain.exitCode, 0);
+    QVERIFY(plain.out.contains("RuntimeError: NCCL error in:"));
+    QVERIFY(!plain.out.contains("printed at once"));
 }
 
 #include "tst_cli_inspect.moc"

@@ -86,6 +86,7 @@ private slots:
     void singleByteChunks();
     void severalFilesKeepTheirLineNumbers();
     void aFileReadTwiceListsItsErrorsOnce();
+    void interleavedErrorsAreMarked();
     void ncclErrorChainsFollowTheirThread();
     void ncclHostsInterleaved();
     void ncclChainsOfManyThreadsAndHosts();
@@ -941,6 +942,26 @@ void tst_LogParsers::singleByteChunks() {
 
 // The same name fed twice (`inspect a.log a.log`): one list of errors in line order, each line's error once, as if
 // the file had been read once; another name keeps its own.
+// Only the errors of tracebacks that nothing tells apart are marked so: not those a launcher prefix gives a rank,
+// nor an IPython traceback (its frames are at the margin, but it is one process's).
+void tst_LogParsers::interleavedErrorsAreMarked() {
+    LogInspector inspector;
+    inspector.beginFile(QStringLiteral("log"));
+    inspector.feed("Traceback (most recent call last):\nTraceback (most recent call last):\n  File \"a.py\", line 1\n"
+                   "ValueError: a\nKeyError: 'b'\n"
+                   "[default0]:Traceback (most recent call last):\n[default1]:Traceback (most recent call last):\n"
+                   "[default0]:OSError: c\n[default1]:TypeError: d\n"
+                   "ZeroDivisionError                         Traceback (most recent call last)\n"
+                   "Cell In [1], line 1\n----> 1 f()\n\nZeroDivisionError: division by zero\n");
+    inspector.endFile();
+    QStringList marked;
+    for (const LogError& error : inspector.result().errors)
+        marked.append(QStringLiteral("%1:%2")
+                          .arg(QString::fromUtf8(error.text.first(error.text.indexOf(':'))))
+                          .arg(error.interleaved));
+    QCOMPARE(marked, QStringList({"ValueError:1", "KeyError:1", "OSError:0", "TypeError:0", "ZeroDivisionError:0"}));
+}
+
 void tst_LogParsers::aFileReadTwiceListsItsErrorsOnce() {
     const QByteArray log = "Traceback (most recent call last):\n"
                            "  File \"x.py\", line 1, in <module>\n"
