@@ -35,6 +35,7 @@ struct LogLine {
     QByteArrayView text;  // without launcher prefixes, terminal artifacts and the line ending
     qint64 number = 0;    // 1-based line number in its stream
     int rank = -1;        // the rank named by a launcher prefix; -1 when none does
+    bool runRank = false; // that prefix is PyTorch's "[rank3]:": the rank in the default process group (StrippedLine)
     int pid = -1;         // the process a launcher prefix names instead of a rank (Ray's pid=); -1 when none does
     quint64 keywords = 0; // bit i: the receiving sink's keywords()[i] occurs in text
     // Every occurrence of the sink's keywords in text (overlapping ones too), by position, then keyword: a sink

@@ -65,6 +65,7 @@ bool stripRoleRank(QByteArrayView inside, QByteArrayView after, StrippedLine& ou
         return false;
     const bool pytorchRank = letters == 4 && std::memcmp(inside.data(), "rank", 4) == 0;
     out = {after.sliced(pytorchRank && after.size() > 1 && after[1] == ' ' ? 2 : 1), rank};
+    out.runRank = pytorchRank;
     return true;
 }
 
@@ -79,6 +80,26 @@ bool stripBracketTimestamp(QByteArrayView inside, QByteArrayView after, Stripped
             return false;
     }
     out.text = skipSpaces(after);
+    return true;
+}
+
+// "18:11:06.680 ": a time of day alone, then a space (`ts '%H:%M:%.S'`, loggers set to print the time only).
+bool stripTimeOfDay(QByteArrayView text, StrippedLine& out) {
+    const auto twoDigits = [&](qsizetype at, char highest) {
+        return text[at] >= '0' && text[at] <= highest && isDigit(text[at + 1]);
+    };
+    if (text.size() < 9 || !twoDigits(0, '2') || text[2] != ':' || !twoDigits(3, '5') || text[5] != ':' ||
+        !twoDigits(6, '6'))
+        return false;
+    qsizetype i = 8;
+    if (text[i] == '.' || text[i] == ',') {
+        ++i;
+        while (i < text.size() && isDigit(text[i]))
+            ++i;
+    }
+    if (i >= text.size() || text[i] != ' ')
+        return false;
+    out.text = skipSpaces(text.sliced(i));
     return true;
 }
 
@@ -155,7 +176,7 @@ bool stripOne(QByteArrayView text, StrippedLine& out) {
     if (text[0] == ' ')
         return stripSrunLabel(text, out);
     if (text[0] != '[')
-        return stripSrunLabel(text, out) || stripLeadingTimestamp(text, out);
+        return stripSrunLabel(text, out) || stripLeadingTimestamp(text, out) || stripTimeOfDay(text, out);
     const qsizetype close = text.first(std::min(text.size(), kMaxBracketPrefix)).indexOf(']');
     if (close < 0)
         return false;
@@ -174,8 +195,10 @@ StrippedLine detail::stripLogPrefixes(QByteArrayView line) {
         if (!stripOne(result.text, next))
             break;
         result.text = next.text;
-        if (next.rank >= 0)
+        if (next.rank >= 0) {
             result.rank = next.rank;
+            result.runRank = next.runRank;
+        }
         if (next.pid >= 0)
             result.pid = next.pid;
     }

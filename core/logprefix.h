@@ -11,6 +11,9 @@ struct StrippedLine {
     QByteArrayView text;
     int rank = -1; // the rank named by a prefix ("[1,3]<stdout>:", "[default3]:", "[rank3]:"); -1 when none does
     int pid = -1;  // the process a prefix names instead of a rank (Ray's "(RayTrainWorker pid=1234, ip=…)"); else -1
+    // `rank` is PyTorch's own "[rank3]:": the process's rank in the default process group, the run's rank, where
+    // "[default3]:" (torchrun's local rank) or a rank in a process group named in the text may differ from it.
+    bool runRank = false;
 };
 
 namespace detail {
@@ -20,7 +23,8 @@ namespace detail {
 // Removes launcher prefixes from the front of a line, repeatedly (a line can carry several, e.g. a timestamp
 // and then "[rank3]:"): Open MPI's "[JOB,RANK]<stdout>:", torchrun's "[default3]:" (torchrun prints the local
 // rank there), "[rank3]:", Slurm's `srun --label` ("3: ", " 3: "), Ray's "(pid=…)" and "(Worker pid=…, ip=…)",
-// timestamps "[2024-05-08 08:47:31,261] " and "2025-11-12 20:42:20,261 - INFO - ". Glog and c10 prefixes
+// timestamps "[2024-05-08 08:47:31,261] ", "2025-11-12 20:42:20,261 - INFO - " and "18:11:06.680 ". Glog and c10
+// prefixes
 // ("[E ProcessGroupNCCL.cpp:458]") are kept: they are part of the message. No allocation, no regular expression.
 // Every prefix starts with '[', '(', a digit or a space: a line that starts otherwise (most lines) is told without a
 // call.

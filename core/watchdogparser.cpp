@@ -2,6 +2,7 @@
 #include "core/watchdogparser.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace rankscope {
 
@@ -41,6 +42,9 @@ constexpr Needle kLastEnqueuedText{"last enqueued"};
 constexpr Needle kLastCompleted{"last completed"};
 constexpr Needle kAtWorkSequenceId{"at work sequence id:"};
 constexpr Needle kAtWork{"at work:"};
+constexpr Needle kWatchdogStuckText{"atchdog got stuck"};
+constexpr Needle kAfterAttempting{"after attempting to dump debug info"};
+constexpr Needle kSentenceEnd{". "};
 // What PyTorch prints from "atchdog caught" to the fields: where it does, "WorkNCCL(" need not be searched for.
 constexpr char kCaughtTimeout[] = "atchdog caught collective operation timeout: WorkNCCL(";
 
@@ -49,18 +53,42 @@ qint64 numberAfter(QByteArrayView text, const Needle& key, qsizetype from = 0) {
     return at < 0 ? -1 : numberAt(text, at + key.size());
 }
 
-// "Rank 3" nearest before `before` (PyTorch writes "[Rank 3]" and "[PG ID 0 PG GUID 0(default_pg) Rank 3]"). A loop
-// back from `before` to each 'R': the rank is a few bytes before the watchdog's words, where QByteArrayView's
-// lastIndexOf costs a call and a rolling hash.
-int rankBefore(QByteArrayView text, qsizetype before, int fallback) {
+// The process group that a "Rank N" at `at` is in, where the text names it: "[PG ID 12 PG GUID
+// 99(EXPERT_MODEL_PARALLEL_GROUP) Rank 4]" (PyTorch 2.4 and later), "[PG 3 Rank 5]" (2.3); -1 for a bare "[Rank 4]".
+qint64 groupOf(QByteArrayView text, qsizetype at) {
+    const qsizetype open = text.first(at).lastIndexOf('[');
+    if (open < 0 || !startsWithLiteral(text.sliced(open), "[PG "))
+        return -1;
+    return numberAt(text, startsWithLiteral(text.sliced(open), "[PG ID ") ? open + 7 : open + 4);
+}
+
+} // namespace
+
+// The "Rank 3" nearest before `before` (PyTorch writes "[Rank 3]" and "[PG ID 0 PG GUID 0(default_pg) Rank 3]"), and
+// the group it is in. A loop back from `before` to each 'R': the rank is a few bytes before the watchdog's words,
+// where QByteArrayView's lastIndexOf costs a call and a rolling hash.
+WatchdogLogParser::RankSaid WatchdogLogParser::rankBefore(QByteArrayView text, qsizetype before, PrefixRank prefix) {
     for (qsizetype at = before - 5; at >= 0; --at) {
         if (text[at] == 'R' && startsWithLiteral(text.sliced(at + 1), "ank ")) {
             const qint64 rank = numberAt(text, at + 5);
-            return rank >= 0 ? static_cast<int>(rank) : fallback;
+            if (rank < 0 || rank > std::numeric_limits<int>::max())
+                return {prefix};
+            return {prefix, static_cast<int>(rank), groupOf(text, at)};
         }
     }
-    return fallback;
+    return {prefix};
 }
+
+// The run's rank. PyTorch's own "[rank3]:" before the line says it. Otherwise the rank in PyTorch's text, unless
+// that is the rank within another process group than the default one (the first made, "PG ID 0"): then the
+// launcher's prefix, which may name none. A bare "[Rank 3]" names no group, and is most often the default group's.
+int WatchdogLogParser::RankSaid::runRank() const {
+    if (prefix.run || text < 0 || group > 0)
+        return prefix.rank;
+    return text;
+}
+
+namespace {
 
 // "WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=2, NumelOut=2, Timeout(ms)=600000) ran for 600035" as PyTorch
 // prints it (older versions leave out the Numel fields), read in one pass from "WorkNCCL(" at `work`. False when the
@@ -124,7 +152,16 @@ bool endsTimingOut(QByteArrayView text) {
 }
 
 // keywords()
-enum Keyword { kWatchdog, kLastEnqueued, kDesyncReport, kNcclErrorIn, kAsyncNcclError, kDistBackendError };
+enum Keyword {
+    kWatchdog,
+    kLastEnqueued,
+    kDesyncReport,
+    kNcclErrorIn,
+    kAsyncNcclError,
+    kDistBackendError,
+    kWatchdogStuck,
+    kTerminating
+};
 
 bool isErrorLine(const LogLine& line) {
     return line.holds(kNcclErrorIn) || line.holds(kAsyncNcclError) ||
@@ -137,12 +174,12 @@ bool isErrorLine(const LogLine& line) {
 WatchdogLogParser::WatchdogLogParser() : m_scanner({this}) {}
 
 QList<QByteArray> WatchdogLogParser::keywords() const {
-    return {QByteArrayLiteral("atchdog caught"),
-            QByteArrayLiteral("last enqueued"),
-            QByteArrayLiteral("caused the desync are:"),
-            QByteArrayLiteral("NCCL error in:"),
-            QByteArrayLiteral("async exception: NCCL error"),
-            QByteArrayLiteral("DistBackendError:")};
+    return {QByteArrayLiteral("atchdog caught"), QByteArrayLiteral("last enqueued"),
+            QByteArrayLiteral("caused the desync are:"), QByteArrayLiteral("NCCL error in:"),
+            QByteArrayLiteral("async exception: NCCL error"), QByteArrayLiteral("DistBackendError:"),
+            // Not "atchdog got stuck": its fingerprint let the search stop at 12 % more places of the bench's log.
+            // The line is checked for the rest (takeWatchdogEnd).
+            QByteArrayLiteral("got stuck for"), QByteArrayLiteral("after attempting")};
 }
 
 void WatchdogLogParser::takeLine(const LogLine& line) {
@@ -150,7 +187,7 @@ void WatchdogLogParser::takeLine(const LogLine& line) {
     if (m_joinLines > 0) {
         m_joined.append(text.data(), text.size()); // a terminal's hard wrap: the pieces join without a space
         if (--m_joinLines == 0 || containsBytes(m_joined, kTimingOut)) {
-            takeTimeout(m_joined, m_joinRank);
+            takeTimeout(m_joined, m_joinPrefix);
             m_joinLines = 0;
             m_joined.clear();
         }
@@ -167,17 +204,19 @@ void WatchdogLogParser::takeLine(const LogLine& line) {
     if (watchdog >= 0) {
         if (endsTimingOut(text) || findBytes(text, kTimingOut, watchdog) >= 0 ||
             findBytes(text, kMilliseconds, watchdog) >= 0) {
-            takeTimeout(text, line.rank, watchdog);
+            takeTimeout(text, {line.rank, line.runRank}, watchdog);
         } else {
             m_joined = text.toByteArray();
             m_joinLines = kMaxWrappedLines;
-            m_joinRank = line.rank;
+            m_joinPrefix = {line.rank, line.runRank};
         }
     }
     if (line.holds(kLastEnqueued))
-        takeProgress(text, line.rank);
+        takeProgress(text, {line.rank, line.runRank});
     if (line.holds(kDesyncReport))
         m_inDesyncReport = true;
+    if (line.holds(kWatchdogStuck) || line.holds(kTerminating))
+        takeWatchdogEnd(line);
     if (isErrorLine(line)) {
         addError(line, text);
         // A rank's new error ends the wait for its last one's detail.
@@ -221,7 +260,7 @@ bool WatchdogLogParser::takeErrorDetail(const LogLine& line) {
     return taken;
 }
 
-void WatchdogLogParser::takeTimeout(QByteArrayView text, int prefixRank, qsizetype watchdog) {
+void WatchdogLogParser::takeTimeout(QByteArrayView text, PrefixRank prefix, qsizetype watchdog) {
     if (watchdog < 0)
         watchdog = findBytes(text, kWatchdogCaught);
     if (watchdog < 0)
@@ -232,7 +271,8 @@ void WatchdogLogParser::takeTimeout(QByteArrayView text, int prefixRank, qsizety
     if (work < 0)
         return;
     CollectiveTimeout timeout;
-    timeout.rank = rankBefore(text, watchdog, prefixRank);
+    const RankSaid said = rankBefore(text, watchdog, prefix);
+    timeout.rank = said.runRank();
     QByteArrayView op; // null when there is no "OpType="
     if (!readWorkFields(text, work, timeout, op))
         searchWorkFields(text, work, timeout, op);
@@ -250,17 +290,18 @@ void WatchdogLogParser::takeTimeout(QByteArrayView text, int prefixRank, qsizety
     if (!op.isNull())
         timeout.op = QString::fromUtf8(op);
     m_timeouts.append(timeout);
+    m_timeoutRanks.append(said);
 }
 
 // "… Rank 1] Exception (either an error or timeout) detected by watchdog at work: 808, last enqueued NCCL work:
 // 811, last completed NCCL work: 807." (2.2 to 2.4) and "… failure detected by watchdog at work sequence id: 241
 // PG status: last enqueued work: 315, last completed work: 183" (2.5 and later).
-void WatchdogLogParser::takeProgress(QByteArrayView text, int prefixRank) {
+void WatchdogLogParser::takeProgress(QByteArrayView text, PrefixRank prefix) {
     const qsizetype enqueued = findBytes(text, kLastEnqueuedText);
     const qsizetype enqueuedColon = text.indexOf(':', enqueued);
     const qsizetype completed = findBytes(text, kLastCompleted, enqueued);
     const qsizetype completedColon = completed < 0 ? -1 : text.indexOf(':', completed);
-    Progress progress{rankBefore(text, enqueued, prefixRank), -1, -1, -1};
+    Progress progress{rankBefore(text, enqueued, prefix), -1, -1, -1};
     if (const qsizetype at = findBytes(text, kAtWorkSequenceId); at >= 0 && at < enqueued)
         progress.seq = numberAt(text, at + 20);
     else if (const qsizetype at = findBytes(text, kAtWork); at >= 0 && at < enqueued)
@@ -282,6 +323,26 @@ void WatchdogLogParser::takeDesyncLine(const LogLine& line) {
     m_details.clear();
 }
 
+// What ends a process whose watchdog could not go on (PyTorch 2.2 and later, which then abort it with SIGABRT):
+// "[PG ID 0 PG GUID 0(default_pg) Rank 2] ProcessGroupNCCL's watchdog got stuck for 480 seconds without making
+// progress in monitoring enqueued collectives. This typically indicates …" (the heartbeat monitor) and "…
+// Terminating the process after attempting to dump debug info, due to ProcessGroupNCCL watchdog hang." (or "due to
+// collective timeout or exception."). Of the first, the error keeps the first sentence: the rest, the same advice
+// every time, is in the log at the error's line.
+void WatchdogLogParser::takeWatchdogEnd(const LogLine& line) {
+    QByteArrayView text = trimmedBlanks(line.text);
+    const bool stuck = line.holds(kWatchdogStuck);
+    const qsizetype at = findBytes(text, stuck ? kWatchdogStuckText : kAfterAttempting);
+    if (at < 0)
+        return;
+    if (stuck) {
+        if (const qsizetype end = findBytes(text, kSentenceEnd, at); end >= 0)
+            text.truncate(end + 1);
+    }
+    m_errors.append(
+        {m_source, line.number, rankBefore(text, at, {line.rank, line.runRank}).runRank(), errorText(text)});
+}
+
 void WatchdogLogParser::addError(const LogLine& line, QByteArrayView text) {
     const QByteArrayView trimmed = trimmedBlanks(text);
     m_errors.append({m_source, line.number, line.rank, errorText(trimmed)});
@@ -295,7 +356,7 @@ QByteArray errorText(QByteArrayView text) {
 
 void WatchdogLogParser::endOfStream() {
     if (m_joinLines > 0)
-        takeTimeout(m_joined, m_joinRank);
+        takeTimeout(m_joined, m_joinPrefix);
     m_joinLines = 0;
     m_joined.clear();
     m_inDesyncReport = false;
@@ -304,10 +365,19 @@ void WatchdogLogParser::endOfStream() {
 
 QList<CollectiveTimeout> WatchdogLogParser::timeouts() const {
     QList<CollectiveTimeout> result = m_timeouts;
-    for (CollectiveTimeout& timeout : result) {
+    for (qsizetype i = 0; i < result.size(); ++i) {
+        CollectiveTimeout& timeout = result[i];
+        const RankSaid& said = m_timeoutRanks[i];
+        // The progress of the same rank, or of the same process and group: a timeout says "[Rank 0]", its progress
+        // "[PG ID 2 PG GUID 9 Rank 0]", with the same prefix before both.
+        const auto sameRank = [&](const RankSaid& other) {
+            return other.runRank() == timeout.rank ||
+                   (other.text >= 0 && other.text == said.text && other.prefix.rank == said.prefix.rank &&
+                    other.prefix.run == said.prefix.run);
+        };
         const Progress* best = nullptr;
         for (const Progress& progress : m_progress) {
-            if (progress.rank != timeout.rank)
+            if (!sameRank(progress.rank))
                 continue;
             if (progress.seq == timeout.seq) {
                 best = &progress;
@@ -319,6 +389,16 @@ QList<CollectiveTimeout> WatchdogLogParser::timeouts() const {
         if (best) {
             timeout.lastEnqueued = best->lastEnqueued;
             timeout.lastCompleted = best->lastCompleted;
+            // Its progress names the group: the timeout's "[Rank 0]" was that group's rank, not the run's.
+            if (best->rank.group > 0 && said.group < 0) {
+                timeout.rank = said.prefix.rank;
+                timeout.group = best->rank.group;
+                timeout.groupRank = best->rank.text;
+            }
+        }
+        if (said.group > 0) {
+            timeout.group = said.group;
+            timeout.groupRank = said.text;
         }
     }
     std::stable_sort(result.begin(), result.end(), [](const CollectiveTimeout& a, const CollectiveTimeout& b) {

@@ -21,6 +21,10 @@ struct CollectiveTimeout {
     qint64 ranMs = -1;
     qint64 lastEnqueued = -1;
     qint64 lastCompleted = -1;
+    // The process group other than the default one that PyTorch's lines name for this work ("[PG ID 2 PG GUID 9
+    // Rank 0] Exception … detected by watchdog at work: 610"), and the rank within it; -1 when none is named.
+    qint64 group = -1;
+    int groupRank = -1;
 };
 
 // An error line found in a log: where it is and what it says.
@@ -41,7 +45,8 @@ inline constexpr qsizetype kMaxErrorText = 1000;
 // PyTorch's ProcessGroupNCCL watchdog and its errors: timeouts (also when a terminal wrapped the line, or
 // when it is repeated inside a "what():" of c10::DistBackendError: one timeout per rank and sequence number),
 // "last enqueued/completed work", "NCCL error in: …", DistBackendError lines (with NCCL's "Last error:" detail
-// that follows them) and the ranks a desync report blames.
+// that follows them), the ranks a desync report blames, and the end of a process whose watchdog got stuck or that
+// the watchdog terminated.
 class WatchdogLogParser final : public LogLineSink {
 public:
     WatchdogLogParser();
@@ -61,18 +66,33 @@ public:
     void endOfStream() override;
 
 private:
+    struct PrefixRank { // what a line's launcher prefix says of its rank (LogLine::rank, LogLine::runRank)
+        int rank = -1;
+        bool run = false;
+    };
+    // What a watchdog's line says of its rank: its prefix, and the "Rank 3" of PyTorch's text with the process group
+    // the text names it in (-1: none named, "[Rank 3]").
+    struct RankSaid {
+        PrefixRank prefix;
+        int text = -1;
+        qint64 group = -1;
+        [[nodiscard]] int runRank() const;
+    };
+    static RankSaid rankBefore(QByteArrayView text, qsizetype before, PrefixRank prefix);
     // watchdog: where "atchdog caught" starts in text; -1: search for it.
-    void takeTimeout(QByteArrayView text, int prefixRank, qsizetype watchdog = -1);
-    void takeProgress(QByteArrayView text, int prefixRank);
+    void takeTimeout(QByteArrayView text, PrefixRank prefix, qsizetype watchdog = -1);
+    void takeProgress(QByteArrayView text, PrefixRank prefix);
     void takeDesyncLine(const LogLine& line);
+    void takeWatchdogEnd(const LogLine& line);
     void addError(const LogLine& line, QByteArrayView text);
     bool takeErrorDetail(const LogLine& line); // true: the line was the last NCCL error's
 
     LogLineScanner m_scanner;
     QString m_source;
     QList<CollectiveTimeout> m_timeouts;
+    QList<RankSaid> m_timeoutRanks; // of each of m_timeouts
     struct Progress {
-        int rank;
+        RankSaid rank;
         qint64 seq;
         qint64 lastEnqueued;
         qint64 lastCompleted;
@@ -81,7 +101,7 @@ private:
     QList<LogError> m_errors;
     QByteArray m_joined; // a timeout message that a terminal wrapped over several lines
     int m_joinLines = 0; // continuation lines still allowed
-    int m_joinRank = -1;
+    PrefixRank m_joinPrefix;
     bool m_inDesyncReport = false;
     // NCCL errors whose "Last error:" detail may still come: each error's index in m_errors, its rank, how many more
     // lines (of any rank) may hold it, and whether the next line of its rank is the detail itself.

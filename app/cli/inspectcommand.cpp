@@ -146,7 +146,14 @@ void appendTimeouts(QString& out, const QList<CollectiveTimeout>& timeouts) {
         const QString facts = joinKnown({work, numel, ifKnown(t.lastEnqueued, QStringLiteral("last enqueued %1")),
                                          ifKnown(t.lastCompleted, QStringLiteral("last completed %1"))},
                                         QStringLiteral(", "));
-        out += QStringLiteral("  %1%2\n").arg(t.rank >= 0 ? QStringLiteral("rank %1: ").arg(t.rank) : QString(), facts);
+        // "rank 8 (rank 0 of process group 2): …": a timeout in another group than the default one; without the
+        // run's rank (no "[rank8]:" before PyTorch's lines) only the group's.
+        QString who = t.rank >= 0 ? QStringLiteral("rank %1").arg(t.rank) : QString();
+        if (t.group > 0) {
+            const QString inGroup = QStringLiteral("rank %1 of process group %2").arg(t.groupRank).arg(t.group);
+            who = who.isEmpty() ? inGroup : QStringLiteral("%1 (%2)").arg(who, inGroup);
+        }
+        out += QStringLiteral("  %1%2\n").arg(who.isEmpty() ? QString() : who + QStringLiteral(": "), facts);
     }
 }
 

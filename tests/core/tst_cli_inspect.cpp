@@ -131,6 +131,10 @@ void tst_CliInspect::textReportSaysOnlyWhatAnEntryHas_data() {
     QTest::newRow("timeout cut before its run time")
         << "logs/public/megatron-935-terminate-distbackenderror.log"
         << "  rank 1: _REDUCE_SCATTER_BASE #199 (timeout 600000 ms), numel 7098994688 -> 443687168";
+    QTest::newRow("timeout in another process group than the default one")
+        << "logs/public/diffsynth-458-coalesced-group-timeout.log"
+        << "  rank 4 (rank 4 of process group 2): COALESCED #610 ran 600086 ms (timeout 600000 ms), numel 56320 -> "
+           "450560, last enqueued 616, last completed 609";
     QTest::newRow("timeout without numel") << "logs/nccl-public-samples.log"
                                            << "  rank 0: ALLREDUCE #96120 ran 25624887 ms (timeout 1800000 ms)";
     QTest::newRow("warning without rank")

@@ -76,6 +76,7 @@ class tst_LogParsers final : public QObject {
 private slots:
     void prefixes_data();
     void prefixes();
+    void runRankIsPyTorchsPrefix();
     void terminalArtifacts();
     void publicLogs_data();
     void publicLogs();
@@ -140,7 +141,13 @@ void tst_LogParsers::prefixes_data() {
     QTest::newRow("srun label then torchrun's") << QByteArray("1: [default3]:x") << QByteArray("x") << 3;
     QTest::newRow("indented text is kept")
         << QByteArray("  File \"a.py\", line 1") << QByteArray("  File \"a.py\", line 1") << -1;
-    QTest::newRow("a time is no label") << QByteArray("12:34:56 x") << QByteArray("12:34:56 x") << -1;
+    QTest::newRow("a time is no label, but a timestamp") << QByteArray("12:34:56 x") << QByteArray("x") << -1;
+    QTest::newRow("time of day, then PyTorch's rank")
+        << QByteArray("18:11:06.680 [rank4]:[E205 18:11:06.375750231 ProcessGroupNCCL.cpp:1870] y")
+        << QByteArray("[E205 18:11:06.375750231 ProcessGroupNCCL.cpp:1870] y") << 4;
+    QTest::newRow("time of day with a comma") << QByteArray("08:00:01,5 x") << QByteArray("x") << -1;
+    QTest::newRow("no time of day: minutes past 59") << QByteArray("12:60:00 x") << QByteArray("12:60:00 x") << -1;
+    QTest::newRow("no time of day: no space after") << QByteArray("12:34:56x") << QByteArray("12:34:56x") << -1;
     QTest::newRow("an address is no label") << QByteArray("10.0.0.1: x") << QByteArray("10.0.0.1: x") << -1;
     QTest::newRow("a wider number is no label") << QByteArray("12345678: x") << QByteArray("12345678: x") << -1;
     QTest::newRow("failure table entry is kept") << QByteArray("[0]:") << QByteArray("[0]:") << -1;
@@ -155,6 +162,20 @@ void tst_LogParsers::prefixes() {
     const StrippedLine stripped = stripLogPrefix(line);
     QCOMPARE(stripped.text.toByteArray(), text);
     QCOMPARE(stripped.rank, rank);
+}
+
+// PyTorch's own "[rank3]:" names the rank in the default process group, the run's; torchrun's "[default3]:" the
+// local rank, and Open MPI's and Slurm's prefixes the rank their launcher gave, which a watchdog line's text may
+// contradict.
+void tst_LogParsers::runRankIsPyTorchsPrefix() {
+    QVERIFY(stripLogPrefix("[rank3]:x").runRank);
+    QVERIFY(stripLogPrefix("1: [rank3]:x").runRank);
+    QVERIFY(stripLogPrefix("[default0]:[rank8]:x").runRank);
+    QCOMPARE(stripLogPrefix("[default0]:[rank8]:x").rank, 8);
+    QVERIFY(!stripLogPrefix("[default3]:x").runRank);
+    QVERIFY(!stripLogPrefix("[1,3]<stdout>:x").runRank);
+    QVERIFY(!stripLogPrefix("3: x").runRank);
+    QVERIFY(!stripLogPrefix("[rank3]:[default2]:x").runRank);
 }
 
 void tst_LogParsers::terminalArtifacts() {
@@ -233,6 +254,32 @@ void tst_LogParsers::publicLogs_data() {
     row("open-r1-620-interleaved-wrapped.log", "timeouts.0",
         R"({"numel_in":112,"numel_out":112,"op":"BROADCAST","ran_ms":1800011,"rank":3,"seq":4,"timeout_ms":1800000})");
     row("sglang-1693-allgather-base.log", "timeouts.0.numel_out", "152064");
+    // The end of a process whose watchdog got stuck (PyTorch's heartbeat monitor, 2.2 and later, then SIGABRT): an
+    // error of the message's first sentence (the rest is the same advice every time); the fatal line that ends the
+    // process is one too.
+    row("ms-swift-9191-watchdog-stuck.log", "errors",
+        R"([{"file":"log","line":2,"rank":11,"text":"[E423 18:59:02.199810045 ProcessGroupNCCL.cpp:1890] [PG ID 0 PG )"
+        R"(GUID 0(default_pg) Rank 11] ProcessGroupNCCL's watchdog got stuck for 480 seconds without making progress )"
+        R"(in monitoring enqueued collectives."}])");
+    // Hard-wrapped by a terminal: the message's line holds no rank (nothing on it says whose it is); the fatal
+    // line's "Rank 6]" is the default group's.
+    row("vlm-r1-257-wrapped-watchdog-stuck.log", "errors.@line", "2,12");
+    row("vlm-r1-257-wrapped-watchdog-stuck.log", "errors.@rank", ",6");
+    row("vlm-r1-257-wrapped-watchdog-stuck.log", "errors.1.text",
+        "0(default_pg) Rank 6] Terminating the process after attempting to dump debug info, due to ProcessGroupNCCL");
+    // Ranks within process groups other than the default one ("[PG ID 4 PG GUID  Rank 2]") are not the run's ranks,
+    // and no launcher prefix names those: no rank.
+    row("fuser-3055-watchdog-stuck-other-groups.log", "errors.@line", "1,2,3");
+    row("fuser-3055-watchdog-stuck-other-groups.log", "errors.@rank", ",,");
+    row("fuser-3055-watchdog-stuck-other-groups.log", "errors.2.text",
+        "[F930 15:23:07.687389178 ProcessGroupNCCL.cpp:1309] [PG ID 3 PG GUID  Rank 1] [PG ID 3 PG GUID  Rank 1] "
+        "Terminating the process after attempting to dump debug info, due to ProcessGroupNCCL watchdog hang.");
+    // A timeout's "[Rank 4]" names no group; its progress line names group 2 (the JSON keeps the run's rank).
+    row("diffsynth-458-coalesced-group-timeout.log", "timeouts.@rank", "4,6");
+    row("diffsynth-458-coalesced-group-timeout.log", "timeouts.0.last_enqueued", "616");
+    // A time of day before PyTorch's "[rank4]:", which names the run's rank where the text names group 12's.
+    row("ms-swift-7992-timestamped-expert-group.log", "errors.@line", "3");
+    row("ms-swift-7992-timestamped-expert-group.log", "errors.0.rank", "4");
     row("pytorch-152623-desync-report.log", "timeouts.0.last_enqueued", "315");
     row("pytorch-152623-desync-report.log", "timeouts.0.last_completed", "183");
     row("pytorch-152623-desync-report.log", "errors.0.text",
@@ -879,9 +926,54 @@ void tst_LogParsers::messyLines_data() {
                       "WorkNCCL(SeqNum=7, OpType=ALLREDUCE, Timeout(ms)=5) ran for 6 milliseconds\n")
         << "timeouts.0.rank" << "12";
     QTest::newRow("watchdog rank unreadable: the prefix's")
-        << QByteArray("[rank5]:[Rank 3] Rank x Watchdog caught collective operation timeout: "
+        << QByteArray("[default5]:[Rank 3] Rank x Watchdog caught collective operation timeout: "
                       "WorkNCCL(SeqNum=7, OpType=ALLREDUCE, Timeout(ms)=5) ran for 6 milliseconds\n")
-        << "timeouts.0.rank" << "5";
+        << "timeouts.0.rank"
+        << "5";
+    // A rank in another process group than the default one is not the run's rank: PyTorch's "[rank8]:" is, and
+    // without it none is known. A timeout's "[Rank 0]" names no group; the progress line after it does.
+    const QByteArray groupTimeout =
+        "[E318 07:39:53.792630246 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective operation timeout: "
+        "WorkNCCL(SeqNum=610, OpType=COALESCED, NumelIn=56320, NumelOut=450560, Timeout(ms)=600000) ran for 600086 "
+        "milliseconds before timing out.\n";
+    const QByteArray groupProgress =
+        "[E318 07:39:53.792772442 ProcessGroupNCCL.cpp:1785] [PG ID 2 PG GUID 9 Rank 0] Exception (either an error "
+        "or timeout) detected by watchdog at work: 610, last enqueued NCCL work: 616, last completed NCCL work: 609.\n";
+    QTest::newRow("watchdog rank: pytorch's prefix over a group's rank")
+        << "[rank8]:" + groupTimeout + "[rank8]:" + groupProgress << "timeouts"
+        << R"([{"last_completed":609,"last_enqueued":616,"numel_in":56320,"numel_out":450560,"op":"COALESCED",)"
+           R"("ran_ms":600086,"rank":8,"seq":610,"timeout_ms":600000}])";
+    QTest::newRow("watchdog rank: pytorch's prefix, the timeout alone")
+        << "[rank8]:" + groupTimeout << "timeouts.0.rank"
+        << "8";
+    QTest::newRow("watchdog rank: another group's, no prefix") << groupTimeout + groupProgress << "timeouts.0.rank"
+                                                               << "<absent>";
+    QTest::newRow("watchdog rank: another group's, no prefix, progress kept")
+        << groupTimeout + groupProgress << "timeouts.0.last_enqueued"
+        << "616";
+    QTest::newRow("watchdog rank: the default group's")
+        << groupTimeout + QByteArray(groupProgress).replace("PG ID 2", "PG ID 0") << "timeouts.0.rank"
+        << "0";
+    QTest::newRow("watchdog rank: another group's in pytorch 2.3's words")
+        << QByteArray("[E ProcessGroupNCCL.cpp:1] [PG 3 Rank 5] Exception (either an error or timeout) detected by "
+                      "watchdog at work: 9, last enqueued NCCL work: 9, last completed NCCL work: 8.\n"
+                      "[E ProcessGroupNCCL.cpp:2] [PG 3 Rank 5] ProcessGroupNCCL's watchdog got stuck for 60 seconds "
+                      "without making progress in monitoring enqueued collectives. This\n")
+        << "errors.0.rank"
+        << "<absent>";
+    QTest::newRow("watchdog stuck: a torchrun prefix where the group is another")
+        << QByteArray(
+               "[default1]:[E ProcessGroupNCCL.cpp:2] [PG ID 3 PG GUID 7 Rank 5] ProcessGroupNCCL's watchdog got "
+               "stuck for 60 seconds without making progress in monitoring enqueued collectives.\n")
+        << "errors.0.rank"
+        << "1";
+    QTest::newRow("watchdog stuck: one sentence")
+        << QByteArray("[Rank 2] ProcessGroupNCCL's watchdog got stuck for 60 seconds. This typically indicates\n")
+        << "errors.0.text"
+        << "[Rank 2] ProcessGroupNCCL's watchdog got stuck for 60 seconds.";
+    QTest::newRow("watchdog stuck: no sentence's end on the line")
+        << QByteArray("[Rank 2] ProcessGroupNCCL's watchdog got stuck for 60 seconds without\n") << "errors.0.text"
+        << "[Rank 2] ProcessGroupNCCL's watchdog got stuck for 60 seconds without";
     QTest::newRow("watchdog repeated timeout fills its fields")
         << caught + "SeqNum=7, OpType=ALLREDUCE, Timeout(ms)=5) ran for 6 milliseconds\n" + caught +
                "SeqNum=7, OpType=ALLREDUCE, NumelIn=8, NumelOut=9, Timeout(ms)=5) ran for 6 milliseconds\n"
@@ -908,10 +1000,11 @@ void tst_LogParsers::messyLines() {
 
 void tst_LogParsers::everySplitPointGivesTheSameResult_data() {
     QTest::addColumn<QString>("file");
-    for (const char* file : {"deepep-106-joined-lines.log", "open-r1-620-interleaved-wrapped.log",
-                             "pytorch-152623-desync-report.log", "minigpt4-237-failure-table.log",
-                             "longrange-13-no-ib-duplicate-gpu.log", "nccl-1189-init-complete.log",
-                             "pytorch-4921-runtimeerror-traceback.log"})
+    for (const char* file :
+         {"deepep-106-joined-lines.log", "open-r1-620-interleaved-wrapped.log", "vlm-r1-257-wrapped-watchdog-stuck.log",
+          "ms-swift-7992-timestamped-expert-group.log", "pytorch-152623-desync-report.log",
+          "minigpt4-237-failure-table.log", "longrange-13-no-ib-duplicate-gpu.log", "nccl-1189-init-complete.log",
+          "pytorch-4921-runtimeerror-traceback.log"})
         QTest::newRow(file) << QString::fromLatin1(file);
 }
 
