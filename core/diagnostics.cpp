@@ -371,27 +371,53 @@ void RunDiagnostics::checkHang(double now, QVector<Diagnosis>& changed) {
                changed);
         return;
     }
-    const int culprit = behind.front();
+    // Of the ranks behind, the ones inside no collective (stuck in their own code: a sleep, a data loader, a
+    // deadlock) are the ones at fault, the furthest behind first; one inside an older collective waits in it for
+    // them. In a broadcast from rank 0 to ranks 1 and 2 where rank 1 never came, rank 2 has its data and is in the
+    // next collective, and rank 0 is still sending in this one: it is not the hung rank. Only when every rank
+    // behind is inside a collective are they all named.
+    QVector<int> stuck;
+    QVector<int> olderInside;
+    for (const int rank : std::as_const(behind)) {
+        const RankState& s = *m_ranks.constFind(rank);
+        (s.started > s.finished ? olderInside : stuck).append(rank);
+    }
+    if (stuck.isEmpty())
+        std::swap(stuck, olderInside);
+    std::stable_sort(stuck.begin(), stuck.end(),
+                     [this](int a, int b) { return m_ranks.constFind(a)->started < m_ranks.constFind(b)->started; });
+    const int culprit = stuck.front();
     const RankState& c = m_ranks[culprit];
     QStringList others;
-    for (qsizetype i = 1; i < behind.size(); ++i)
-        others << where(behind[i]);
-    QVector<int> ranks = behind;
+    for (qsizetype i = 1; i < stuck.size(); ++i)
+        others << where(stuck[i]);
+    // "ranks 0,2-7 waiting in collective #13", or by collective where the waiting ranks are in several.
+    QMap<qint64, QVector<int>> waitingIn;
+    for (const int rank : std::as_const(olderInside))
+        waitingIn[m_ranks.constFind(rank)->started].append(rank);
+    for (const int rank : std::as_const(inside))
+        waitingIn[collective].append(rank);
+    QStringList waits;
+    for (auto it = waitingIn.cbegin(); it != waitingIn.cend(); ++it)
+        waits << QStringLiteral("%1 waiting in collective #%2")
+                     .arg((it->size() == 1 ? QStringLiteral("rank ") : QStringLiteral("ranks ")) + formatRankList(*it))
+                     .arg(it.key());
+    QVector<int> ranks = stuck;
+    ranks += olderInside;
     ranks += inside;
     // The step it is in (a heartbeat counts the steps done): what its step event, its log and --hang-at-step say.
     const QByteArray phase = c.phase.toUtf8();
     const qint64 step =
         schema::phase::isInsideAStep(std::string_view(phase.constData(), size_t(phase.size()))) ? c.step + 1 : c.step;
     report({DiagnosisKind::Hang, key, ranks, m_hosts.value(culprit), now,
-            QStringLiteral("%1 stuck at step %2 in phase %3 (collective #%4)%5; %6 waiting in collective #%7")
+            QStringLiteral("%1 stuck at step %2 in phase %3 (collective #%4)%5; %6")
                 .arg(where(culprit))
                 .arg(step)
                 .arg(c.phase.isEmpty() ? QStringLiteral("?") : c.phase)
                 .arg(c.started)
                 .arg(others.isEmpty() ? QString() : QStringLiteral(", and ") + others.join(QStringLiteral(", ")))
-                .arg((inside.size() == 1 ? QStringLiteral("rank ") : QStringLiteral("ranks ")) + formatRankList(inside))
-                .arg(collective),
-            false, int(behind.size())},
+                .arg(waits.join(QStringLiteral(", "))),
+            false, int(stuck.size())},
            changed);
 }
 

@@ -422,6 +422,48 @@ private slots:
 
     // A rank that is merely slower to reach the collective, but moving, is not a hang; once it arrives the
     // run goes on and nothing is reported.
+    // Three ranks and a broadcast from rank 0 (collective #92) that rank 1 never joined, as the trainer's DDP
+    // broadcasts its buffers in every forward: rank 2 has its data and waits in #93, rank 0 is still sending in
+    // #92, rank 1 is in no collective (asleep in step 30). The hung rank is rank 1, not rank 0, the lowest of the
+    // ranks behind; both others wait, each in its own collective.
+    void theRankInNoCollectiveIsTheHungOne() {
+        QVector<TrainerEvent> events;
+        for (int rank = 0; rank < 3; ++rank)
+            events << step(rank, 1999.5, 29, 100.0, 10.0);
+        for (int i = 0; i < 8; ++i) {
+            events << heartbeat(0, 2000.0 + i, 29, "forward", 92, 91);
+            events << heartbeat(1, 2000.0 + i, 29, "forward", 91, 91);
+            events << heartbeat(2, 2000.0 + i, 29, "forward", 93, 92);
+        }
+        RunDiagnostics diagnostics;
+        const QVector<Diagnosis> hangs = replay(diagnostics, events, DiagnosisKind::Hang);
+        QVERIFY(!hangs.isEmpty());
+        QCOMPARE(hangs.front().message, QStringLiteral("rank 1 stuck at step 30 in phase forward (collective #91); "
+                                                       "rank 0 waiting in collective #92, rank 2 waiting in collective "
+                                                       "#93"));
+        QCOMPARE(hangs.front().ranks, (QVector<int>{1, 0, 2}));
+        QCOMPARE(hangs.front().culprits, 1);
+    }
+
+    // Every rank behind is inside a collective, none in its own code: all of them are named, the furthest behind
+    // first.
+    void ranksBehindAllInsideCollectivesAreAllNamed() {
+        QVector<TrainerEvent> events;
+        for (int rank = 0; rank < 3; ++rank)
+            events << step(rank, 1999.5, 29, 100.0, 10.0);
+        for (int i = 0; i < 8; ++i) {
+            events << heartbeat(0, 2000.0 + i, 29, "forward", 92, 91);
+            events << heartbeat(1, 2000.0 + i, 29, "forward", 91, 90);
+            events << heartbeat(2, 2000.0 + i, 29, "forward", 93, 92);
+        }
+        RunDiagnostics diagnostics;
+        const QVector<Diagnosis> hangs = replay(diagnostics, events, DiagnosisKind::Hang);
+        QVERIFY(!hangs.isEmpty());
+        QCOMPARE(hangs.front().message, QStringLiteral("rank 1 stuck at step 30 in phase forward (collective #91), and "
+                                                       "rank 0; rank 2 waiting in collective #93"));
+        QCOMPARE(hangs.front().culprits, 2);
+    }
+
     void aRankStillMovingIsNotAHang() {
         QVector<TrainerEvent> events;
         for (int i = 0; i < 6; ++i) {

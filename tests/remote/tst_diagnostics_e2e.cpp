@@ -26,7 +26,8 @@ const QString kTrainer = QStringLiteral(RANKSCOPE_BIN_DIR "/rankscope-trainer");
 const QString kCli = QStringLiteral(RANKSCOPE_BIN_DIR "/rankscope-cli");
 constexpr double kHeartbeatSeconds = 0.5;
 
-QJsonObject debugJob(const QString& name, int steps, const QJsonArray& faults) {
+QJsonObject debugJob(const QString& name, int steps, const QJsonArray& faults, int procs = 2,
+                     const QString& model = QStringLiteral("mlp")) {
     QJsonArray extra{"--threads", "1", "--heartbeat-s", QString::number(kHeartbeatSeconds)};
     for (const QJsonValue& fault : faults)
         extra.append(fault);
@@ -34,10 +35,11 @@ QJsonObject debugJob(const QString& name, int steps, const QJsonArray& faults) {
                        {"name", name},
                        {"mode", "debug"},
                        {"master_port", 29100 + QRandomGenerator::global()->bounded(300)},
-                       {"trainer", QJsonObject{{"dataset", "synthetic"}, {"model", "mlp"}, {"batch_size", 16},
+                       {"trainer", QJsonObject{{"dataset", "synthetic"}, {"model", model}, {"batch_size", 16},
                                                {"backend", "gloo"}, {"device", "cpu"}, {"max_steps", steps},
                                                {"extra_args", extra}}},
-                       {"debug", QJsonObject{{"node", "local"}, {"procs", 2}, {"max_steps", steps}, {"verbose", false}}}};
+                       {"debug",
+                        QJsonObject{{"node", "local"}, {"procs", procs}, {"max_steps", steps}, {"verbose", false}}}};
 }
 
 } // namespace
@@ -182,6 +184,41 @@ private slots:
         QSignalSpy captures(&engine, &remote::RunEngine::stacksCaptured);
         QTRY_VERIFY_WITH_TIMEOUT(captures.size() >= 1, 60000);
         stopFromAnotherFrontEnd(engine, diagnoses);
+    }
+
+    // Three ranks of a model with buffers (BatchNorm), which the trainer broadcasts from rank 0 in every forward:
+    // while rank 1 sleeps, rank 2 has its data and goes on to the next collective, and rank 0 is left sending in
+    // this one. Rank 1 alone is at fault; rank 0, the lowest of the ranks behind, waits.
+    void hungRankAmongThreeIsTheOneInNoCollective() {
+        remote::RunEngine engine(&m_store, options());
+        QSignalSpy diagnoses(&engine, &remote::RunEngine::diagnoses);
+        QSignalSpy events(&engine, &remote::RunEngine::events);
+        QString error;
+        QVERIFY2(engine.launch(jobFrom(debugJob("hang3", 1000, {"--hang-at-step", "6", "--hang-rank", "1"}, 3,
+                                                QStringLiteral("cnn"))),
+                               RunMode::Debug, &error),
+                 qPrintable(error));
+        QTRY_VERIFY_WITH_TIMEOUT(!collected(diagnoses, DiagnosisKind::Hang).isEmpty(), 90000);
+        const Diagnosis hang = collected(diagnoses, DiagnosisKind::Hang).front();
+        QVERIFY2(hang.message.startsWith(QLatin1String("rank 1 on localhost stuck at step 6 in phase forward")),
+                 qPrintable(hang.message));
+        QCOMPARE(hang.culprits, 1);
+        QCOMPARE(hang.ranks.size(), 3);
+        QVERIFY2(hang.message.contains(QLatin1String("rank 0 waiting in collective")), qPrintable(hang.message));
+        qInfo("%s", qPrintable(hang.message));
+        // The rank grid, as a front end builds it, shows rank 1 hung and the others not.
+        RankStatusTracker grid;
+        for (const auto& call : events)
+            grid.addEvents(call.front().value<QVector<TrainerEvent>>());
+        for (const auto& call : diagnoses)
+            grid.applyDiagnoses(call.front().value<QVector<Diagnosis>>());
+        QCOMPARE(grid.rank(1)->state, RankLiveState::Hung);
+        QVERIFY(grid.rank(0)->state != RankLiveState::Hung);
+        QVERIFY(grid.rank(2)->state != RankLiveState::Hung);
+        QSignalSpy finished(&engine, &remote::RunEngine::finished);
+        engine.stop();
+        QVERIFY(finished.wait(60000));
+        QCOMPARE(engine.record().state, QStringLiteral("stopped"));
     }
 
     // The stored run, offline: the same hang, from the CLI.
