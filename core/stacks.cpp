@@ -142,16 +142,67 @@ QString rankPrefix(const QMap<int, int>& threads) {
     return text + QLatin1Char(']');
 }
 
+QString frameText(const StackNode& node) {
+    QString text = node.label();
+    if (!node.locations.isEmpty())
+        text += QStringLiteral(" at ") + node.locations.join(QStringLiteral(", "));
+    return text;
+}
+
+// A frame of the C library's or the C++ runtime's own: glibc's internal names ("__futex_abstimed_wait_common64",
+// "___pthread_cond_clockwait64", "__GI___nanosleep"), the standard library's templates, or a frame without a symbol
+// in one of those libraries.
+bool isRuntimeFrame(const StackNode& node) {
+    if (node.function.startsWith(QLatin1String("__")) || node.function.startsWith(QLatin1String("std::")))
+        return true;
+    return node.function == QLatin1String("??") &&
+           (node.library.startsWith(QLatin1String("libc.so")) || node.library.startsWith(QLatin1String("libpthread")) ||
+            node.library.startsWith(QLatin1String("libstdc++")));
+}
+
+// The frames below a waiting frame down to the innermost, when they are one chain of the C library's or the C++
+// runtime's frames that the same threads pass through (what the wait is made of: a condition variable, a futex,
+// nanosleep); empty otherwise: where threads part, or a library of interest is below (NCCL's, CUDA's driver).
+QVector<const StackNode*> waitChain(const StackNode& node, bool mainOnly) {
+    const auto counts = [mainOnly](const StackNode& n) -> const QMap<int, int>& {
+        return mainOnly ? n.mainThread : n.threads;
+    };
+    QVector<const StackNode*> chain;
+    for (const StackNode* at = &node;;) {
+        const StackNode* next = nullptr;
+        for (const StackNode& child : at->children) {
+            if (counts(child).isEmpty())
+                continue;
+            if (next || counts(child) != counts(node) || !isRuntimeFrame(child))
+                return {};
+            next = &child;
+        }
+        if (!next)
+            return chain;
+        chain.append(next);
+        at = next;
+    }
+}
+
 void renderNode(const StackNode& node, int depth, bool mainOnly, QString& out) {
     const QMap<int, int>& counts = mainOnly ? node.mainThread : node.threads;
     if (counts.isEmpty())
         return;
-    out += QString(depth * 2, QLatin1Char(' ')) + rankPrefix(counts) + QLatin1Char(' ') + node.label();
-    if (!node.locations.isEmpty())
-        out += QStringLiteral(" at ") + node.locations.join(QStringLiteral(", "));
+    const QString indent(depth * 2, QLatin1Char(' '));
+    out += indent + rankPrefix(counts) + QLatin1Char(' ') + frameText(node);
     if (node.wait != WaitKind::None)
         out += QStringLiteral("  <-- ") + waitKindName(node.wait);
     out += QLatin1Char('\n');
+    // Below a labelled wait, a chain of two frames or more is one line: how many, and the innermost.
+    if (node.wait != WaitKind::None) {
+        if (const QVector<const StackNode*> chain = waitChain(node, mainOnly); chain.size() > 1) {
+            out += indent + QStringLiteral("  %1 … %2 frames down to %3\n")
+                                .arg(rankPrefix(counts))
+                                .arg(chain.size())
+                                .arg(frameText(*chain.back()));
+            return;
+        }
+    }
     for (const StackNode& child : node.children)
         renderNode(child, depth + 1, mainOnly, out);
 }
@@ -448,6 +499,13 @@ QString StackTree::render(bool mainThreadsOnly) const {
     for (auto it = m_errors.cbegin(); it != m_errors.cend(); ++it)
         out += QStringLiteral("rank %1: no stacks: %2\n").arg(it.key()).arg(it.value());
     return out;
+}
+
+int StackTree::helperThreads() const {
+    int helpers = 0;
+    for (auto it = m_root.threads.cbegin(); it != m_root.threads.cend(); ++it)
+        helpers += it.value() - m_root.mainThread.value(it.key());
+    return helpers;
 }
 
 QJsonObject StackTree::toJson() const {

@@ -91,8 +91,13 @@ public:
 
     // Indented text: one line per node, `[ranks 0,2-7]` (with a thread count when it differs), the frame,
     // its location and its wait label. A chain of nodes shared by the same ranks is printed as it is, so
-    // the point where ranks split is where the rank sets change. Errors follow.
+    // the point where ranks split is where the rank sets change; below a labelled wait, though, a chain of
+    // frames that the same threads share to the end is one line (`… 6 frames down to
+    // __futex_abstimed_wait_common64 at futex-internal.c:57`): the label says what they wait for, and toJson()
+    // keeps every frame. Errors follow.
     [[nodiscard]] QString render(bool mainThreadsOnly = false) const;
+    // How many threads of the ranks are not their main thread (Gloo's loops, heartbeats, NCCL's proxies).
+    [[nodiscard]] int helperThreads() const;
 
     [[nodiscard]] QJsonObject toJson() const;
     [[nodiscard]] static std::optional<StackTree> fromJson(const QJsonObject& object);

@@ -65,10 +65,16 @@ RunMonitor::RunMonitor(remote::RunEngine* engine, bool interactive, FILE* out)
     });
     connect(engine, &remote::RunEngine::stacksCaptured, this, [this](const StackTree& tree, const QString& path) {
         // An empty capture was said by stacksError ("no stacks from any rank"); only each rank's reason follows.
+        // The main threads say where each rank is stuck; the helpers (Gloo's loops, heartbeats, NCCL's proxies)
+        // are dozens of lines more, saved with the rest and one command away.
         if (!tree.isEmpty())
-            printLine(QStringLiteral("stacks of every rank, merged%1:")
+            printLine(QStringLiteral("stacks of every rank's main thread, merged%1:")
                           .arg(path.isEmpty() ? QString() : QStringLiteral(" (saved to %1)").arg(path)));
-        printBlock(tree.render());
+        printBlock(tree.render(true));
+        if (const int helpers = tree.helperThreads(); helpers > 0)
+            printLine(QStringLiteral("the ranks' %1 other threads as well: rankscope-cli stacks %2")
+                          .arg(helpers)
+                          .arg(m_engine->record().id));
     });
     connect(engine, &remote::RunEngine::debugServerReady, this, [this](const remote::DebugServer& server) {
         printLine(QStringLiteral("rank %1 on %2 waits for a debugger at %3; attach with:")

@@ -154,6 +154,57 @@ private slots:
         QVERIFY(mainOnly.contains(QLatin1String("injectFaults")));
     }
 
+    // Below a labelled wait, the frames that the same threads share to the end (a sleep's nanosleep, a condition
+    // variable's futex) are one line: how many, and the innermost. Where threads part below the label, or
+    // without a label, every frame is printed; the tree itself keeps every frame.
+    void waitChainsAreOneLine() {
+        const StackTree hung = hungGlooTree();
+        const QString text = hung.render();
+        QVERIFY2(
+            text.contains(QRegularExpression(QStringLiteral(
+                "<-- sleep\\n +\\[rank 1\\] … 2 frames down to __GI___clock_nanosleep at clock_nanosleep.c:48\\n"))),
+            qPrintable(text));
+        QVERIFY2(!text.contains(QLatin1String("__GI___nanosleep")), qPrintable(text));
+        QVERIFY(!hung.find(QStringLiteral("__GI___nanosleep")).isEmpty());
+        QVERIFY2(hung.render(true).contains(QStringLiteral("[rank 1] … 2 frames down to __GI___clock_nanosleep")),
+                 qPrintable(hung.render(true)));
+        // Gloo's idle loop is no labelled wait: its condition variable's frames are all printed.
+        QVERIFY2(text.contains(QRegularExpression(
+                     QStringLiteral("ProcessGroupGloo::runLoop\\n +\\[ranks 0-1: 3 threads\\] ___pthread_cond_wait"))),
+                 qPrintable(text));
+
+        // Frames of a library of interest below the label (NCCL's, CUDA's driver) are printed, each.
+        const QString nccl = [] {
+            StackTree tree;
+            tree.addRank(3, parseStacks(data(QStringLiteral("nccl-style-wrapped.gdb.txt"))));
+            return tree.render();
+        }();
+        QVERIFY2(nccl.contains(QLatin1String("[rank 3] ?? (libnccl.so.2)")), qPrintable(nccl));
+
+        // Two ranks in the same wait, parting below it: nothing is folded.
+        const auto thread = [](const QStringList& innermostFirst) {
+            ThreadStack stack;
+            for (const QString& function : innermostFirst)
+                stack.frames.append(StackFrame{function, {}, 0, {}, false});
+            return ProcessStacks{1, {stack}};
+        };
+        StackTree parted;
+        parted.addRank(0, thread({"__poll", "__inner_a", "gloo::transport::tcp::UnboundBuffer::waitRecv", "main"}));
+        parted.addRank(1, thread({"__poll", "__inner_b", "gloo::transport::tcp::UnboundBuffer::waitRecv", "main"}));
+        const QString partedText = parted.render();
+        QVERIFY2(!partedText.contains(QLatin1String("frames down to")), qPrintable(partedText));
+        QVERIFY2(partedText.contains(QLatin1String("[rank 0] __inner_a")) &&
+                     partedText.contains(QLatin1String("[rank 1] __inner_b")),
+                 qPrintable(partedText));
+        // One frame below the label is printed as it is.
+        StackTree one;
+        one.addRank(0, thread({"__poll", "gloo::transport::tcp::UnboundBuffer::waitRecv", "main"}));
+        QVERIFY2(one.render().endsWith(QLatin1String("  <-- gloo wait\n    [rank 0] __poll\n")),
+                 qPrintable(one.render()));
+        QCOMPARE(hung.helperThreads(), hung.root().threads.value(0) + hung.root().threads.value(1) - 2);
+        QCOMPARE(one.helperThreads(), 0);
+    }
+
     void wrappedLinesAndNccl() {
         const ProcessStacks stacks = parseStacks(data(QStringLiteral("nccl-style-wrapped.gdb.txt")));
         QCOMPARE(stacks.pid, 4100);

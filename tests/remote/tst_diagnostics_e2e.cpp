@@ -248,8 +248,8 @@ private slots:
 
     // `rankscope-cli run` into a file (no terminal) reports progress every 10 s, and only what moved: once a rank
     // hangs, the ranks' lines stop changing and are not printed again (before, every 10 s for as long as the hang
-    // lasted). What it says about the hang arrives while the run hangs, the merged stacks to their last line (their
-    // tail waited in stdout's buffer until the run ended). Ctrl-C then stops the run.
+    // lasted). What it says about the hang arrives while the run hangs, the merged stacks of the main threads to
+    // their last line (their tail waited in stdout's buffer until the run ended). Ctrl-C then stops the run.
     void cliInAFileReportsAStuckRunOnce() {
         QProcess cli;
         cli.setProcessChannelMode(QProcess::MergedChannels);
@@ -257,16 +257,25 @@ private slots:
         QByteArray out;
         QTRY_VERIFY2_WITH_TIMEOUT((out += cli.readAll()).contains("diagnosis: hang: rank 1 on localhost"),
                                   out.constData(), 60000);
-        const QRegularExpression savedTo(QStringLiteral("stacks of every rank, merged \\(saved to (\\S+)\\):\n"));
+        const QRegularExpression savedTo(
+            QStringLiteral("stacks of every rank's main thread, merged \\(saved to (\\S+)\\):\n"));
         QTRY_VERIFY2_WITH_TIMEOUT(savedTo.match(QString::fromUtf8(out += cli.readAll())).hasMatch(), out.constData(),
                                   30000);
         QFile saved(savedTo.match(QString::fromUtf8(out)).captured(1));
         QVERIFY2(saved.open(QIODevice::ReadOnly), qPrintable(saved.fileName()));
         const std::optional<StackTree> tree = StackTree::fromJson(QJsonDocument::fromJson(saved.readAll()).object());
         QVERIFY(tree && !tree->isEmpty());
-        const QByteArray rendered = tree->render().toUtf8();
+        // The main threads, where each rank is; the helper threads are saved, and named by how many.
+        const QByteArray rendered = tree->render(true).toUtf8();
         QTRY_VERIFY2_WITH_TIMEOUT((out += cli.readAll()).contains(rendered), (out + "\n---\n" + rendered).constData(),
                                   5000);
+        QVERIFY2(!out.contains("runLoop"), out.constData());
+        QVERIFY2(out.contains(QStringLiteral("the ranks' %1 other threads as well: rankscope-cli stacks ")
+                                  .arg(tree->helperThreads())
+                                  .toUtf8()),
+                 out.constData());
+        QVERIFY(tree->helperThreads() > 0);
+        QVERIFY(!tree->find(QStringLiteral("ProcessGroupGloo::runLoop")).isEmpty());
         QCOMPARE(cli.state(), QProcess::Running);
         QTest::qWait(25000); // two report periods and more with nothing moving
         ::kill(static_cast<pid_t>(cli.processId()), SIGINT);
