@@ -5,11 +5,13 @@
 #include "core/ranklist.h"
 
 #include <QJsonArray>
+#include <QLocale>
 
 #include <rankscope/event_schema.h>
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 
 namespace rankscope {
@@ -138,7 +140,14 @@ void RunDiagnostics::addEvents(const QVector<TrainerEvent>& events) {
         case TrainerEventType::Error:
             if (event.boolean(schema::error::kFatal, true))
                 m_erred.insert(event.rank);
-            if (event.string(schema::error::kKind) == jsonKey(schema::error_kind::kReplicaDivergence))
+            if (event.string(schema::error::kKind) == jsonKey(schema::error_kind::kReplicaDivergence) &&
+                event.has(schema::error::kStep) && event.has(schema::error::kChecksum)) {
+                // Every rank says so at the same check: which replica is apart is known once they have.
+                ReplicaCheck& check = m_replicaChecks[event.integer(schema::error::kStep)];
+                if (check.checksums.isEmpty() || event.time < check.firstSaid)
+                    check.firstSaid = event.time;
+                check.checksums.insert(event.rank, event.number(schema::error::kChecksum));
+            } else if (event.string(schema::error::kKind) == jsonKey(schema::error_kind::kReplicaDivergence))
                 report({DiagnosisKind::Divergence, QStringLiteral("divergence:check"), {event.rank}, m_hosts.value(event.rank),
                         event.time,
                         QStringLiteral("replicas diverged: %1 reports %2").arg(where(event.rank), event.string(schema::error::kMessage)),
@@ -255,6 +264,7 @@ QVector<Diagnosis> RunDiagnostics::update(double now) {
     checkHang(now, changed);
     checkStragglers(now, changed);
     checkChecksums(now, changed);
+    checkReplicaChecks(now, changed);
     return changed;
 }
 
@@ -470,24 +480,110 @@ void RunDiagnostics::checkStragglers(double now, QVector<Diagnosis>& changed) {
     }
 }
 
+namespace {
+
+// Which replicas are apart, from each rank's parameter checksum: the ranks outside the largest group of equal
+// checksums, when that group is larger than every other (a faulty GPU's rank among healthy ones); else all of
+// them, for nothing says which replica is wrong (two replicas, or no majority). NaN, a replica that blew up,
+// equals no other checksum.
+struct ReplicaSplit {
+    QVector<int> apart; // at fault, in rank order
+    QVector<int> agree; // the majority, empty without one
+    QString words;      // "rank 2 on node-b (checksum 1.5000001) differs from ranks 0-1 (checksum 1.5)"
+};
+
+ReplicaSplit splitReplicas(const QMap<int, double>& checksums, const std::function<QString(int)>& where) {
+    QVector<QPair<double, QVector<int>>> groups; // by checksum, in the order of their first rank
+    for (auto it = checksums.cbegin(); it != checksums.cend(); ++it) {
+        const auto same = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == *it; });
+        (same == groups.end() ? groups.emplace_back(*it, QVector<int>{}).second : same->second).append(it.key());
+    }
+    const auto named = [&](const QVector<int>& ranks) {
+        return ranks.size() == 1 ? where(ranks.front()) : QStringLiteral("ranks %1").arg(formatRankList(ranks));
+    };
+    const auto checksum = [](double value) {
+        return QStringLiteral("checksum ") + QString::number(value, 'g', QLocale::FloatingPointShortest);
+    };
+    qsizetype largest = 0;
+    bool majority = true;
+    for (qsizetype i = 1; i < groups.size(); ++i) {
+        if (groups[i].second.size() > groups[largest].second.size()) {
+            largest = i;
+            majority = true;
+        } else if (groups[i].second.size() == groups[largest].second.size()) {
+            majority = false;
+        }
+    }
+    ReplicaSplit split;
+    QStringList apart;
+    for (qsizetype i = 0; i < groups.size(); ++i) {
+        if (majority && i == largest)
+            continue;
+        split.apart += groups[i].second;
+        apart << QStringLiteral("%1 (%2)").arg(named(groups[i].second), checksum(groups[i].first));
+    }
+    std::sort(split.apart.begin(), split.apart.end());
+    if (majority) {
+        split.agree = groups[largest].second;
+        split.words = QStringLiteral("%1 %2 from %3 (%4)")
+                          .arg(apart.join(QStringLiteral(", ")),
+                               split.apart.size() == 1 ? QStringLiteral("differs") : QStringLiteral("differ"),
+                               named(split.agree), checksum(groups[largest].first));
+    } else {
+        split.words =
+            QStringLiteral("%1: no majority says which replica is wrong").arg(apart.join(QStringLiteral(", ")));
+    }
+    return split;
+}
+
+} // namespace
+
 void RunDiagnostics::checkChecksums(double now, QVector<Diagnosis>& changed) {
     if (m_ranks.size() < 2)
         return;
-    QMap<double, QVector<int>> byChecksum;
+    QMap<int, double> checksums;
     for (auto it = m_ranks.cbegin(); it != m_ranks.cend(); ++it) {
         if (!it->endChecksum)
             return; // not every rank has ended well yet
-        byChecksum[*it->endChecksum].append(it.key());
+        checksums.insert(it.key(), *it->endChecksum);
     }
-    if (byChecksum.size() < 2)
+    const ReplicaSplit split = splitReplicas(checksums, [this](int rank) { return where(rank); });
+    if (split.apart.isEmpty())
         return;
-    QStringList groups;
-    for (auto it = byChecksum.cbegin(); it != byChecksum.cend(); ++it)
-        groups << QStringLiteral("ranks %1: %2").arg(formatRankList(it.value())).arg(it.key(), 0, 'g', 17);
-    report({DiagnosisKind::Divergence, QStringLiteral("divergence:end"), byChecksum.last(), QString(), now,
-            QStringLiteral("the replicas ended with different parameters (%1)").arg(groups.join(QStringLiteral("; "))),
-            false},
-           changed);
+    Diagnosis found{DiagnosisKind::Divergence,
+                    QStringLiteral("divergence:end"),
+                    split.apart + split.agree,
+                    split.apart.size() == 1 ? m_hosts.value(split.apart.front()) : QString(),
+                    now,
+                    QStringLiteral("the replicas ended with different parameters: %1").arg(split.words),
+                    false,
+                    int(split.apart.size())};
+    report(found, changed);
+}
+
+// A replica check is reported once every rank has said what it found, or two heartbeat intervals after the first
+// did (a rank that died meanwhile). The first check that found the replicas apart is the one: later ones find the
+// same replicas apart still.
+void RunDiagnostics::checkReplicaChecks(double now, QVector<Diagnosis>& changed) {
+    if (m_replicaChecks.isEmpty())
+        return;
+    const qint64 step = m_replicaChecks.firstKey();
+    const ReplicaCheck& check = m_replicaChecks.first();
+    if (check.checksums.size() < m_ranks.size() && now - check.firstSaid < 2 * heartbeatSeconds())
+        return;
+    const ReplicaSplit split = splitReplicas(check.checksums, [this](int rank) { return where(rank); });
+    QVector<int> ranks = split.apart.isEmpty() ? check.checksums.keys().toVector() : split.apart + split.agree;
+    Diagnosis found{DiagnosisKind::Divergence,
+                    QStringLiteral("divergence:check"),
+                    ranks,
+                    split.apart.size() == 1 ? m_hosts.value(split.apart.front()) : QString(),
+                    now,
+                    QStringLiteral("replicas diverged at step %1: %2")
+                        .arg(step)
+                        .arg(split.apart.isEmpty() ? QStringLiteral("the ranks' parameters differ") : split.words),
+                    false,
+                    int(split.apart.isEmpty() ? ranks.size() : split.apart.size())};
+    report(found, changed);
 }
 
 } // namespace rankscope

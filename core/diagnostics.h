@@ -147,6 +147,7 @@ private:
     [[nodiscard]] double stillFor(const RankState& state, double now) const;
     void checkStragglers(double now, QVector<Diagnosis>& changed);
     void checkChecksums(double now, QVector<Diagnosis>& changed);
+    void checkReplicaChecks(double now, QVector<Diagnosis>& changed);
     [[nodiscard]] QString where(int rank) const; // "rank 3 on node-b"
     // The newest lastMove of a finding's ranks at fault that have not ended.
     [[nodiscard]] double newestMove(const Diagnosis& diagnosis) const;
@@ -163,6 +164,13 @@ private:
     QHash<QString, KernelLogCapture> m_kernelLogs; // by host
     double m_endingSince = std::numeric_limits<double>::infinity();
     QVector<QPair<double, double>> m_pauses; // [from, to), in order, not overlapping; to infinity: still paused
+    // The trainer's replica checks that found the parameters apart (events 1.1 and later): by step, when the
+    // first rank said so, and each rank's checksum.
+    struct ReplicaCheck {
+        double firstSaid = 0.0;
+        QMap<int, double> checksums;
+    };
+    QMap<qint64, ReplicaCheck> m_replicaChecks;
 };
 
 } // namespace rankscope

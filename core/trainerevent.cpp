@@ -87,6 +87,8 @@ const Rules kErrorRules = {
     {schema::error::kKind, JsonKind::String},
     {schema::error::kMessage, JsonKind::String},
     {schema::error::kFatal, JsonKind::Boolean, kOptional},
+    {schema::error::kStep, JsonKind::Count, kOptional},
+    {schema::error::kChecksum, JsonKind::NumberOrNonFinite, kOptional},
 };
 
 const Rules kNoRules = {};

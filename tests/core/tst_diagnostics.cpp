@@ -495,7 +495,78 @@ private slots:
         const QVector<Diagnosis> found = diagnostics.update(2.0);
         QCOMPARE(found.size(), 1);
         QCOMPARE(found.front().kind, DiagnosisKind::Divergence);
-        QVERIFY2(found.front().message.contains(QLatin1String("ranks 1: 1.5000001")), qPrintable(found.front().message));
+        // Two replicas: nothing says which one is wrong, both are named.
+        QCOMPARE(found.front().message, QStringLiteral("the replicas ended with different parameters: rank 0 (checksum "
+                                                       "1.5), rank 1 (checksum 1.5000001): no majority says which "
+                                                       "replica is wrong"));
+        QCOMPARE(found.front().culprits, 2);
+    }
+
+    // Three replicas, one apart: it is the one named, the others agree. A NaN checksum (a replica that blew up)
+    // equals no other.
+    void theReplicaApartFromTheMajorityIsNamed() {
+        const auto end = [](int rank, const char* checksum) {
+            return decoded(QStringLiteral(R"({"v":"1.1","type":"end","rank":%1,"time":1,"status":"ok","steps":4,)"
+                                          R"("images_per_sec":1,"wall_s":1,"param_checksum":%2})")
+                               .arg(rank)
+                               .arg(QLatin1String(checksum))
+                               .toUtf8());
+        };
+        RunDiagnostics diagnostics;
+        diagnostics.setRankHosts({{0, "node-a"}, {1, "node-a"}, {2, "node-b"}});
+        diagnostics.addEvents({end(0, "1.5"), end(1, "1.5"), end(2, "1.25")});
+        QVector<Diagnosis> found = diagnostics.update(2.0);
+        QCOMPARE(found.size(), 1);
+        QCOMPARE(found.front().message, QStringLiteral("the replicas ended with different parameters: rank 2 on node-b "
+                                                       "(checksum 1.25) differs from ranks 0-1 (checksum 1.5)"));
+        QCOMPARE(found.front().ranks, (QVector<int>{2, 0, 1}));
+        QCOMPARE(found.front().culprits, 1);
+        QCOMPARE(found.front().host, QStringLiteral("node-b"));
+
+        RunDiagnostics blownUp;
+        blownUp.addEvents({end(0, "\"nan\""), end(1, "2"), end(2, "2"), end(3, "2")});
+        found = blownUp.update(2.0);
+        QCOMPARE(found.size(), 1);
+        QCOMPARE(found.front().ranks.front(), 0);
+        QCOMPARE(found.front().culprits, 1);
+    }
+
+    // The trainer's replica check (events 1.1: each rank's step and checksum): every rank says the replicas are
+    // apart at the same step; once all have, the one apart is named. One that never says (it died) is waited for
+    // two heartbeat intervals.
+    void aReplicaCheckNamesTheReplicaApart() {
+        const auto said = [](int rank, double time, const char* checksum) {
+            return decoded(QStringLiteral(R"({"v":"1.1","type":"error","rank":%1,"time":%2,)"
+                                          R"("kind":"replica_divergence","message":"parameters differ",)"
+                                          R"("fatal":false,"step":20,"checksum":%3})")
+                               .arg(rank)
+                               .arg(time, 0, 'f', 3)
+                               .arg(QLatin1String(checksum))
+                               .toUtf8());
+        };
+        QVector<TrainerEvent> beats;
+        for (int rank = 0; rank < 3; ++rank)
+            beats << heartbeat(rank, 99.0, 20, "replica_check", 40, 40);
+        RunDiagnostics diagnostics;
+        diagnostics.addEvents(beats);
+        diagnostics.addEvents({said(0, 100.0, "-3.5"), said(1, 100.1, "-3.25")});
+        QVERIFY(diagnostics.update(100.2).isEmpty()); // rank 2 has not said yet: rank 0 or 1 may be the one apart
+        diagnostics.addEvents({said(2, 100.3, "-3.5"), said(2, 100.4, "-3.5")});
+        QVector<Diagnosis> found = diagnostics.update(100.5);
+        QCOMPARE(found.size(), 1);
+        QCOMPARE(found.front().kind, DiagnosisKind::Divergence);
+        QCOMPARE(found.front().message, QStringLiteral("replicas diverged at step 20: rank 1 (checksum -3.25) differs "
+                                                       "from ranks 0,2 (checksum -3.5)"));
+        QCOMPARE(found.front().ranks, (QVector<int>{1, 0, 2}));
+        QCOMPARE(found.front().culprits, 1);
+
+        RunDiagnostics waiting;
+        waiting.addEvents(beats);
+        waiting.addEvents({said(0, 100.0, "-3.5"), said(1, 100.1, "-3.25")});
+        QVERIFY(waiting.update(101.9).isEmpty());
+        found = waiting.update(102.1); // two heartbeat intervals (1 s each) after rank 0 said it
+        QCOMPARE(found.size(), 1);
+        QCOMPARE(found.front().culprits, 2);
     }
 
     // The root cause is the engine's verdict; a SIGKILL without an error of its own points at the OOM killer.

@@ -221,6 +221,43 @@ private slots:
         QCOMPARE(engine.record().state, QStringLiteral("stopped"));
     }
 
+    // Three real replicas, and rank 2 changes one of its parameter values after step 3: the replica check at step
+    // 5 names rank 2 as the replica apart from ranks 0-1, and so do the checksums the ranks end with.
+    void divergedReplicaIsNamed() {
+        remote::RunEngine engine(&m_store, options());
+        QSignalSpy diagnoses(&engine, &remote::RunEngine::diagnoses);
+        QSignalSpy finished(&engine, &remote::RunEngine::finished);
+        QString error;
+        QVERIFY2(engine.launch(jobFrom(debugJob(
+                                   "diverge", 12,
+                                   {"--replica-check-every", "5", "--diverge-at-step", "3", "--diverge-rank", "2"}, 3)),
+                               RunMode::Debug, &error),
+                 qPrintable(error));
+        QVERIFY(finished.wait(120000));
+        QCOMPARE(engine.record().state, QStringLiteral("finished")); // a divergence is reported, not fatal
+        QVector<Diagnosis> all;
+        for (const auto& call : diagnoses)
+            foldFindings(all, call.front().value<QVector<Diagnosis>>());
+        QStringList keys;
+        for (const Diagnosis& d : std::as_const(all)) {
+            if (d.kind != DiagnosisKind::Divergence)
+                continue;
+            keys << d.key;
+            QCOMPARE(d.ranks, (QVector<int>{2, 0, 1}));
+            QCOMPARE(d.culprits, 1);
+            QCOMPARE(d.host, QStringLiteral("localhost"));
+            QVERIFY2(d.message.contains(QLatin1String("rank 2 on localhost (checksum ")) &&
+                         d.message.contains(QLatin1String(") differs from ranks 0-1 (checksum ")),
+                     qPrintable(d.message));
+        }
+        keys.sort();
+        QCOMPARE(keys, (QStringList{"divergence:check", "divergence:end"}));
+        const auto check = std::find_if(all.cbegin(), all.cend(),
+                                        [](const Diagnosis& d) { return d.key == QLatin1String("divergence:check"); });
+        QVERIFY2(check->message.startsWith(QLatin1String("replicas diverged at step 5: rank 2 on localhost")),
+                 qPrintable(check->message));
+    }
+
     // The stored run, offline: the same hang, from the CLI.
     void storedHangIsDiagnosedByTheCli() {
         QVERIFY(!m_hangRun.isEmpty());

@@ -124,6 +124,36 @@ TEST(Faults, InjectedAllocationIsTakenOnceAndKept) {
     EXPECT_EQ(r[0].err.find("injected allocation"), std::string::npos) << r[0].err;
 }
 
+TEST(Faults, DivergedReplicaIsFoundByTheNextReplicaCheckOnEveryRank) {
+    auto r =
+        runTwo({"--diverge-at-step", "3", "--diverge-rank", "1", "--replica-check-every", "4", "--max-steps", "8"});
+    ASSERT_EQ(r[0].exitCode, 0) << r[0].err;
+    ASSERT_EQ(r[1].exitCode, 0) << r[1].err;
+    EXPECT_NE(r[1].err.find("injected divergence after step 3"), std::string::npos) << r[1].err;
+    EXPECT_EQ(r[0].err.find("injected divergence"), std::string::npos) << r[0].err;
+    // Each rank says so at steps 4 and 8, with the step and its own checksum (schema 1.1): the two differ.
+    const std::regex said(R"re("v":"1\.1".*"kind":"replica_divergence".*"step":(\d+),"checksum":(-?[0-9.e+-]+))re");
+    std::string checksums[2];
+    for (int rank = 0; rank < 2; ++rank) {
+        std::vector<std::string> steps;
+        for (const auto& e : test::eventLines(r[rank].out)) {
+            std::smatch m;
+            if (std::regex_search(e, m, said)) {
+                steps.push_back(m[1]);
+                if (m[1] == "4")
+                    checksums[rank] = m[2];
+            }
+        }
+        EXPECT_EQ(steps, (std::vector<std::string>{"4", "8"})) << r[rank].out;
+    }
+    EXPECT_FALSE(checksums[0].empty());
+    EXPECT_NE(checksums[0], checksums[1]);
+    // Without the flag's partner: a usage error naming both.
+    auto alone = runTwo({"--diverge-at-step", "3"}, std::chrono::seconds(30));
+    EXPECT_EQ(alone[0].exitCode, 2);
+    EXPECT_NE(alone[0].err.find("--diverge-at-step and --diverge-rank"), std::string::npos) << alone[0].err;
+}
+
 TEST(Faults, FirstNonFiniteLossIsReportedOnce) {
     // Weights of 1e37 give logits beyond float range: the loss turns infinite or NaN within a few steps.
     auto r = runTwo({"--lr", "1e37", "--optimizer", "sgd", "--max-steps", "12"});

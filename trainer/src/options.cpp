@@ -237,10 +237,15 @@ void readOutputAndFaults(FlagReader& flags, TrainerOptions& o) {
         o.allocRank = static_cast<int>(toInteger("--alloc-rank", *v, 0, o.worldSize - 1));
     if (auto v = flags.take("--alloc-mb"))
         o.allocMiB = toInteger("--alloc-mb", *v, 1, int64_t(1) << 30);
+    if (auto v = flags.take("--diverge-at-step"))
+        o.divergeAtStep = toInteger("--diverge-at-step", *v, 1, int64_t(1) << 40);
+    if (auto v = flags.take("--diverge-rank"))
+        o.divergeRank = static_cast<int>(toInteger("--diverge-rank", *v, 0, o.worldSize - 1));
     requireTogether({o.failAtStep > 0, o.failRank >= 0}, "--fail-at-step and --fail-rank");
     requireTogether({o.hangAtStep > 0, o.hangRank >= 0}, "--hang-at-step and --hang-rank");
     requireTogether({o.slowRank >= 0, o.slowMs > 0}, "--slow-rank and --slow-ms");
     requireTogether({o.allocAtStep > 0, o.allocRank >= 0, o.allocMiB > 0}, "--alloc-at-step, --alloc-rank and --alloc-mb");
+    requireTogether({o.divergeAtStep > 0, o.divergeRank >= 0}, "--diverge-at-step and --diverge-rank");
 }
 
 void resolveDevice(FlagReader& flags, bool cudaAvailable, TrainerOptions& o) {
@@ -379,6 +384,9 @@ Fault injection (for testing RankScope's debugger):
   --alloc-at-step N --alloc-rank R --alloc-mb M
                                     rank R takes M MiB more memory at step N (every page written) and keeps
                                     it: under a memory limit, the kernel's OOM killer ends it
+  --diverge-at-step N --diverge-rank R
+                                    rank R changes its own parameters after step N: the next replica check
+                                    (--replica-check-every) finds its replica apart from the others
 
 Exit status: 0 done, 1 training error, 2 usage error, 3 data error, 4 rendezvous error.
 )";

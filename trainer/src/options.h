@@ -78,6 +78,8 @@ struct TrainerOptions {
     int64_t allocAtStep = -1; // the rank takes allocMiB more memory at that step and keeps it
     int allocRank = -1;
     int64_t allocMiB = 0;
+    int64_t divergeAtStep = -1; // the rank changes its own parameters after that step: its replica diverges
+    int divergeRank = -1;
 
     bool help = false;
 

@@ -111,6 +111,7 @@ private:
     [[gnu::noinline]] void trainStep(const std::vector<int64_t>& batchIndices);
     void evaluate();
     double replicaCheck(); // returns this rank's checksum
+    void injectDivergence();
     void checkpoint();
     void exportParameters();
     double parameterChecksum();
@@ -137,6 +138,8 @@ private:
     TrainingState m_state;
     int64_t m_stepsPerEpoch = 0;
     int64_t m_lastCheckpointStep = -1;
+    int64_t m_lastReplicaCheckStep = -1; // the step of the last replica check, and this rank's checksum then
+    double m_lastReplicaChecksum = 0.0;
     double m_lastLoss = std::nan("");
     bool m_reportedNonFiniteLoss = false;
     Clock::time_point m_stepStart;
@@ -315,6 +318,18 @@ void Trainer::injectFaults() {
     }
 }
 
+// What a faulty GPU's wrong update, or a rank that skipped one, leaves: this replica's parameters differ from the
+// others', and DDP's averaged gradients never bring them back together.
+void Trainer::injectDivergence() {
+    torch::NoGradGuard noGrad;
+    for (auto& p : m_model.module->parameters()) {
+        p.view({-1}).narrow(0, 0, 1).add_(1e-3); // one value, as a flipped bit would change
+        break;
+    }
+    log("injected divergence after step " + std::to_string(m_state.globalStep + 1) +
+        " (--diverge-at-step): this rank's parameters changed, and only its");
+}
+
 void Trainer::trainStep(const std::vector<int64_t>& batchIndices) {
     const auto t0 = m_stepStart;
     m_progress.setPhase(phase::kData);
@@ -359,6 +374,8 @@ void Trainer::trainStep(const std::vector<int64_t>& batchIndices) {
 
     m_progress.setPhase(phase::kOptimizer);
     m_precision->step(*m_optimizer);
+    if (m_o.divergeRank == m_o.rank && m_state.globalStep + 1 == m_o.divergeAtStep)
+        injectDivergence();
     m_lastLoss = loss.item<double>(); // waits for the device on CUDA
     const auto tEnd = Clock::now();
     if (!std::isfinite(m_lastLoss) && !m_reportedNonFiniteLoss) {
@@ -488,6 +505,8 @@ double Trainer::parameterChecksum() {
 double Trainer::replicaCheck() {
     m_progress.setPhase(phase::kReplicaCheck);
     const double checksum = parameterChecksum();
+    m_lastReplicaCheckStep = m_state.globalStep;
+    m_lastReplicaChecksum = checksum;
     auto range = torch::tensor({checksum, -checksum}, torch::kFloat64);
     if (m_device.is_cuda())
         range = range.to(m_device);
@@ -504,7 +523,9 @@ double Trainer::replicaCheck() {
         JsonObject fields;
         fields.add(schema::error::kKind, schema::error_kind::kReplicaDivergence)
             .add(schema::error::kMessage, message)
-            .add(schema::error::kFatal, false);
+            .add(schema::error::kFatal, false)
+            .add(schema::error::kStep, m_state.globalStep)
+            .add(schema::error::kChecksum, checksum);
         m_events.emit(schema::type::kError, fields);
         log(std::string(schema::stderr_line::kError) + message);
     }
@@ -601,8 +622,14 @@ int Trainer::run() {
             m_state.stepInEpoch = 0;
         }
         checkpoint();
-        // The final replica check and the end event report the same checksum: compute it once.
-        finalChecksum = m_o.replicaCheckEverySteps > 0 ? replicaCheck() : parameterChecksum();
+        // The final replica check and the end event report the same checksum: compute it once. A run that ends on
+        // a step just checked is not checked again (every rank ends on the same step, so none waits for the others).
+        if (m_o.replicaCheckEverySteps <= 0)
+            finalChecksum = parameterChecksum();
+        else if (m_lastReplicaCheckStep == m_state.globalStep)
+            finalChecksum = m_lastReplicaChecksum;
+        else
+            finalChecksum = replicaCheck();
         exportParameters();
     } catch (const UsageError& e) {
         return fail(schema::error_kind::kUsage, e.what(), kExitUsage);

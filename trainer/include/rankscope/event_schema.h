@@ -17,8 +17,8 @@
 namespace rankscope::schema {
 
 inline constexpr int kVersionMajor = 1;
-inline constexpr int kVersionMinor = 0;
-inline constexpr std::string_view kVersion = "1.0";
+inline constexpr int kVersionMinor = 1;
+inline constexpr std::string_view kVersion = "1.1"; // 1.1: replica_divergence errors carry step and checksum
 
 // Every event line starts with this, then a JSON object, then '\n'.
 inline constexpr std::string_view kLinePrefix = "@rankscope ";
@@ -145,6 +145,10 @@ namespace error {
 inline constexpr std::string_view kKind = "kind";
 inline constexpr std::string_view kMessage = "message";
 inline constexpr std::string_view kFatal = "fatal";
+// Of a replica_divergence (1.1 and later): the step checked and this rank's parameter checksum, which tell the
+// replica that differs from the others apart.
+inline constexpr std::string_view kStep = "step";
+inline constexpr std::string_view kChecksum = "checksum";
 } // namespace error
 
 // Values of error.kind.
