@@ -142,7 +142,10 @@ void RunDiagnostics::addEvents(const QVector<TrainerEvent>& events) {
                 m_erred.insert(event.rank);
             if (event.string(schema::error::kKind) == jsonKey(schema::error_kind::kReplicaDivergence) &&
                 event.has(schema::error::kStep) && event.has(schema::error::kChecksum)) {
-                // Every rank says so at the same check: which replica is apart is known once they have.
+                // Every rank says so at the same check: which replica is apart is known once they have. After the
+                // first check is reported, the later ones (the same replicas apart still) are not kept.
+                if (m_replicaChecksDone)
+                    break;
                 ReplicaCheck& check = m_replicaChecks[event.integer(schema::error::kStep)];
                 if (check.checksums.isEmpty() || event.time < check.firstSaid)
                     check.firstSaid = event.time;
@@ -584,6 +587,8 @@ void RunDiagnostics::checkReplicaChecks(double now, QVector<Diagnosis>& changed)
                     false,
                     int(split.apart.isEmpty() ? ranks.size() : split.apart.size())};
     report(found, changed);
+    m_replicaChecks.clear();
+    m_replicaChecksDone = true;
 }
 
 } // namespace rankscope

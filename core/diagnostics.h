@@ -171,6 +171,7 @@ private:
         QMap<int, double> checksums;
     };
     QMap<qint64, ReplicaCheck> m_replicaChecks;
+    bool m_replicaChecksDone = false; // the first was reported
 };
 
 } // namespace rankscope

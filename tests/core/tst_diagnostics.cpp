@@ -559,6 +559,9 @@ private slots:
                                                        "from ranks 0,2 (checksum -3.5)"));
         QCOMPARE(found.front().ranks, (QVector<int>{1, 0, 2}));
         QCOMPARE(found.front().culprits, 1);
+        // Later checks find the same replicas apart: nothing new is said.
+        diagnostics.addEvents({said(0, 110.0, "-3.5"), said(1, 110.0, "-3.0"), said(2, 110.0, "-3.5")});
+        QVERIFY(diagnostics.update(115.0).isEmpty());
 
         RunDiagnostics waiting;
         waiting.addEvents(beats);
