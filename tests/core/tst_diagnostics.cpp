@@ -95,6 +95,22 @@ QVector<Diagnosis> replay(RunDiagnostics& diagnostics, const QVector<TrainerEven
     return found;
 }
 
+// Ranks 0-2 at step 30 for 8 s: rank 0 inside collective #92, rank 2 inside #93, rank 1 started #91 and finished
+// `rank1Finished` of them (91: it is in no collective). The first hang reported.
+Diagnosis firstHangOfThree(qint64 rank1Finished) {
+    QVector<TrainerEvent> events;
+    for (int rank = 0; rank < 3; ++rank)
+        events << step(rank, 1999.5, 29, 100.0, 10.0);
+    for (int i = 0; i < 8; ++i) {
+        events << heartbeat(0, 2000.0 + i, 29, "forward", 92, 91);
+        events << heartbeat(1, 2000.0 + i, 29, "forward", 91, rank1Finished);
+        events << heartbeat(2, 2000.0 + i, 29, "forward", 93, 92);
+    }
+    RunDiagnostics diagnostics;
+    const QVector<Diagnosis> hangs = replay(diagnostics, events, DiagnosisKind::Hang);
+    return hangs.isEmpty() ? Diagnosis{} : hangs.front();
+}
+
 const QDateTime kRunCreated(QDate(2026, 11, 22), QTime(11, 16, 0), QTimeZone::utc());
 const QDateTime kRankDied(QDate(2026, 11, 22), QTime(11, 17, 10, 500), QTimeZone::utc());
 
@@ -427,41 +443,20 @@ private slots:
     // #92, rank 1 is in no collective (asleep in step 30). The hung rank is rank 1, not rank 0, the lowest of the
     // ranks behind; both others wait, each in its own collective.
     void theRankInNoCollectiveIsTheHungOne() {
-        QVector<TrainerEvent> events;
-        for (int rank = 0; rank < 3; ++rank)
-            events << step(rank, 1999.5, 29, 100.0, 10.0);
-        for (int i = 0; i < 8; ++i) {
-            events << heartbeat(0, 2000.0 + i, 29, "forward", 92, 91);
-            events << heartbeat(1, 2000.0 + i, 29, "forward", 91, 91);
-            events << heartbeat(2, 2000.0 + i, 29, "forward", 93, 92);
-        }
-        RunDiagnostics diagnostics;
-        const QVector<Diagnosis> hangs = replay(diagnostics, events, DiagnosisKind::Hang);
-        QVERIFY(!hangs.isEmpty());
-        QCOMPARE(hangs.front().message, QStringLiteral("rank 1 stuck at step 30 in phase forward (collective #91); "
-                                                       "rank 0 waiting in collective #92, rank 2 waiting in collective "
-                                                       "#93"));
-        QCOMPARE(hangs.front().ranks, (QVector<int>{1, 0, 2}));
-        QCOMPARE(hangs.front().culprits, 1);
+        const Diagnosis hang = firstHangOfThree(91);
+        QCOMPARE(hang.message, QStringLiteral("rank 1 stuck at step 30 in phase forward (collective #91); rank 0 "
+                                              "waiting in collective #92, rank 2 waiting in collective #93"));
+        QCOMPARE(hang.ranks, (QVector<int>{1, 0, 2}));
+        QCOMPARE(hang.culprits, 1);
     }
 
-    // Every rank behind is inside a collective, none in its own code: all of them are named, the furthest behind
-    // first.
+    // Every rank behind is inside a collective (rank 1 in #91 too), none in its own code: all of them are named,
+    // the furthest behind first.
     void ranksBehindAllInsideCollectivesAreAllNamed() {
-        QVector<TrainerEvent> events;
-        for (int rank = 0; rank < 3; ++rank)
-            events << step(rank, 1999.5, 29, 100.0, 10.0);
-        for (int i = 0; i < 8; ++i) {
-            events << heartbeat(0, 2000.0 + i, 29, "forward", 92, 91);
-            events << heartbeat(1, 2000.0 + i, 29, "forward", 91, 90);
-            events << heartbeat(2, 2000.0 + i, 29, "forward", 93, 92);
-        }
-        RunDiagnostics diagnostics;
-        const QVector<Diagnosis> hangs = replay(diagnostics, events, DiagnosisKind::Hang);
-        QVERIFY(!hangs.isEmpty());
-        QCOMPARE(hangs.front().message, QStringLiteral("rank 1 stuck at step 30 in phase forward (collective #91), and "
-                                                       "rank 0; rank 2 waiting in collective #93"));
-        QCOMPARE(hangs.front().culprits, 2);
+        const Diagnosis hang = firstHangOfThree(90);
+        QCOMPARE(hang.message, QStringLiteral("rank 1 stuck at step 30 in phase forward (collective #91), and rank 0; "
+                                              "rank 2 waiting in collective #93"));
+        QCOMPARE(hang.culprits, 2);
     }
 
     void aRankStillMovingIsNotAHang() {
