@@ -159,7 +159,9 @@ void RunDiagnostics::addEvents(const QVector<TrainerEvent>& events) {
             break;
         case TrainerEventType::End:
             state.ended = true;
-            if (event.has(schema::end::kParamChecksum))
+            // A rank that ended in error has no checksum of its parameters (the trainer writes NaN there).
+            if (event.has(schema::end::kParamChecksum) &&
+                event.string(schema::end::kStatus) == jsonKey(schema::status::kOk))
                 state.endChecksum = event.number(schema::end::kParamChecksum);
             break;
         default:
@@ -487,8 +489,8 @@ namespace {
 
 // Which replicas are apart, from each rank's parameter checksum: the ranks outside the largest group of equal
 // checksums, when that group is larger than every other (a faulty GPU's rank among healthy ones); else all of
-// them, for nothing says which replica is wrong (two replicas, or no majority). NaN, a replica that blew up,
-// equals no other checksum.
+// them, for nothing says which replica is wrong (two replicas, or no majority). NaN checksums (replicas whose
+// parameters blew up) are one group: replicas that all blew up alike are not apart.
 struct ReplicaSplit {
     QVector<int> apart; // at fault, in rank order
     QVector<int> agree; // the majority, empty without one
@@ -498,7 +500,9 @@ struct ReplicaSplit {
 ReplicaSplit splitReplicas(const QMap<int, double>& checksums, const std::function<QString(int)>& where) {
     QVector<QPair<double, QVector<int>>> groups; // by checksum, in the order of their first rank
     for (auto it = checksums.cbegin(); it != checksums.cend(); ++it) {
-        const auto same = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == *it; });
+        const auto same = std::find_if(groups.begin(), groups.end(), [&](const auto& g) {
+            return g.first == *it || (std::isnan(g.first) && std::isnan(*it));
+        });
         (same == groups.end() ? groups.emplace_back(*it, QVector<int>{}).second : same->second).append(it.key());
     }
     const auto named = [&](const QVector<int>& ranks) {

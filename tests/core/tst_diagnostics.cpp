@@ -497,14 +497,15 @@ private slots:
         QCOMPARE(found.front().culprits, 2);
     }
 
-    // Three replicas, one apart: it is the one named, the others agree. A NaN checksum (a replica that blew up)
-    // equals no other.
+    // Three replicas, one apart: it is the one named, the others agree. A NaN checksum (a replica whose
+    // parameters blew up) is apart from finite ones; replicas that all blew up alike, or ranks that ended in error
+    // (the trainer writes NaN for them), are no divergence.
     void theReplicaApartFromTheMajorityIsNamed() {
-        const auto end = [](int rank, const char* checksum) {
-            return decoded(QStringLiteral(R"({"v":"1.1","type":"end","rank":%1,"time":1,"status":"ok","steps":4,)"
+        const auto end = [](int rank, const char* checksum, const char* status = "ok") {
+            return decoded(QStringLiteral(R"({"v":"1.1","type":"end","rank":%1,"time":1,"status":"%3","steps":4,)"
                                           R"("images_per_sec":1,"wall_s":1,"param_checksum":%2})")
                                .arg(rank)
-                               .arg(QLatin1String(checksum))
+                               .arg(QLatin1String(checksum), QLatin1String(status))
                                .toUtf8());
         };
         RunDiagnostics diagnostics;
@@ -524,6 +525,16 @@ private slots:
         QCOMPARE(found.size(), 1);
         QCOMPARE(found.front().ranks.front(), 0);
         QCOMPARE(found.front().culprits, 1);
+
+        RunDiagnostics allBlownUp;
+        allBlownUp.addEvents({end(0, "\"nan\""), end(1, "\"nan\""), end(2, "\"nan\"")});
+        QVERIFY(allBlownUp.update(2.0).isEmpty());
+        RunDiagnostics failed; // rank 1 failed at step 12, the others lost it in a collective
+        failed.addEvents({end(0, "\"nan\"", "error"), end(1, "\"nan\"", "error"), end(2, "\"nan\"", "error")});
+        QVERIFY(failed.update(2.0).isEmpty());
+        RunDiagnostics oneFailed; // no end checksum of rank 2: the others' are not compared with it
+        oneFailed.addEvents({end(0, "1.5"), end(1, "1.5"), end(2, "\"nan\"", "error")});
+        QVERIFY(oneFailed.update(2.0).isEmpty());
     }
 
     // The trainer's replica check (events 1.1: each rank's step and checksum): every rank says the replicas are

@@ -382,6 +382,8 @@ private slots:
         QCOMPARE(causes.size(), 1);
         QCOMPARE(causes.front().ranks, QVector<int>{1});
         QVERIFY2(causes.front().message.contains(QLatin1String("rank 1")), qPrintable(causes.front().message));
+        // The ranks ended in error, without checksums: the failure is no divergence of replicas.
+        QVERIFY(collected(diagnoses, DiagnosisKind::Divergence).isEmpty());
         // What rank 1 said last, from its stored streams: its error last.
         const QString said = QStringLiteral("[rank 1] error: injected failure at step 4 (--fail-at-step)");
         QVERIFY(!causes.front().lastLines.isEmpty());
