@@ -144,7 +144,8 @@ void RunDiagnostics::addEvents(const QVector<TrainerEvent>& events) {
                 event.has(schema::error::kStep) && event.has(schema::error::kChecksum)) {
                 // Every rank says so at the same check: which replica is apart is known once they have. After the
                 // first check is reported, the later ones (the same replicas apart still) are not kept.
-                if (m_replicaChecksDone)
+                if (std::any_of(m_all.cbegin(), m_all.cend(),
+                                [](const Diagnosis& d) { return d.key == QLatin1String("divergence:check"); }))
                     break;
                 ReplicaCheck& check = m_replicaChecks[event.integer(schema::error::kStep)];
                 if (check.checksums.isEmpty() || event.time < check.firstSaid)
@@ -592,7 +593,6 @@ void RunDiagnostics::checkReplicaChecks(double now, QVector<Diagnosis>& changed)
                     int(split.apart.isEmpty() ? ranks.size() : split.apart.size())};
     report(found, changed);
     m_replicaChecks.clear();
-    m_replicaChecksDone = true;
 }
 
 } // namespace rankscope

@@ -170,8 +170,7 @@ private:
         double firstSaid = 0.0;
         QMap<int, double> checksums;
     };
-    QMap<qint64, ReplicaCheck> m_replicaChecks;
-    bool m_replicaChecksDone = false; // the first was reported
+    QMap<qint64, ReplicaCheck> m_replicaChecks; // none once the first check is reported (m_all has it)
 };
 
 } // namespace rankscope
