@@ -121,6 +121,11 @@ QString RunDiagnostics::where(int rank) const {
     return host.isEmpty() ? QStringLiteral("rank %1").arg(rank) : QStringLiteral("rank %1 on %2").arg(rank).arg(host);
 }
 
+bool RunDiagnostics::reportsError(const TrainerEvent& event) {
+    return event.type == TrainerEventType::Error &&
+           event.string(schema::error::kKind) == jsonKey(schema::error_kind::kReplicaDivergence);
+}
+
 void RunDiagnostics::addEvents(const QVector<TrainerEvent>& events) {
     for (const TrainerEvent& event : events) {
         RankState& state = m_ranks[event.rank];

@@ -118,6 +118,10 @@ public:
     void clear();
 
     [[nodiscard]] const QVector<Diagnosis>& all() const { return m_all; }
+    // Whether `event` is an error that these diagnostics report in their own words: every rank's
+    // replica_divergence says the same at each check, where the divergence finding names the replica apart, once.
+    // A front end that shows the findings need not show such an event as well.
+    [[nodiscard]] static bool reportsError(const TrainerEvent& event);
     [[nodiscard]] double heartbeatSeconds() const;
     // How long the ranks must be still before a hang is reported (see DiagnosticsOptions::hangIntervals).
     [[nodiscard]] double hangThresholdSeconds() const;

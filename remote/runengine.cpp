@@ -19,6 +19,8 @@
 #include <QThread>
 #include <QTimer>
 
+#include <rankscope/event_schema.h>
+
 #include <algorithm>
 #include <limits>
 
@@ -682,8 +684,11 @@ void RunEngine::parseGpu(int node, QByteArrayView bytes) {
 void RunEngine::deliver(const RankStreamChunk& chunk) {
     const int rank = chunk.rank;
     if (!chunk.events.isEmpty()) {
+        // A rank carries on after an error that is not fatal (a replica check that failed, a corrupt checkpoint
+        // skipped): what it failed of, if it fails, comes later.
         for (const TrainerEvent& event : chunk.events)
-            if (event.type == TrainerEventType::Error && !m_firstErrors.contains(event.rank))
+            if (event.type == TrainerEventType::Error && event.boolean(schema::error::kFatal, true) &&
+                !m_firstErrors.contains(event.rank))
                 m_firstErrors.insert(event.rank,
                                      {QDateTime::fromMSecsSinceEpoch(static_cast<qint64>(event.time * 1000), Qt::UTC),
                                       event.string("kind"), event.string("message")});

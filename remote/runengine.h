@@ -190,7 +190,7 @@ private:
     std::map<int, NvidiaSmiParser> m_gpuParsers; // by node
     std::map<int, LineSplitter> m_gpuErrSplitters; // by node
     QHash<int, QString> m_lastStderrLine; // what a rank that dies without an error event said last
-    QHash<int, ErrorEvent> m_firstErrors; // the first error event of each rank
+    QHash<int, ErrorEvent> m_firstErrors; // the first fatal error event of each rank
     RunDiagnostics m_diagnostics;
     bool m_watchNccl = false; // NCCL's lines on the ranks' stdout are read (not a Gloo job without NCCL_DEBUG)
     NcclNetworkWatch m_nccl;

@@ -2,6 +2,7 @@
 #include "runmonitor.h"
 
 #include "cli.h"
+#include "core/diagnostics.h"
 #include "texttable.h"
 
 #include <QDateTime>
@@ -41,8 +42,9 @@ RunMonitor::RunMonitor(remote::RunEngine* engine, bool interactive, FILE* out)
         m_summary.add(events);
         if (m_replaying)
             return;
+        // What the diagnostics report (a divergence, said by every rank at every check) comes as their finding.
         for (const TrainerEvent& event : events)
-            if (event.type == TrainerEventType::Error)
+            if (event.type == TrainerEventType::Error && !RunDiagnostics::reportsError(event))
                 printLine(QStringLiteral("rank %1 error (%2): %3")
                               .arg(event.rank)
                               .arg(event.string("kind"), event.string("message")));

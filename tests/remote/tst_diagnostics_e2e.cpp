@@ -65,10 +65,11 @@ private:
         return env;
     }
     // Starts `rankscope-cli run` on a debug job named `name`; false when the job file cannot be written.
-    bool startCliRun(QProcess& cli, const QString& name, int steps, const QJsonArray& faults) const {
+    bool startCliRun(QProcess& cli, const QString& name, int steps, const QJsonArray& faults, int procs = 2) const {
         const QString jobPath = m_dir.filePath(name + QStringLiteral(".json"));
         QFile job(jobPath);
-        if (!job.open(QIODevice::WriteOnly) || job.write(QJsonDocument(debugJob(name, steps, faults)).toJson()) < 0)
+        if (!job.open(QIODevice::WriteOnly) ||
+            job.write(QJsonDocument(debugJob(name, steps, faults, procs)).toJson()) < 0)
             return false;
         job.close();
         cli.setProcessEnvironment(cliEnvironment());
@@ -256,6 +257,37 @@ private slots:
                                         [](const Diagnosis& d) { return d.key == QLatin1String("divergence:check"); });
         QVERIFY2(check->message.startsWith(QLatin1String("replicas diverged at step 5: rank 2 on localhost")),
                  qPrintable(check->message));
+    }
+
+    // A replica apart, then a rank that fails, from `rankscope-cli run`. Every rank's replica_divergence event
+    // (one line per rank and check) is left to the divergence finding, said once; the failure's own error is
+    // printed. The root cause is the failure: an error the rank carried on after (the replica check's, not fatal)
+    // is not what it failed of, and ranks 0 and 1, whose replica checks read the same, did not fail alike. The
+    // stored run, diagnosed offline, says the same.
+    void cliRunLeavesTheDivergenceToItsFindingAndBlamesTheFailure() {
+        QProcess cli;
+        cli.setProcessChannelMode(QProcess::MergedChannels);
+        QVERIFY(startCliRun(cli, QStringLiteral("diverge-fail"), 12,
+                            {"--replica-check-every", "5", "--diverge-at-step", "3", "--diverge-rank", "2",
+                             "--fail-at-step", "8", "--fail-rank", "0"},
+                            3));
+        QVERIFY(cli.waitForFinished(120000));
+        const QString out = QString::fromUtf8(cli.readAll());
+        QCOMPARE(cli.exitCode(), 1);
+        QVERIFY2(!out.contains(QLatin1String("error (replica_divergence)")), qPrintable(out));
+        QCOMPARE(out.count(QLatin1String("diagnosis: divergence: replicas diverged at step 5: rank 2 on localhost")),
+                 1);
+        QVERIFY2(out.contains(QLatin1String("rank 0 error (injected): injected failure at step 8")), qPrintable(out));
+        const QString rootCause = QStringLiteral("diagnosis: root-cause: rank 0 on localhost failed first: exit "
+                                                 "status 1 (injected: injected failure at step 8");
+        QVERIFY2(out.contains(rootCause), qPrintable(out));
+        const QRegularExpression id(QStringLiteral("run (\\S+): failed\n"));
+        const QString run = id.match(out).captured(1);
+        QVERIFY2(!run.isEmpty(), qPrintable(out));
+        const QString diagnosed = cliDiagnose(run);
+        QVERIFY2(diagnosed.contains(QLatin1String("root-cause: rank 0 on localhost failed first: exit status 1 "
+                                                  "(injected: injected failure at step 8")),
+                 qPrintable(diagnosed));
     }
 
     // The stored run, offline: the same hang, from the CLI.
