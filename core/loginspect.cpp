@@ -109,7 +109,7 @@ public:
         enum { kKilled, kXid, kSlurmOom, kSlurmOomDashed, kShellLine, kSrunOom };
         if ((line.holds(kShellLine) && isShellKillReport(line.text, line.indexOf(kShellLine))) ||
             (line.holds(kSrunOom) && startsWithLiteral(line.text, "srun: error: "))) {
-            m_errors.append({m_source, line.number, line.rank, errorText(trimmedBlanks(line.text))});
+            m_errors.append(LogError::at(m_source, line, errorText(trimmedBlanks(line.text))));
             return;
         }
         if (line.holds(kKilled) || line.holds(kXid)) {
@@ -126,7 +126,7 @@ public:
         } else if (!line.holds(kSlurmOom) && !line.holds(kSlurmOomDashed)) {
             return;
         }
-        m_errors.append({m_source, line.number, line.rank, errorText(trimmedBlanks(line.text))});
+        m_errors.append(LogError::at(m_source, line, errorText(trimmedBlanks(line.text))));
     }
     void endOfStream() override { m_kernel = KernelLogParser(); }
     [[nodiscard]] const QList<LogError>& errors() const { return m_errors; }
@@ -323,6 +323,7 @@ QJsonObject ncclJson(const NcclFacts& nccl) {
             putString(w, "host", warning.host);
             putNumber(w, "pid", warning.pid);
             putNumber(w, "rank", warning.rank);
+            putNumber(w, "local_rank", warning.localRank);
             putString(w, "source", warning.source);
             w.insert(QStringLiteral("text"), warning.text);
             warnings.append(w);
@@ -337,6 +338,7 @@ QJsonArray timeoutsJson(const QList<CollectiveTimeout>& timeouts) {
     for (const CollectiveTimeout& t : timeouts) {
         QJsonObject o;
         putNumber(o, "rank", t.rank);
+        putNumber(o, "local_rank", t.localRank);
         putNumber(o, "seq", t.seq);
         putString(o, "op", t.op);
         putNumber(o, "numel_in", t.numelIn);
@@ -393,6 +395,7 @@ QJsonArray errorsJson(const QList<LogError>& errors) {
         putString(o, "file", e.file);
         putNumber(o, "line", e.line);
         putNumber(o, "rank", e.rank);
+        putNumber(o, "local_rank", e.localRank);
         o.insert(QStringLiteral("text"), QString::fromUtf8(e.text));
         array.append(o);
     }

@@ -190,7 +190,7 @@ void LogLineScanner::takeRawLine(QByteArrayView raw, const Hit* hits, const Hit*
     m_line.text = stripped.text;
     m_line.number = m_lineNumber;
     m_line.rank = stripped.rank;
-    m_line.runRank = stripped.runRank;
+    m_line.rankKind = stripped.rankKind;
     m_line.pid = stripped.pid;
     deliver(inText & ~m_terminalArtifacts);
 }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "core/keywordsearch.h"
+#include "core/logprefix.h"
 
 #include <QByteArray>
 #include <QByteArrayView>
@@ -35,7 +36,7 @@ struct LogLine {
     QByteArrayView text;  // without launcher prefixes, terminal artifacts and the line ending
     qint64 number = 0;    // 1-based line number in its stream
     int rank = -1;        // the rank named by a launcher prefix; -1 when none does
-    bool runRank = false; // that prefix is PyTorch's "[rank3]:": the rank in the default process group (StrippedLine)
+    PrefixRank rankKind = PrefixRank::Launcher; // what that prefix's rank counts (StrippedLine)
     int pid = -1;         // the process a launcher prefix names instead of a rank (Ray's pid=); -1 when none does
     quint64 keywords = 0; // bit i: the receiving sink's keywords()[i] occurs in text
     // Every occurrence of the sink's keywords in text (overlapping ones too), by position, then keyword: a sink
@@ -43,6 +44,9 @@ struct LogLine {
     const KeywordAt* found = nullptr;
     qsizetype foundCount = 0;
 
+    // What a report of this line may say of its rank from the prefix: torchrun's local rank is no rank of the run.
+    [[nodiscard]] int reportedRank() const { return rankKind == PrefixRank::Local ? -1 : rank; }
+    [[nodiscard]] int localRank() const { return rankKind == PrefixRank::Local ? rank : -1; }
     [[nodiscard]] bool holds(int keyword) const { return (keywords >> keyword) & 1; }
     // Where `keyword` first starts in text at or after `from`; -1 when it does not.
     [[nodiscard]] qsizetype indexOf(int keyword, qsizetype from = 0) const {

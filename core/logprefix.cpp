@@ -65,7 +65,7 @@ bool stripRoleRank(QByteArrayView inside, QByteArrayView after, StrippedLine& ou
         return false;
     const bool pytorchRank = letters == 4 && std::memcmp(inside.data(), "rank", 4) == 0;
     out = {after.sliced(pytorchRank && after.size() > 1 && after[1] == ' ' ? 2 : 1), rank};
-    out.runRank = pytorchRank;
+    out.rankKind = pytorchRank ? PrefixRank::Run : PrefixRank::Local;
     return true;
 }
 
@@ -197,7 +197,7 @@ StrippedLine detail::stripLogPrefixes(QByteArrayView line) {
         result.text = next.text;
         if (next.rank >= 0) {
             result.rank = next.rank;
-            result.runRank = next.runRank;
+            result.rankKind = next.rankKind;
         }
         if (next.pid >= 0)
             result.pid = next.pid;

@@ -6,14 +6,23 @@
 
 namespace rankscope {
 
+// Whose numbering the rank of a launcher's prefix is.
+enum class PrefixRank : quint8 {
+    Launcher, // the launcher's own count of the run's processes: Open MPI's "[1,3]<stdout>:", srun's "3: "
+    // torchrun's "[default3]:" (any role name): the rank on its node, LOCAL_RANK. With more nodes than one, several
+    // processes of the run have it, so it is reported as a local rank, never as a rank.
+    Local,
+    // PyTorch's own "[rank3]:": the process's rank in the default process group, the run's rank, where a rank in a
+    // process group named in the text may differ from it.
+    Run,
+};
+
 // A log line without what launchers and terminals put around the program's own text.
 struct StrippedLine {
     QByteArrayView text;
     int rank = -1; // the rank named by a prefix ("[1,3]<stdout>:", "[default3]:", "[rank3]:"); -1 when none does
     int pid = -1;  // the process a prefix names instead of a rank (Ray's "(RayTrainWorker pid=1234, ip=…)"); else -1
-    // `rank` is PyTorch's own "[rank3]:": the process's rank in the default process group, the run's rank, where
-    // "[default3]:" (torchrun's local rank) or a rank in a process group named in the text may differ from it.
-    bool runRank = false;
+    PrefixRank rankKind = PrefixRank::Launcher; // what `rank` counts
 };
 
 namespace detail {

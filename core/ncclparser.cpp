@@ -470,11 +470,12 @@ void NcclLogParser::takeRecord(const Header& header, QByteArrayView source, bool
         }
         m_warnings.append({header.host.isEmpty() ? QString() : lastHost()->name,
                            header.pid,
-                           line.rank,
+                           line.reportedRank(),
                            m_lastSourceName,
                            str(message),
                            {},
-                           line.number});
+                           line.number,
+                           line.localRank()});
         if (header.pid < 0)
             return;
         if (OpenWarning* open = openWarning(header)) {

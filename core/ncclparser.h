@@ -39,6 +39,7 @@ struct NcclWarning {
     QString text;
     QStringList chain; // the error-code propagation that followed, e.g. "init.cc:840 -> 5"
     qint64 line = 0;
+    int localRank = -1; // torchrun's "[default3]:" before the line (LogLine::localRank)
 };
 
 // What one process ("host:pid" in its records' headers) said about its own set-up: where each process may choose

@@ -387,7 +387,7 @@ void TracebackLogParser::closeCutTracebacks(qint64 lineNumber) {
 }
 
 void TracebackLogParser::addError(const LogLine& line, QByteArrayView text) {
-    m_errors.append({m_source, line.number, line.rank, errorText(text)});
+    m_errors.append(LogError::at(m_source, line, errorText(text)));
 }
 
 void TracebackLogParser::endOfStream() {

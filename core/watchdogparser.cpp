@@ -67,7 +67,7 @@ qint64 groupOf(QByteArrayView text, qsizetype at) {
 // The "Rank 3" nearest before `before` (PyTorch writes "[Rank 3]" and "[PG ID 0 PG GUID 0(default_pg) Rank 3]"), and
 // the group it is in. A loop back from `before` to each 'R': the rank is a few bytes before the watchdog's words,
 // where QByteArrayView's lastIndexOf costs a call and a rolling hash.
-WatchdogLogParser::RankSaid WatchdogLogParser::rankBefore(QByteArrayView text, qsizetype before, PrefixRank prefix) {
+WatchdogLogParser::RankSaid WatchdogLogParser::rankBefore(QByteArrayView text, qsizetype before, LinePrefix prefix) {
     for (qsizetype at = before - 5; at >= 0; --at) {
         if (text[at] == 'R' && startsWithLiteral(text.sliced(at + 1), "ank ")) {
             const qint64 rank = numberAt(text, at + 5);
@@ -83,9 +83,13 @@ WatchdogLogParser::RankSaid WatchdogLogParser::rankBefore(QByteArrayView text, q
 // that is the rank within another process group than the default one (the first made, "PG ID 0"): then the
 // launcher's prefix, which may name none. A bare "[Rank 3]" names no group, and is most often the default group's.
 int WatchdogLogParser::RankSaid::runRank() const {
-    if (prefix.run || text < 0 || group > 0)
+    if (prefix.kind == PrefixRank::Run || text < 0 || group > 0)
         return prefix.rank;
     return text;
+}
+
+bool WatchdogLogParser::RankSaid::localPrefixRank() const {
+    return prefix.kind == PrefixRank::Local && (text < 0 || group > 0);
 }
 
 namespace {
@@ -204,15 +208,15 @@ void WatchdogLogParser::takeLine(const LogLine& line) {
     if (watchdog >= 0) {
         if (endsTimingOut(text) || findBytes(text, kTimingOut, watchdog) >= 0 ||
             findBytes(text, kMilliseconds, watchdog) >= 0) {
-            takeTimeout(text, {line.rank, line.runRank}, watchdog);
+            takeTimeout(text, {line.rank, line.rankKind}, watchdog);
         } else {
             m_joined = text.toByteArray();
             m_joinLines = kMaxWrappedLines;
-            m_joinPrefix = {line.rank, line.runRank};
+            m_joinPrefix = {line.rank, line.rankKind};
         }
     }
     if (line.holds(kLastEnqueued))
-        takeProgress(text, {line.rank, line.runRank});
+        takeProgress(text, {line.rank, line.rankKind});
     if (line.holds(kDesyncReport))
         m_inDesyncReport = true;
     if (line.holds(kWatchdogStuck) || line.holds(kTerminating))
@@ -260,7 +264,7 @@ bool WatchdogLogParser::takeErrorDetail(const LogLine& line) {
     return taken;
 }
 
-void WatchdogLogParser::takeTimeout(QByteArrayView text, PrefixRank prefix, qsizetype watchdog) {
+void WatchdogLogParser::takeTimeout(QByteArrayView text, LinePrefix prefix, qsizetype watchdog) {
     if (watchdog < 0)
         watchdog = findBytes(text, kWatchdogCaught);
     if (watchdog < 0)
@@ -296,7 +300,7 @@ void WatchdogLogParser::takeTimeout(QByteArrayView text, PrefixRank prefix, qsiz
 // "… Rank 1] Exception (either an error or timeout) detected by watchdog at work: 808, last enqueued NCCL work:
 // 811, last completed NCCL work: 807." (2.2 to 2.4) and "… failure detected by watchdog at work sequence id: 241
 // PG status: last enqueued work: 315, last completed work: 183" (2.5 and later).
-void WatchdogLogParser::takeProgress(QByteArrayView text, PrefixRank prefix) {
+void WatchdogLogParser::takeProgress(QByteArrayView text, LinePrefix prefix) {
     const qsizetype enqueued = findBytes(text, kLastEnqueuedText);
     const qsizetype enqueuedColon = text.indexOf(':', enqueued);
     const qsizetype completed = findBytes(text, kLastCompleted, enqueued);
@@ -339,13 +343,16 @@ void WatchdogLogParser::takeWatchdogEnd(const LogLine& line) {
         if (const qsizetype end = findBytes(text, kSentenceEnd, at); end >= 0)
             text.truncate(end + 1);
     }
-    m_errors.append(
-        {m_source, line.number, rankBefore(text, at, {line.rank, line.runRank}).runRank(), errorText(text)});
+    const RankSaid said = rankBefore(text, at, {line.rank, line.rankKind});
+    LogError error{m_source, line.number, said.runRank(), errorText(text)};
+    if (said.localPrefixRank())
+        std::swap(error.rank, error.localRank);
+    m_errors.append(std::move(error));
 }
 
 void WatchdogLogParser::addError(const LogLine& line, QByteArrayView text) {
     const QByteArrayView trimmed = trimmedBlanks(text);
-    m_errors.append({m_source, line.number, line.rank, errorText(trimmed)});
+    m_errors.append(LogError::at(m_source, line, errorText(trimmed)));
 }
 
 // UTF-8 takes at least one byte for each UTF-16 unit (an invalid byte shows as one replacement character), so a
@@ -373,7 +380,7 @@ QList<CollectiveTimeout> WatchdogLogParser::timeouts() const {
         const auto sameRank = [&](const RankSaid& other) {
             return other.runRank() == timeout.rank ||
                    (other.text >= 0 && other.text == said.text && other.prefix.rank == said.prefix.rank &&
-                    other.prefix.run == said.prefix.run);
+                    other.prefix.kind == said.prefix.kind);
         };
         const Progress* best = nullptr;
         for (const Progress& progress : m_progress) {
@@ -400,6 +407,9 @@ QList<CollectiveTimeout> WatchdogLogParser::timeouts() const {
             timeout.group = said.group;
             timeout.groupRank = said.text;
         }
+        // The rank is the prefix's where the text's is another group's or none: torchrun's is a local rank.
+        if (said.prefix.kind == PrefixRank::Local && (said.text < 0 || timeout.group > 0))
+            std::swap(timeout.rank, timeout.localRank);
     }
     std::stable_sort(result.begin(), result.end(), [](const CollectiveTimeout& a, const CollectiveTimeout& b) {
         return a.rank != b.rank ? a.rank < b.rank : a.seq < b.seq;

@@ -25,6 +25,8 @@ struct CollectiveTimeout {
     // Rank 0] Exception … detected by watchdog at work: 610"), and the rank within it; -1 when none is named.
     qint64 group = -1;
     int groupRank = -1;
+    // torchrun's "[default3]:" before the line, where the rank is that prefix's (rank -1): no rank of the run.
+    int localRank = -1;
 };
 
 // An error line found in a log: where it is and what it says.
@@ -36,6 +38,12 @@ struct LogError {
     // From tracebacks printed at the same time with nothing to tell their lines apart (torchrun without --tee):
     // whose it is, the log does not say.
     bool interleaved = false;
+    int localRank = -1; // torchrun's "[default3]:" before the line, where no rank of the run is known (rank -1)
+
+    // An error read from `line`, its rank what the line's prefix says.
+    [[nodiscard]] static LogError at(const QString& file, const LogLine& line, QByteArray text) {
+        return {file, line.number, line.reportedRank(), std::move(text), false, line.localRank()};
+    }
 };
 
 // The text an error keeps of `text`: at most kMaxErrorText characters as it is shown, whichever parser found it.
@@ -66,22 +74,25 @@ public:
     void endOfStream() override;
 
 private:
-    struct PrefixRank { // what a line's launcher prefix says of its rank (LogLine::rank, LogLine::runRank)
+    struct LinePrefix { // what a line's launcher prefix says of its rank (LogLine::rank, LogLine::rankKind)
         int rank = -1;
-        bool run = false;
+        PrefixRank kind = PrefixRank::Launcher;
     };
     // What a watchdog's line says of its rank: its prefix, and the "Rank 3" of PyTorch's text with the process group
     // the text names it in (-1: none named, "[Rank 3]").
     struct RankSaid {
-        PrefixRank prefix;
+        LinePrefix prefix;
         int text = -1;
         qint64 group = -1;
+        // The rank that tells this rank's lines apart from the others' (the prefix's where the text's is not the
+        // run's); a report gives it as a local rank when it is torchrun's (localPrefixRank()).
         [[nodiscard]] int runRank() const;
+        [[nodiscard]] bool localPrefixRank() const;
     };
-    static RankSaid rankBefore(QByteArrayView text, qsizetype before, PrefixRank prefix);
+    static RankSaid rankBefore(QByteArrayView text, qsizetype before, LinePrefix prefix);
     // watchdog: where "atchdog caught" starts in text; -1: search for it.
-    void takeTimeout(QByteArrayView text, PrefixRank prefix, qsizetype watchdog = -1);
-    void takeProgress(QByteArrayView text, PrefixRank prefix);
+    void takeTimeout(QByteArrayView text, LinePrefix prefix, qsizetype watchdog = -1);
+    void takeProgress(QByteArrayView text, LinePrefix prefix);
     void takeDesyncLine(const LogLine& line);
     void takeWatchdogEnd(const LogLine& line);
     void addError(const LogLine& line, QByteArrayView text);
@@ -101,7 +112,7 @@ private:
     QList<LogError> m_errors;
     QByteArray m_joined; // a timeout message that a terminal wrapped over several lines
     int m_joinLines = 0; // continuation lines still allowed
-    PrefixRank m_joinPrefix;
+    LinePrefix m_joinPrefix;
     bool m_inDesyncReport = false;
     // NCCL errors whose "Last error:" detail may still come: each error's index in m_errors, its rank, how many more
     // lines (of any rank) may hold it, and whether the next line of its rank is the detail itself.

@@ -50,6 +50,26 @@ QString joinKnown(QStringList parts, const QString& separator) {
 QString moreTimes(qsizetype count) {
     return count == 1 ? QStringLiteral("once more") : QStringLiteral("%1 more times").arg(count);
 }
+// "rank 3", or "local rank 3" where only torchrun's "[default3]:" named it (no rank of the run on more nodes than
+// one); empty when neither is known.
+QString rankWords(int rank, int localRank) {
+    return rank >= 0 ? QStringLiteral("rank %1").arg(rank) : ifKnown(localRank, QStringLiteral("local rank %1"));
+}
+// The ranks of an entry's repeats: "rank(s) 0-3", "local rank(s) 1,3", or both joined by "and"; empty: none known.
+template <typename Entry> QString repeatRanks(const std::vector<const Entry*>& repeats) {
+    QVector<int> ranks;
+    QVector<int> localRanks;
+    for (const Entry* entry : repeats) {
+        if (entry->rank >= 0)
+            ranks.append(entry->rank);
+        else if (entry->localRank >= 0)
+            localRanks.append(entry->localRank);
+    }
+    return joinKnown(
+        {ranks.isEmpty() ? QString() : QStringLiteral("rank(s) %1").arg(formatRankList(ranks)),
+         localRanks.isEmpty() ? QString() : QStringLiteral("local rank(s) %1").arg(formatRankList(localRanks))},
+        QStringLiteral(" and "));
+}
 
 void appendNccl(QString& out, const NcclFacts& nccl) {
     out += QStringLiteral("NCCL\n");
@@ -99,7 +119,7 @@ void appendNccl(QString& out, const NcclFacts& nccl) {
         const QString origin =
             joinKnown({warning.host.isEmpty() ? ifKnown(warning.pid, QStringLiteral("pid %1"))
                                               : warning.host + ifKnown(warning.pid, QStringLiteral(":%1")),
-                       ifKnown(warning.rank, QStringLiteral("rank %1")), warning.source},
+                       rankWords(warning.rank, warning.localRank), warning.source},
                       QStringLiteral(" "));
         out += QStringLiteral("  WARN %1%2\n")
                    .arg(origin.isEmpty() ? QString() : origin + QStringLiteral(": "), warning.text);
@@ -107,17 +127,14 @@ void appendNccl(QString& out, const NcclFacts& nccl) {
             out += QStringLiteral("       then %1\n").arg(warning.chain.join(QStringLiteral(", ")));
         if (repeats.again.empty())
             continue;
-        QVector<int> ranks;
         QStringList hosts;
         for (const NcclWarning* again : repeats.again) {
-            if (again->rank >= 0)
-                ranks.append(again->rank);
             if (!again->host.isEmpty() && !hosts.contains(again->host))
                 hosts.append(again->host);
         }
         QStringList where;
-        if (!ranks.isEmpty())
-            where << QStringLiteral("rank(s) %1").arg(formatRankList(ranks));
+        if (const QString ranks = repeatRanks(repeats.again); !ranks.isEmpty())
+            where << ranks;
         if (!hosts.isEmpty())
             where << QStringLiteral("on %1").arg(hosts.join(QStringLiteral(", ")));
         out += QStringLiteral("       and %1%2\n")
@@ -148,7 +165,7 @@ void appendTimeouts(QString& out, const QList<CollectiveTimeout>& timeouts) {
                                         QStringLiteral(", "));
         // "rank 8 (rank 0 of process group 2): …": a timeout in another group than the default one; without the
         // run's rank (no "[rank8]:" before PyTorch's lines) only the group's.
-        QString who = t.rank >= 0 ? QStringLiteral("rank %1").arg(t.rank) : QString();
+        QString who = rankWords(t.rank, t.localRank);
         if (t.group > 0) {
             const QString inGroup = QStringLiteral("rank %1 of process group %2").arg(t.groupRank).arg(t.group);
             who = who.isEmpty() ? inGroup : QStringLiteral("%1 (%2)").arg(who, inGroup);
@@ -214,16 +231,13 @@ void appendErrors(QString& out, const QList<LogError>& errors) {
         out += QStringLiteral("  %1:%2%3: %4\n")
                    .arg(e.file)
                    .arg(e.line)
-                   .arg(e.rank >= 0 ? QStringLiteral(" rank %1").arg(e.rank) : QString(), QString::fromUtf8(e.text));
+                   .arg(ifKnown(rankWords(e.rank, e.localRank), QStringLiteral(" %1")), QString::fromUtf8(e.text));
         if (repeats.again.empty())
             continue;
-        QVector<int> ranks;
         bool otherFile = false;
-        for (const LogError* again : repeats.again) {
-            if (again->rank >= 0)
-                ranks.append(again->rank);
+        for (const LogError* again : repeats.again)
             otherFile = otherFile || again->file != e.file;
-        }
+        const QString ranks = repeatRanks(repeats.again);
         // "lines 24, 28" within the first's file; "a.log:24, b.log:24" across files.
         QStringList shown;
         for (size_t i = 0; i < std::min(repeats.again.size(), kPlacesShown); ++i)
@@ -232,13 +246,13 @@ void appendErrors(QString& out, const QList<LogError>& errors) {
         QString places = shown.join(QStringLiteral(", "));
         if (repeats.again.size() > kPlacesShown)
             places += QStringLiteral(", …");
-        out += QStringLiteral("    and %1%2: %3%4\n")
-                   .arg(moreTimes(static_cast<qsizetype>(repeats.again.size())),
-                        ranks.isEmpty() ? QString() : QStringLiteral(" on rank(s) %1").arg(formatRankList(ranks)),
-                        otherFile                   ? QString()
-                        : repeats.again.size() == 1 ? QStringLiteral("line ")
-                                                    : QStringLiteral("lines "),
-                        places);
+        out +=
+            QStringLiteral("    and %1%2: %3%4\n")
+                .arg(moreTimes(static_cast<qsizetype>(repeats.again.size())), ifKnown(ranks, QStringLiteral(" on %1")),
+                     otherFile                   ? QString()
+                     : repeats.again.size() == 1 ? QStringLiteral("line ")
+                                                 : QStringLiteral("lines "),
+                     places);
     }
     const auto interleaved =
         std::count_if(errors.cbegin(), errors.cend(), [](const LogError& e) { return e.interleaved; });

@@ -51,6 +51,7 @@ private slots:
     void standardInputIsAFile();
     void aFolderIsEveryFileUnderIt();
     void tangledTracebacksSayWhyTheyHaveNoRank();
+    void torchrunsLocalRanksAreSaidAsSuch();
 };
 
 void tst_CliInspect::exitCodes_data() {
@@ -284,6 +285,46 @@ void tst_CliInspect::standardInputIsAFile() {
         root->insert("errors", errors);
     }
     QCOMPARE(fromStdin, fromFile);
+}
+
+// Two nodes' `torchrun --tee 3` output one after the other: "[default1]:" is local rank 1 on each node, two ranks of
+// the run. The report says "local rank", never "rank", for what only that prefix names; PyTorch's own "[rank5]:"
+// is the run's rank.
+void tst_CliInspect::torchrunsLocalRanksAreSaidAsSuch() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    QByteArray log;
+    const auto traceback = [](const QByteArray& prefix, const QByteArray& exception) {
+        return prefix + "Traceback (most recent call last):\n" + prefix +
+               "  File \"/w/train.py\", line 42, in <module>\n" + prefix + exception + "\n";
+    };
+    for (int node = 0; node < 2; ++node)
+        for (int local = 0; local < 2; ++local)
+            log += traceback(QStringLiteral("[default%1]:").arg(local).toUtf8(),
+                             "torch.OutOfMemoryError: CUDA out of memory.");
+    log += traceback("[rank5]: ", "torch.OutOfMemoryError: CUDA out of memory.");
+    const QString path = dir.filePath(QStringLiteral("two-nodes.log"));
+    QFile file(path);
+    QVERIFY(file.open(QIODevice::WriteOnly));
+    file.write(log);
+    file.close();
+
+    const CliRun run = runCli({"inspect", path});
+    QCOMPARE(run.exitCode, 0);
+    const QString out = QString::fromUtf8(run.out);
+    QVERIFY2(out.contains(path + QLatin1String(":3 local rank 0: torch.OutOfMemoryError: CUDA out of memory.\n"
+                                               "    and 4 more times on rank(s) 5 and local rank(s) 0-1: lines 6, 9, "
+                                               "12, 15\n")),
+             qPrintable(out));
+    const CliRun json = runCli({"inspect", "--json", path});
+    const QJsonArray errors = QJsonDocument::fromJson(json.out).object().value("errors").toArray();
+    QCOMPARE(errors.size(), 5);
+    for (qsizetype i = 0; i < 4; ++i) {
+        QVERIFY(!errors.at(i).toObject().contains("rank"));
+        QCOMPARE(errors.at(i).toObject().value("local_rank").toInt(), int(i % 2));
+    }
+    QCOMPARE(errors.at(4).toObject().value("rank").toInt(), 5);
+    QVERIFY(!errors.at(4).toObject().contains("local_rank"));
 }
 
 QTEST_GUILESS_MAIN(tst_CliInspect)

@@ -168,14 +168,17 @@ void tst_LogParsers::prefixes() {
 // local rank, and Open MPI's and Slurm's prefixes the rank their launcher gave, which a watchdog line's text may
 // contradict.
 void tst_LogParsers::runRankIsPyTorchsPrefix() {
-    QVERIFY(stripLogPrefix("[rank3]:x").runRank);
-    QVERIFY(stripLogPrefix("1: [rank3]:x").runRank);
-    QVERIFY(stripLogPrefix("[default0]:[rank8]:x").runRank);
+    const auto kind = [](const char* line) { return stripLogPrefix(line).rankKind; };
+    QCOMPARE(kind("[rank3]:x"), PrefixRank::Run);
+    QCOMPARE(kind("1: [rank3]:x"), PrefixRank::Run);
+    QCOMPARE(kind("[default0]:[rank8]:x"), PrefixRank::Run);
     QCOMPARE(stripLogPrefix("[default0]:[rank8]:x").rank, 8);
-    QVERIFY(!stripLogPrefix("[default3]:x").runRank);
-    QVERIFY(!stripLogPrefix("[1,3]<stdout>:x").runRank);
-    QVERIFY(!stripLogPrefix("3: x").runRank);
-    QVERIFY(!stripLogPrefix("[rank3]:[default2]:x").runRank);
+    QCOMPARE(kind("[default3]:x"), PrefixRank::Local);
+    QCOMPARE(kind("[trainer3]:x"), PrefixRank::Local); // torchrun's prefix holds the role's name
+    QCOMPARE(kind("[1,3]<stdout>:x"), PrefixRank::Launcher);
+    QCOMPARE(kind("3: x"), PrefixRank::Launcher);
+    QCOMPARE(kind("[rank3]:[default2]:x"), PrefixRank::Local);
+    QCOMPARE(kind("x"), PrefixRank::Launcher);
 }
 
 void tst_LogParsers::terminalArtifacts() {
@@ -583,8 +586,31 @@ void tst_LogParsers::messyLines_data() {
                       "[default1]:  File \"b.py\", line 2, in <module>\n"
                       "[default1]:ValueError: one\n"
                       "[default0]:KeyError: 'zero'\n")
-        << "errors" << R"([{"file":"log","line":5,"rank":1,"text":"ValueError: one"},)"
-                       R"({"file":"log","line":6,"rank":0,"text":"KeyError: 'zero'"}])";
+        << "errors"
+        << R"([{"file":"log","line":5,"local_rank":1,"text":"ValueError: one"},)"
+           R"({"file":"log","line":6,"local_rank":0,"text":"KeyError: 'zero'"}])";
+    // torchrun's "[default1]:" names the local rank: on the second node, local rank 1 is rank 5 (NCCL's
+    // communicator says so), which the warning takes; an error has only the local rank.
+    const QByteArray secondNode = "[default1]:node-b:11:12 [1] NCCL INFO comm 0x1 rank 5 nranks 8 cudaDev 1 busId 2000 "
+                                  "commId 0xab - Init COMPLETE\n"
+                                  "[default1]:node-b:11:12 [1] misc/socket.cc:50 NCCL WARN Net : Connection closed\n"
+                                  "[default1]:Traceback (most recent call last):\n"
+                                  "[default1]:  File \"train.py\", line 9, in <module>\n"
+                                  "[default1]:RuntimeError: NCCL communicator was aborted\n";
+    QTest::newRow("torchrun's local rank: a warning's rank is its communicator's")
+        << secondNode << "nccl.warnings.0"
+        << R"({"host":"node-b","local_rank":1,"pid":11,"rank":5,)"
+           R"("source":"misc/socket.cc:50","text":"Net : Connection closed"})";
+    QTest::newRow("torchrun's local rank: an error's is local")
+        << secondNode << "errors"
+        << R"([{"file":"log","line":5,"local_rank":1,)"
+           R"("text":"RuntimeError: NCCL communicator was aborted"}])";
+    QTest::newRow("pytorch's rank prefix: an error's is the run's")
+        << QByteArray("[rank5]: Traceback (most recent call last):\n"
+                      "[rank5]:   File \"train.py\", line 9, in <module>\n"
+                      "[rank5]: RuntimeError: NCCL communicator was aborted\n")
+        << "errors"
+        << R"([{"file":"log","line":3,"rank":5,"text":"RuntimeError: NCCL communicator was aborted"}])";
     // pdsh's "host: " before every line (DeepSpeed's launcher across nodes): each host's traceback is followed
     // through the lines with its prefix, and its exception is read without it.
     QTest::newRow("interleaved tracebacks under pdsh host prefixes")
@@ -928,6 +954,16 @@ void tst_LogParsers::messyLines_data() {
     QTest::newRow("watchdog rank unreadable: the prefix's")
         << QByteArray("[default5]:[Rank 3] Rank x Watchdog caught collective operation timeout: "
                       "WorkNCCL(SeqNum=7, OpType=ALLREDUCE, Timeout(ms)=5) ran for 6 milliseconds\n")
+        << "timeouts.0.local_rank"
+        << "5";
+    QTest::newRow("watchdog rank unreadable: torchrun's local rank is no rank")
+        << QByteArray("[default5]:[Rank 3] Rank x Watchdog caught collective operation timeout: "
+                      "WorkNCCL(SeqNum=7, OpType=ALLREDUCE, Timeout(ms)=5) ran for 6 milliseconds\n")
+        << "timeouts.0.rank"
+        << "<absent>";
+    QTest::newRow("watchdog rank unreadable: the launcher's")
+        << QByteArray("[1,5]<stderr>:[Rank 3] Rank x Watchdog caught collective operation timeout: "
+                      "WorkNCCL(SeqNum=7, OpType=ALLREDUCE, Timeout(ms)=5) ran for 6 milliseconds\n")
         << "timeouts.0.rank"
         << "5";
     // A rank in another process group than the default one is not the run's rank: PyTorch's "[rank8]:" is, and
@@ -965,7 +1001,7 @@ void tst_LogParsers::messyLines_data() {
         << QByteArray(
                "[default1]:[E ProcessGroupNCCL.cpp:2] [PG ID 3 PG GUID 7 Rank 5] ProcessGroupNCCL's watchdog got "
                "stuck for 60 seconds without making progress in monitoring enqueued collectives.\n")
-        << "errors.0.rank"
+        << "errors.0.local_rank"
         << "1";
     QTest::newRow("watchdog stuck: one sentence")
         << QByteArray("[Rank 2] ProcessGroupNCCL's watchdog got stuck for 60 seconds. This typically indicates\n")
