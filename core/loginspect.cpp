@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -168,6 +169,26 @@ void LogInspector::endFile() {
     m_lines += m_scanner.finish();
 }
 
+QString decompressorFor(QByteArrayView head) {
+    static constexpr struct {
+        std::string_view magic;
+        const char* tool;
+    } kFormats[] = {{"\x1f\x8b", "gzip"},
+                    {"\x28\xb5\x2f\xfd", "zstd"},
+                    {"\xfd"
+                     "7zXZ\x00",
+                     "xz"},
+                    {"\x04\x22\x4d\x18", "lz4"}};
+    for (const auto& format : kFormats) {
+        if (head.startsWith(QByteArrayView(format.magic.data(), qsizetype(format.magic.size()))))
+            return QString::fromLatin1(format.tool);
+    }
+    // "BZh" and the block size, '1' to '9'.
+    if (head.size() >= 4 && head.startsWith("BZh") && head[3] >= '1' && head[3] <= '9')
+        return QStringLiteral("bzip2");
+    return {};
+}
+
 std::optional<QString> LogInspector::inspectFile(const QString& path) {
     QFile file(path);
     if (!file.open(QIODevice::ReadOnly))
@@ -184,8 +205,12 @@ std::optional<QString> LogInspector::inspectDevice(QIODevice& device, const QStr
             endFile();
             return QStringLiteral("%1: %2").arg(name, device.errorString());
         }
-        if (read == 0)
+        if (read == 0) {
+            // A file is at its end; a process's output may have more to come (false: it has ended, all read).
+            if (device.waitForReadyRead(-1))
+                continue;
             break;
+        }
         feed(QByteArrayView(buffer.constData(), read));
     }
     endFile();

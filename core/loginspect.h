@@ -36,6 +36,10 @@ struct LogInspection {
     qint64 lines = 0;
 };
 
+// The program that writes out a compressed log ("gzip", "zstd", "xz", "bzip2", "lz4", each with -dc), told by the
+// stream's first bytes (at least 6 of them where the file has them); empty when they start no stream it knows.
+[[nodiscard]] QString decompressorFor(QByteArrayView head);
+
 // Runs every log parser over one stream per file in a single pass. Feed each file's bytes in any chunks
 // between beginFile() and endFile(); the result does not depend on the chunking.
 class LogInspector final {
@@ -51,7 +55,7 @@ public:
 
     // Reads a whole file in chunks; returns a message naming the file when it cannot be read.
     [[nodiscard]] std::optional<QString> inspectFile(const QString& path);
-    // The same for an open device (standard input, a pipe) read to its end, reported as `name`.
+    // The same for an open device (standard input, a pipe, a process's output) read to its end, reported as `name`.
     [[nodiscard]] std::optional<QString> inspectDevice(QIODevice& device, const QString& name);
 
     [[nodiscard]] LogInspection result() const;

@@ -10,6 +10,7 @@
 #include <QDirIterator>
 #include <QFile>
 #include <QFileInfo>
+#include <QProcess>
 #include <QTextStream>
 
 #include <algorithm>
@@ -284,7 +285,35 @@ std::optional<QString> inspectStandardInput(LogInspector& inspector) {
     QFile in;
     if (!in.open(stdin, QIODevice::ReadOnly))
         return QStringLiteral("-: %1").arg(in.errorString());
+    if (const QString tool = decompressorFor(in.peek(8)); !tool.isEmpty())
+        return QStringLiteral("-: compressed with %1: name the file instead, or pipe `%1 -dc` into inspect").arg(tool);
     return inspector.inspectDevice(in, QStringLiteral("-"));
+}
+
+// A file, or a compressed one (an archived job log, `rank0.log.gz`) through the program that writes it out, which
+// is given the file on its standard input: what it wrote before an error (a file cut short) is read too.
+std::optional<QString> inspectPath(LogInspector& inspector, const QString& path) {
+    QFile file(path);
+    if (!file.open(QIODevice::ReadOnly))
+        return QStringLiteral("%1: %2").arg(path, file.errorString());
+    const QString tool = decompressorFor(file.peek(8));
+    if (tool.isEmpty())
+        return inspector.inspectDevice(file, path);
+    file.close();
+    QProcess process;
+    process.setStandardInputFile(path);
+    process.start(tool, {QStringLiteral("-dc")});
+    if (!process.waitForStarted(-1))
+        return QStringLiteral("%1: compressed with %2, which is not installed here to read it (%3)")
+            .arg(path, tool, process.errorString());
+    const std::optional<QString> error = inspector.inspectDevice(process, path);
+    process.waitForFinished(-1);
+    if (error)
+        return error;
+    if (process.exitStatus() != QProcess::NormalExit || process.exitCode() != 0)
+        return QStringLiteral("%1: %2 -dc failed, what it wrote out before is read: %3")
+            .arg(path, tool, QString::fromLocal8Bit(process.readAllStandardError()).trimmed());
+    return std::nullopt;
 }
 
 // a before b, with runs of digits compared as numbers ("rank2" before "rank10"). QCollator's numeric mode needs ICU,
@@ -350,11 +379,11 @@ int runInspectCommand(const QStringList& paths, bool json) {
             if (files.isEmpty())
                 fail(QStringLiteral("%1: a folder with no files in it").arg(path));
             for (const QString& file : files) {
-                if (const auto error = inspector.inspectFile(file))
+                if (const auto error = inspectPath(inspector, file))
                     fail(*error);
             }
         } else if (const auto error =
-                       path == QLatin1String("-") ? inspectStandardInput(inspector) : inspector.inspectFile(path)) {
+                       path == QLatin1String("-") ? inspectStandardInput(inspector) : inspectPath(inspector, path)) {
             fail(*error);
         }
     }

@@ -52,6 +52,11 @@ private slots:
     void aFolderIsEveryFileUnderIt();
     void tangledTracebacksSayWhyTheyHaveNoRank();
     void torchrunsLocalRanksAreSaidAsSuch();
+    void compressedLogsAreReadThroughTheirTool_data();
+    void compressedLogsAreReadThroughTheirTool();
+    void aCompressedLogCutShortIsReadAsFarAsItGoes();
+    void aMissingDecompressorIsNamedAndTheOthersRead();
+    void compressedStandardInputIsRefusedByName();
 };
 
 void tst_CliInspect::exitCodes_data() {
@@ -325,6 +330,118 @@ void tst_CliInspect::torchrunsLocalRanksAreSaidAsSuch() {
     }
     QCOMPARE(errors.at(4).toObject().value("rank").toInt(), 5);
     QVERIFY(!errors.at(4).toObject().contains("local_rank"));
+}
+
+namespace {
+
+// `tool -c` of `source`, written to `target`; false when the tool could not make it.
+bool compress(const QString& tool, const QString& source, const QString& target) {
+    QProcess process;
+    process.setStandardInputFile(source);
+    process.setStandardOutputFile(target);
+    process.start(tool, {QStringLiteral("-c")});
+    return process.waitForFinished(30000) && process.exitStatus() == QProcess::NormalExit && process.exitCode() == 0;
+}
+
+// The inspection's JSON with every file's name left out: what was found.
+QJsonObject foundIn(const QByteArray& json) {
+    QJsonObject root = QJsonDocument::fromJson(json).object();
+    root.remove("files");
+    QJsonArray errors = root.value("errors").toArray();
+    for (qsizetype i = 0; i < errors.size(); ++i) {
+        QJsonObject error = errors.at(i).toObject();
+        error.remove("file");
+        errors.replace(i, error);
+    }
+    root.insert("errors", errors);
+    return root;
+}
+
+const QString kCompressedSample = kLogsDir + QStringLiteral("public/minigpt4-237-failure-table.log");
+
+} // namespace
+
+// An archived job log (`rank0.log.gz`, Slurm's `slurm-123.out.zst`) is read through the program that writes it out,
+// told by its first bytes, not its name: the same facts as the plain file.
+void tst_CliInspect::compressedLogsAreReadThroughTheirTool_data() {
+    QTest::addColumn<QString>("tool");
+    for (const char* tool : {"gzip", "xz", "zstd", "bzip2", "lz4"})
+        QTest::newRow(tool) << QString::fromLatin1(tool);
+}
+
+void tst_CliInspect::compressedLogsAreReadThroughTheirTool() {
+    QFETCH(QString, tool);
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const QString packed = dir.filePath(QStringLiteral("job.log.packed")); // a name that says nothing
+    QVERIFY2(compress(tool, kCompressedSample, packed), qPrintable(tool + QLatin1String(" (scripts/packages.txt)")));
+    const CliRun plain = runCli({"inspect", "--json", kCompressedSample});
+    const CliRun fromArchive = runCli({"inspect", "--json", packed});
+    QCOMPARE(fromArchive.exitCode, 0);
+    QVERIFY2(fromArchive.err.isEmpty(), fromArchive.err.constData());
+    QVERIFY(!foundIn(plain.out).value("failures").toArray().isEmpty());
+    QCOMPARE(foundIn(fromArchive.out), foundIn(plain.out));
+    QCOMPARE(QJsonDocument::fromJson(fromArchive.out).object().value("files").toArray(), QJsonArray{packed});
+}
+
+// A compressed log cut short (a copy that stopped): what the tool wrote out before its error is read, and the file
+// and the tool's complaint are named.
+void tst_CliInspect::aCompressedLogCutShortIsReadAsFarAsItGoes() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const QString sample = kLogsDir + QStringLiteral("nccl-public-samples.log");
+    const QString packed = dir.filePath(QStringLiteral("nccl.log.gz"));
+    QVERIFY(compress(QStringLiteral("gzip"), sample, packed));
+    QFile file(packed);
+    QVERIFY(file.open(QIODevice::ReadWrite));
+    QVERIFY(file.resize(file.size() * 3 / 4));
+    file.close();
+    const CliRun run = runCli({"inspect", "--json", packed});
+    QCOMPARE(run.exitCode, 2);
+    QVERIFY2(run.err.contains(packed.toUtf8() + ": gzip -dc failed, what it wrote out before is read: gzip:"),
+             run.err.constData());
+    const QJsonObject root = QJsonDocument::fromJson(run.out).object();
+    QCOMPARE(root.value("files").toArray(), QJsonArray{packed});
+    QVERIFY(!root.value("nccl").toObject().value("versions").toArray().isEmpty());
+}
+
+// Without the tool (here: a PATH that has none), the file is named with the tool it needs, the status says so, and
+// the other files are read.
+void tst_CliInspect::aMissingDecompressorIsNamedAndTheOthersRead() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const QString packed = dir.filePath(QStringLiteral("job.log.gz"));
+    QVERIFY(compress(QStringLiteral("gzip"), kCompressedSample, packed));
+    const QString sample = kLogsDir + QStringLiteral("nccl-public-samples.log");
+    QProcess process;
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert(QStringLiteral("PATH"), dir.path());
+    process.setProcessEnvironment(env);
+    process.start(QStringLiteral(RANKSCOPE_CLI_PATH), {"inspect", "--json", packed, sample});
+    QVERIFY(process.waitForFinished(30000));
+    QCOMPARE(process.exitCode(), 2);
+    const QByteArray err = process.readAllStandardError();
+    QVERIFY2(err.contains(packed.toUtf8() + ": compressed with gzip, which is not installed here to read it"),
+             err.constData());
+    const QJsonObject root = QJsonDocument::fromJson(process.readAllStandardOutput()).object();
+    QCOMPARE(root.value("files").toArray(), QJsonArray{sample});
+    QCOMPARE(root.value("timeouts").toArray().at(0).toObject().value("seq").toInteger(), 808);
+}
+
+// `cat job.log.gz | rankscope-cli inspect -`: bytes that are no text are not read as a log that holds nothing.
+void tst_CliInspect::compressedStandardInputIsRefusedByName() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const QString packed = dir.filePath(QStringLiteral("job.log.zst"));
+    QVERIFY(compress(QStringLiteral("zstd"), kCompressedSample, packed));
+    QProcess process;
+    process.setStandardInputFile(packed);
+    process.start(QStringLiteral(RANKSCOPE_CLI_PATH), {"inspect", "-"});
+    QVERIFY(process.waitForFinished(30000));
+    QCOMPARE(process.exitCode(), 2);
+    const QByteArray err = process.readAllStandardError();
+    QVERIFY2(err.contains("-: compressed with zstd: name the file instead, or pipe `zstd -dc` into inspect"),
+             err.constData());
 }
 
 QTEST_GUILESS_MAIN(tst_CliInspect)
