@@ -87,6 +87,10 @@ void RunDiagnostics::clear() {
     m_kernelLogs.clear();
     m_endingSince = std::numeric_limits<double>::infinity();
     m_pauses.clear();
+    m_replicaChecks.clear();
+    m_watchdogTimeouts.clear();
+    m_watchdogSaid.clear();
+    m_watchdogSaidIn.clear();
 }
 
 void RunDiagnostics::pauseRanks(double time) {
@@ -226,7 +230,7 @@ void RunDiagnostics::runEnded(const RunRecord& record, const QVector<StoredLine>
     // The first rank to fail may have failed of waiting: its collective timed out on a peer that was found stuck
     // before. The hang came first, and the cause of the failure is the rank it names.
     for (const Diagnosis& hang : std::as_const(m_all)) {
-        if (hang.kind == DiagnosisKind::Hang && !hang.resolved &&
+        if (hang.kind == DiagnosisKind::Hang && !hang.resolved && hang.culprits > 0 &&
             !hang.ranks.first(std::min<qsizetype>(hang.culprits, hang.ranks.size())).contains(rank)) {
             message += QStringLiteral("; it was waiting on a hung rank: ") + hang.message;
             break;
@@ -276,7 +280,103 @@ QVector<Diagnosis> RunDiagnostics::update(double now) {
     checkStragglers(now, changed);
     checkChecksums(now, changed);
     checkReplicaChecks(now, changed);
+    checkWatchdogTimeouts(now, changed);
     return changed;
+}
+
+void RunDiagnostics::addCollectiveTimeout(int rank, const CollectiveTimeout& timeout, double time) {
+    if (!m_watchdogTimeouts.contains(rank))
+        m_watchdogTimeouts.insert(rank, {timeout, time});
+}
+
+// "NCCL's watchdog timed out on ranks 0,2 in ALLREDUCE (SeqNum 808) after 600035 ms (timeout 600000 ms)", a part
+// for each collective named, in the order the ranks said so. PyTorch's SeqNum counts the process group's
+// collectives, not the trainer's collective numbers of the heartbeats.
+void RunDiagnostics::checkWatchdogTimeouts(double now, QVector<Diagnosis>& changed) {
+    struct Said {
+        const CollectiveTimeout* first;
+        double time;
+        QVector<int> ranks;
+    };
+    QVector<Said> parts;
+    for (auto it = m_watchdogTimeouts.cbegin(); it != m_watchdogTimeouts.cend(); ++it) {
+        if (it->time > now)
+            continue; // a stored run replayed: not yet
+        const CollectiveTimeout& t = it->timeout;
+        const auto same = std::find_if(parts.begin(), parts.end(),
+                                       [&t](const Said& s) { return s.first->seq == t.seq && s.first->op == t.op; });
+        if (same != parts.end()) {
+            same->ranks.append(it.key());
+            same->time = std::min(same->time, it->time);
+        } else {
+            parts.append({&t, it->time, {it.key()}});
+        }
+    }
+    if (parts.isEmpty())
+        return;
+    std::stable_sort(parts.begin(), parts.end(), [](const Said& a, const Said& b) { return a.time < b.time; });
+    QStringList texts;
+    QVector<int> ranks;
+    for (const Said& part : std::as_const(parts)) {
+        const CollectiveTimeout& t = *part.first;
+        QString collective = t.op.isEmpty() ? QStringLiteral("a collective") : t.op;
+        if (t.seq >= 0)
+            collective += QStringLiteral(" (SeqNum %1)").arg(t.seq);
+        QString text = QStringLiteral("%1 in %2")
+                           .arg(part.ranks.size() == 1 ? where(part.ranks.front())
+                                                       : QStringLiteral("ranks ") + formatRankList(part.ranks),
+                                collective);
+        if (t.ranMs >= 0)
+            text += QStringLiteral(" after %1 ms").arg(t.ranMs);
+        if (t.timeoutMs >= 0)
+            text += QStringLiteral(" (timeout %1 ms)").arg(t.timeoutMs);
+        texts << text;
+        ranks += part.ranks;
+    }
+    const QString said = QStringLiteral("NCCL's watchdog timed out on ") + texts.join(QStringLiteral("; and on "));
+    // A hang the heartbeats found, standing: it says the timeouts as well, as the same finding changed.
+    const auto hang = std::find_if(m_all.begin(), m_all.end(), [](const Diagnosis& d) {
+        return d.kind == DiagnosisKind::Hang && !d.resolved && d.key != QLatin1String("hang:watchdog");
+    });
+    if (hang != m_all.end()) {
+        if (m_watchdogSaidIn == hang->key && m_watchdogSaid == said)
+            return;
+        if (m_watchdogSaidIn == hang->key)
+            hang->message.chop(m_watchdogSaid.size() + 2);
+        hang->message += QStringLiteral("; ") + said;
+        m_watchdogSaid = said;
+        m_watchdogSaidIn = hang->key;
+        changed.append(*hang);
+        return;
+    }
+    if (m_watchdogSaidIn == QLatin1String("hang:watchdog") && m_watchdogSaid == said)
+        return;
+    QVector<int> quiet; // the other ranks known, which said no such thing
+    for (auto it = m_ranks.cbegin(); it != m_ranks.cend(); ++it)
+        if (!ranks.contains(it.key()))
+            quiet.append(it.key());
+    Diagnosis finding{DiagnosisKind::Hang,
+                      QStringLiteral("hang:watchdog"),
+                      ranks,
+                      m_hosts.value(ranks.front()),
+                      now,
+                      said + (quiet.isEmpty()
+                                  ? QString()
+                                  : QStringLiteral("; no timeout from %1 (the rank they waited for may "
+                                                   "be among them)")
+                                        .arg((quiet.size() == 1 ? QStringLiteral("rank ") : QStringLiteral("ranks ")) +
+                                             formatRankList(quiet))),
+                      false,
+                      0};
+    const auto known = std::find_if(m_all.begin(), m_all.end(),
+                                    [](const Diagnosis& d) { return d.key == QLatin1String("hang:watchdog"); });
+    if (known != m_all.end())
+        *known = finding;
+    else
+        m_all.append(finding);
+    changed.append(finding);
+    m_watchdogSaid = said;
+    m_watchdogSaidIn = finding.key;
 }
 
 double RunDiagnostics::newestMove(const Diagnosis& diagnosis) const {

@@ -5,6 +5,7 @@
 #include "core/kernellog.h"
 #include "core/runstore.h"
 #include "core/trainerevent.h"
+#include "core/watchdogparser.h"
 
 #include <QHash>
 #include <QJsonObject>
@@ -35,7 +36,8 @@ struct Diagnosis {
     bool resolved = false; // a hang that moved on, a straggler that caught up
     // ranks[0, culprits) are at fault, the rest are affected: a hang's stuck ranks before the ranks waiting
     // for them; every rank of a hang inside one collective; the ranks of a root cause that failed alike
-    // (RunRecord::failedAlike); 1 for the other kinds.
+    // (RunRecord::failedAlike); none of a hang known only from NCCL watchdog timeouts ("hang:watchdog": who waited
+    // is known, not for whom); 1 for the other kinds.
     int culprits = 1;
     // A root cause's: what the first rank to fail said last (core/arrivalorder.h), the newest last.
     QVector<StoredLine> lastLines = {};
@@ -91,6 +93,12 @@ public:
     void setRankHosts(const QHash<int, QString>& hosts) { m_hosts = hosts; }
     void addEvents(const QVector<TrainerEvent>& events);
     void rankExited(int rank, int status);
+    // A collective that `rank`'s NCCL watchdog gave up on, as its log says (PyTorch's "Watchdog caught collective
+    // operation timeout: WorkNCCL(SeqNum=808, OpType=ALLREDUCE, ...) ran for 600035 milliseconds"), read at `time`
+    // (Unix seconds); the rank's first one counts. It feeds the hang diagnosis from update() at `time` on: a hang
+    // standing from the heartbeats says it too; without one, the timeouts make a hang finding of their own
+    // ("hang:watchdog") that holds no rank at fault, since a timeout says who waited, not for whom.
+    void addCollectiveTimeout(int rank, const CollectiveTimeout& timeout, double time);
     // What a node's kernel log said, or why it could not be read (capture.host names the node as the ranks'
     // hosts do). Before runEnded(); a later capture of the same host replaces an earlier one.
     void addKernelLog(const KernelLogCapture& capture) { m_kernelLogs.insert(capture.host, capture); }
@@ -152,6 +160,7 @@ private:
     void checkStragglers(double now, QVector<Diagnosis>& changed);
     void checkChecksums(double now, QVector<Diagnosis>& changed);
     void checkReplicaChecks(double now, QVector<Diagnosis>& changed);
+    void checkWatchdogTimeouts(double now, QVector<Diagnosis>& changed);
     [[nodiscard]] QString where(int rank) const; // "rank 3 on node-b"
     // The newest lastMove of a finding's ranks at fault that have not ended.
     [[nodiscard]] double newestMove(const Diagnosis& diagnosis) const;
@@ -175,6 +184,14 @@ private:
         QMap<int, double> checksums;
     };
     QMap<qint64, ReplicaCheck> m_replicaChecks; // none once the first check is reported (m_all has it)
+    struct WatchdogTimeout {
+        CollectiveTimeout timeout;
+        double time = 0.0;
+    };
+    QMap<int, WatchdogTimeout> m_watchdogTimeouts; // by rank
+    // What the findings say of them so far, and in which finding (its key): said again only when it changes.
+    QString m_watchdogSaid;
+    QString m_watchdogSaidIn;
 };
 
 } // namespace rankscope

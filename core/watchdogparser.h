@@ -64,6 +64,9 @@ public:
     void finish() { m_scanner.finish(); }
 
     [[nodiscard]] QList<CollectiveTimeout> timeouts() const; // sorted by rank, then sequence number
+    // The timeouts in the order they were read, as their own lines said them (timeouts() adds what later lines
+    // say of their ranks and progress): a live reader's way to tell the new ones.
+    [[nodiscard]] const QList<CollectiveTimeout>& timeoutsRead() const { return m_timeouts; }
     [[nodiscard]] QList<LogError> errors() const { return m_errors; }
 
     [[nodiscard]] QList<QByteArray> keywords() const override;

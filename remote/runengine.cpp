@@ -203,6 +203,7 @@ void RunEngine::reset() {
     m_kernelLogs->reset();
     m_firstErrors.clear();
     m_lastStderrLine.clear();
+    m_watchdogs.clear();
     m_watchNccl = false;
     m_nccl.clear();
     m_ncclClock.invalidate();
@@ -622,10 +623,14 @@ void RunEngine::watchNcclFromJob() {
         m_record.job.value(QStringLiteral("debug")).toObject().value(QStringLiteral("verbose")).toBool(true);
     m_watchNccl = trainer.value(QStringLiteral("backend")).toString() != QLatin1String("gloo") || verboseDebug ||
                   m_record.job.value(QStringLiteral("env")).toObject().contains(QStringLiteral("NCCL_DEBUG"));
-    if (m_watchNccl)
-        for (const RunNodeRecord& node : std::as_const(m_record.nodes))
-            for (const int rank : node.ranks)
+    // PyTorch's NCCL watchdog writes on stderr (readWatchdog): read in every job, whose stderr is the trainer's few
+    // lines, since a job's backend can also come from its extra arguments.
+    for (const RunNodeRecord& node : std::as_const(m_record.nodes))
+        for (const int rank : node.ranks) {
+            m_replayParsers.keepRaw(rank, RankStream::Err);
+            if (m_watchNccl)
                 m_replayParsers.keepRaw(rank, RankStream::Out);
+        }
 }
 
 RankStreamParsers RunEngine::parsersFor(const QVector<int>& ranks) {
@@ -703,6 +708,12 @@ void RunEngine::deliver(const RankStreamChunk& chunk) {
     if (chunk.stream == RankStream::Out && m_watchNccl && !chunk.raw.isEmpty())
         m_nccl.feed(rank, chunk.raw);
     if (chunk.stream == RankStream::Err) {
+        // A line completes in a chunk that has lines: theirs is its time (0 for a run stored before arrival times
+        // were kept: at once).
+        if (!chunk.raw.isEmpty())
+            readWatchdog(rank, chunk.raw,
+                         chunk.lines.isEmpty() ? static_cast<double>(QDateTime::currentMSecsSinceEpoch()) / 1000.0
+                                               : chunk.lines.back().receivedAt);
         const bool debugged = m_debug && rank == m_debug->rank();
         for (const RankLogLine& line : chunk.lines) {
             if (debugged)
@@ -713,6 +724,16 @@ void RunEngine::deliver(const RankStreamChunk& chunk) {
     }
     if (!chunk.lines.isEmpty())
         emit logLines(chunk.lines);
+}
+
+// A collective that PyTorch's NCCL watchdog gave up on ("Watchdog caught collective operation timeout: WorkNCCL(…)"),
+// in the rank's stderr: it feeds the hang diagnosis from when its bytes arrived. The rank is the stream's.
+void RunEngine::readWatchdog(int rank, QByteArrayView stderrBytes, double arrivedAt) {
+    WatchdogLogParser& parser = m_watchdogs[rank];
+    const qsizetype known = parser.timeoutsRead().size();
+    parser.feed(stderrBytes);
+    for (qsizetype i = known; i < parser.timeoutsRead().size(); ++i)
+        m_diagnostics.addCollectiveTimeout(rank, parser.timeoutsRead().at(i), arrivedAt);
 }
 
 void RunEngine::onRankExited(int /*node*/, int rank, int status, double unixTime) {

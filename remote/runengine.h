@@ -143,6 +143,7 @@ private:
     NodeWorker* startWorker(int node, std::unique_ptr<Transport> transport, RankStreamParsers parsers);
     void onParsed(int node, int generation, const RankStreamChunk& chunk);
     void deliver(const RankStreamChunk& chunk); // what a chunk of a rank's stream means for the run and its front ends
+    void readWatchdog(int rank, QByteArrayView stderrBytes, double arrivedAt);
     [[nodiscard]] RankStreamParsers parsersFor(const QVector<int>& ranks); // the replay's state of these ranks
     void watchNcclFromJob(); // sets m_watchNccl from the record's job, and asks the parsers for stdout's bytes
     void onRankExited(int node, int rank, int status, double unixTime);
@@ -190,6 +191,7 @@ private:
     std::map<int, NvidiaSmiParser> m_gpuParsers; // by node
     std::map<int, LineSplitter> m_gpuErrSplitters; // by node
     QHash<int, QString> m_lastStderrLine; // what a rank that dies without an error event said last
+    std::map<int, WatchdogLogParser> m_watchdogs; // by rank: its stderr, where PyTorch's NCCL watchdog writes
     QHash<int, ErrorEvent> m_firstErrors; // the first fatal error event of each rank
     RunDiagnostics m_diagnostics;
     bool m_watchNccl = false; // NCCL's lines on the ranks' stdout are read (not a Gloo job without NCCL_DEBUG)

@@ -111,6 +111,20 @@ Diagnosis firstHangOfThree(qint64 rank1Finished) {
     return hangs.isEmpty() ? Diagnosis{} : hangs.front();
 }
 
+// What PyTorch's NCCL watchdog printed on `rank`'s stderr (the line of a real log, its rank changed), as the
+// watchdog parser reads it.
+CollectiveTimeout ncclWatchdogTimeout(int rank, qint64 seq) {
+    WatchdogLogParser parser;
+    parser.feed(QStringLiteral("[rank%1]:[E318 07:39:53.792630246 ProcessGroupNCCL.cpp:616] [Rank %1] Watchdog caught "
+                               "collective operation timeout: WorkNCCL(SeqNum=%2, OpType=ALLREDUCE, NumelIn=56320, "
+                               "NumelOut=56320, Timeout(ms)=600000) ran for 600086 milliseconds before timing out.\n")
+                    .arg(rank)
+                    .arg(seq)
+                    .toUtf8());
+    parser.finish();
+    return parser.timeoutsRead().value(0);
+}
+
 const QDateTime kRunCreated(QDate(2026, 11, 22), QTime(11, 16, 0), QTimeZone::utc());
 const QDateTime kRankDied(QDate(2026, 11, 22), QTime(11, 17, 10, 500), QTimeZone::utc());
 
@@ -336,6 +350,76 @@ private slots:
                                                   "hung rank: rank 1 on node-a stuck at step 3 in phase forward")),
                  qPrintable(waiting));
         QCOMPARE(rootCause(1), QStringLiteral("rank 1 on node-a failed first: exit status 1"));
+    }
+
+    // NCCL's watchdog timeouts in the ranks' logs feed the hang diagnosis. A hang the heartbeats found says them
+    // too, as the same finding changed (said again when another rank's arrives, not twice); a timeout not yet
+    // read by the replayed time is not said.
+    void watchdogTimeoutsJoinTheHangOfTheHeartbeats() {
+        RunDiagnostics diagnostics;
+        diagnostics.setRankHosts({{0, "node-a"}, {1, "node-a"}, {2, "node-b"}});
+        QVector<TrainerEvent> events;
+        for (int rank = 0; rank < 3; ++rank)
+            events << step(rank, 1999.5, 29, 100.0, 10.0);
+        for (int i = 0; i < 8; ++i) {
+            events << heartbeat(0, 2000.0 + i, 29, "forward", 92, 91);
+            events << heartbeat(1, 2000.0 + i, 29, "forward", 91, 91);
+            events << heartbeat(2, 2000.0 + i, 29, "forward", 92, 91);
+        }
+        const QVector<Diagnosis> hangs = replay(diagnostics, events, DiagnosisKind::Hang);
+        QCOMPARE(hangs.size(), 1);
+        const Diagnosis hang = hangs.front();
+        diagnostics.addCollectiveTimeout(0, ncclWatchdogTimeout(0, 808), 2010.0);
+        diagnostics.addCollectiveTimeout(2, ncclWatchdogTimeout(2, 808), 2011.0);
+        QVERIFY(diagnostics.update(2009.0).isEmpty());
+        const QVector<Diagnosis> first = diagnostics.update(2010.0);
+        QCOMPARE(first.size(), 1);
+        QCOMPARE(first.front().key, hang.key);
+        QCOMPARE(first.front().ranks, hang.ranks);
+        QCOMPARE(first.front().culprits, 1);
+        QCOMPARE(first.front().message,
+                 hang.message + QLatin1String("; NCCL's watchdog timed out on rank 0 on node-a in ALLREDUCE (SeqNum "
+                                              "808) after 600086 ms (timeout 600000 ms)"));
+        const QVector<Diagnosis> second = diagnostics.update(2011.0);
+        QCOMPARE(second.size(), 1);
+        QCOMPARE(second.front().message,
+                 hang.message + QLatin1String("; NCCL's watchdog timed out on ranks 0,2 in ALLREDUCE (SeqNum 808) "
+                                              "after 600086 ms (timeout 600000 ms)"));
+        QVERIFY(diagnostics.update(2012.0).isEmpty());
+        QCOMPARE(diagnostics.all().size(), 1);
+    }
+
+    // Without a hang from the heartbeats (none beat, or none were still long enough), the timeouts are a hang
+    // finding of their own that blames no rank: a timeout says who waited, not for whom. The rank that failed
+    // first of such a wait is not said to have waited on a hung rank.
+    void watchdogTimeoutsAloneAreAHangThatBlamesNoRank() {
+        RunDiagnostics diagnostics;
+        diagnostics.setRankHosts({{0, "node-a"}, {1, "node-b"}});
+        QVector<TrainerEvent> events;
+        for (int rank = 0; rank < 2; ++rank)
+            events << step(rank, 1999.5, 29, 100.0, 10.0);
+        QVERIFY(replay(diagnostics, events, DiagnosisKind::Hang).isEmpty());
+        diagnostics.addCollectiveTimeout(0, ncclWatchdogTimeout(0, 17), 2000.0);
+        diagnostics.addCollectiveTimeout(0, ncclWatchdogTimeout(0, 18), 2001.0); // a rank's first one counts
+        const QVector<Diagnosis> found = diagnostics.update(2001.0);
+        QCOMPARE(found.size(), 1);
+        const Diagnosis& hang = found.front();
+        QCOMPARE(hang.kind, DiagnosisKind::Hang);
+        QCOMPARE(hang.key, QStringLiteral("hang:watchdog"));
+        QCOMPARE(hang.ranks, QVector<int>{0});
+        QCOMPARE(hang.culprits, 0);
+        QCOMPARE(hang.message, QStringLiteral("NCCL's watchdog timed out on rank 0 on node-a in ALLREDUCE (SeqNum 17) "
+                                              "after 600086 ms (timeout 600000 ms); no timeout from rank 1 (the rank "
+                                              "they waited for may be among them)"));
+        RunRecord record;
+        record.state = QStringLiteral("failed");
+        record.firstFailedRank = 0;
+        record.summary = QStringLiteral("rank 0 on node-a failed first: killed by SIGABRT");
+        record.exits.insert(0, RankExit{128 + 6, {}});
+        diagnostics.runEnded(record);
+        const QVector<Diagnosis> ended = diagnostics.update(2002.0);
+        QCOMPARE(ended.size(), 1);
+        QCOMPARE(ended.front().message, record.summary);
     }
 
     // What the CLI keeps of the diagnoses signal: each finding once, in the order first said, as last said.

@@ -297,6 +297,32 @@ private slots:
         QVERIFY2(out.contains(QLatin1String("hang: rank 1 on localhost stuck at step 6")), qPrintable(out));
     }
 
+    // The same stored run as it would read on NCCL, which cannot run here: PyTorch's watchdog timeout (a real log's
+    // line) in rank 0's stderr, arrived as the run ended. The engine reads each rank's stderr for it, at the time
+    // its bytes arrived, and the hang that the heartbeats found names it. Last of the tests of this run: it changes
+    // the stored stream.
+    void watchdogTimeoutInARanksLogJoinsTheHang() {
+        QVERIFY(!m_hangRun.isEmpty());
+        QString error;
+        const auto record = m_store.load(m_hangRun, &error);
+        QVERIFY2(record && record->ended.isValid(), qPrintable(error));
+        const QByteArray line =
+            "\n[rank0]:[E318 07:39:53.792630246 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective "
+            "operation timeout: WorkNCCL(SeqNum=610, OpType=ALLREDUCE, NumelIn=56320, NumelOut=56320, "
+            "Timeout(ms)=600000) ran for 600086 milliseconds before timing out.\n";
+        const double arrived = static_cast<double>(record->ended.toMSecsSinceEpoch()) / 1000.0 - 0.05;
+        QVERIFY2(m_store.appendStream(m_hangRun, 0, RankStream::Err, m_store.streamSize(m_hangRun, 0, RankStream::Err),
+                                      line, &error, nullptr, arrived),
+                 qPrintable(error));
+        const QString out = cliDiagnose(m_hangRun);
+        const QRegularExpression joined(QStringLiteral(
+            "hang: rank 1 on localhost stuck at step 6 [^\n]*; rank 0 waiting in collective #\\d+; NCCL's watchdog "
+            "timed out on rank 0 on localhost in ALLREDUCE \\(SeqNum 610\\) after 600086 ms \\(timeout 600000 "
+            "ms\\)\n"));
+        QVERIFY2(joined.match(out).hasMatch(), qPrintable(out));
+        QVERIFY2(!out.contains(QLatin1String("hang:watchdog")), qPrintable(out));
+    }
+
     void slowRankIsTheOnlyStraggler() {
         remote::RunEngine engine(&m_store, options());
         QSignalSpy diagnoses(&engine, &remote::RunEngine::diagnoses);
