@@ -33,6 +33,13 @@ QByteArray readAll(const QString& path) {
     return file.open(QIODevice::ReadOnly) ? file.readAll() : QByteArray();
 }
 
+// `bytes` written to `name` in `dir`; its path, empty when it could not be written.
+QString writeLog(const QTemporaryDir& dir, const QString& name, const QByteArray& bytes) {
+    const QString path = dir.filePath(name);
+    QFile file(path);
+    return file.open(QIODevice::WriteOnly) && file.write(bytes) == bytes.size() ? path : QString();
+}
+
 } // namespace
 
 class tst_CliInspect final : public QObject {
@@ -188,11 +195,8 @@ void tst_CliInspect::textReportShowsARepeatedErrorOnce() {
                    .arg(r == 3 ? QStringLiteral("ValueError: bad batch")
                                : QStringLiteral("torch.OutOfMemoryError: CUDA out of memory."))
                    .toUtf8();
-    const QString path = dir.filePath(QStringLiteral("job.log"));
-    QFile file(path);
-    QVERIFY(file.open(QIODevice::WriteOnly));
-    file.write(log);
-    file.close();
+    const QString path = writeLog(dir, QStringLiteral("job.log"), log);
+    QVERIFY(!path.isEmpty());
 
     const CliRun run = runCli({"inspect", path});
     QCOMPARE(run.exitCode, 0);
@@ -308,11 +312,8 @@ void tst_CliInspect::torchrunsLocalRanksAreSaidAsSuch() {
             log += traceback(QStringLiteral("[default%1]:").arg(local).toUtf8(),
                              "torch.OutOfMemoryError: CUDA out of memory.");
     log += traceback("[rank5]: ", "torch.OutOfMemoryError: CUDA out of memory.");
-    const QString path = dir.filePath(QStringLiteral("two-nodes.log"));
-    QFile file(path);
-    QVERIFY(file.open(QIODevice::WriteOnly));
-    file.write(log);
-    file.close();
+    const QString path = writeLog(dir, QStringLiteral("two-nodes.log"), log);
+    QVERIFY(!path.isEmpty());
 
     const CliRun run = runCli({"inspect", path});
     QCOMPARE(run.exitCode, 0);
