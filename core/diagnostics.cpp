@@ -318,19 +318,10 @@ void RunDiagnostics::checkWatchdogTimeouts(double now, QVector<Diagnosis>& chang
     QStringList texts;
     QVector<int> ranks;
     for (const Said& part : std::as_const(parts)) {
-        const CollectiveTimeout& t = *part.first;
-        QString collective = t.op.isEmpty() ? QStringLiteral("a collective") : t.op;
-        if (t.seq >= 0)
-            collective += QStringLiteral(" (SeqNum %1)").arg(t.seq);
-        QString text = QStringLiteral("%1 in %2")
-                           .arg(part.ranks.size() == 1 ? where(part.ranks.front())
-                                                       : QStringLiteral("ranks ") + formatRankList(part.ranks),
-                                collective);
-        if (t.ranMs >= 0)
-            text += QStringLiteral(" after %1 ms").arg(t.ranMs);
-        if (t.timeoutMs >= 0)
-            text += QStringLiteral(" (timeout %1 ms)").arg(t.timeoutMs);
-        texts << text;
+        texts << QStringLiteral("%1 in %2")
+                     .arg(part.ranks.size() == 1 ? where(part.ranks.front())
+                                                 : QStringLiteral("ranks ") + formatRankList(part.ranks),
+                          describeTimeout(*part.first));
         ranks += part.ranks;
     }
     const QString said = QStringLiteral("NCCL's watchdog timed out on ") + texts.join(QStringLiteral("; and on "));

@@ -355,6 +355,17 @@ void WatchdogLogParser::addError(const LogLine& line, QByteArrayView text) {
     m_errors.append(LogError::at(m_source, line, errorText(trimmed)));
 }
 
+QString describeTimeout(const CollectiveTimeout& timeout) {
+    QString text = timeout.op.isEmpty() ? QStringLiteral("a collective") : timeout.op;
+    if (timeout.seq >= 0)
+        text += QStringLiteral(" (SeqNum %1)").arg(timeout.seq);
+    if (timeout.ranMs >= 0)
+        text += QStringLiteral(" after %1 ms").arg(timeout.ranMs);
+    if (timeout.timeoutMs >= 0)
+        text += QStringLiteral(" (timeout %1 ms)").arg(timeout.timeoutMs);
+    return text;
+}
+
 // UTF-8 takes at least one byte for each UTF-16 unit (an invalid byte shows as one replacement character), so a
 // text of no more bytes than the limit is whole; a longer one is cut where it is shown.
 QByteArray errorText(QByteArrayView text) {

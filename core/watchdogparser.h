@@ -29,6 +29,9 @@ struct CollectiveTimeout {
     int localRank = -1;
 };
 
+// "ALLREDUCE (SeqNum 808) after 600086 ms (timeout 600000 ms)", each part only when the line gave it.
+[[nodiscard]] QString describeTimeout(const CollectiveTimeout& timeout);
+
 // An error line found in a log: where it is and what it says.
 struct LogError {
     QString file;

@@ -732,8 +732,18 @@ void RunEngine::readWatchdog(int rank, QByteArrayView stderrBytes, double arrive
     WatchdogLogParser& parser = m_watchdogs[rank];
     const qsizetype known = parser.timeoutsRead().size();
     parser.feed(stderrBytes);
-    for (qsizetype i = known; i < parser.timeoutsRead().size(); ++i)
-        m_diagnostics.addCollectiveTimeout(rank, parser.timeoutsRead().at(i), arrivedAt);
+    for (qsizetype i = known; i < parser.timeoutsRead().size(); ++i) {
+        const CollectiveTimeout& timeout = parser.timeoutsRead().at(i);
+        m_diagnostics.addCollectiveTimeout(rank, timeout, arrivedAt);
+        // The watchdog then aborts the rank (SIGABRT) without an error event: it failed of waiting, a consequence
+        // (findFirstFailure), not on its own.
+        if (!m_firstErrors.contains(rank))
+            m_firstErrors.insert(rank,
+                                 {arrivedAt > 0.0 ? QDateTime::fromMSecsSinceEpoch(qint64(arrivedAt * 1000.0), Qt::UTC)
+                                                  : QDateTime::currentDateTimeUtc(),
+                                  QStringLiteral("collective"),
+                                  QStringLiteral("NCCL's watchdog timed out in ") + describeTimeout(timeout)});
+    }
 }
 
 void RunEngine::onRankExited(int /*node*/, int rank, int status, double unixTime) {

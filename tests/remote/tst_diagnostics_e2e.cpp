@@ -290,6 +290,48 @@ private slots:
                  qPrintable(diagnosed));
     }
 
+    // NCCL's watchdog, which cannot run here, as the engine sees a rank of it: a stand-in for the trainer (the local
+    // node runs this machine's program) writes a real log's timeout line on stderr and dies by SIGABRT, as PyTorch's
+    // watchdog ends the process, while its peer sleeps in its own code. Rank 0 failed of waiting, a consequence: the
+    // root cause says what its watchdog said, where it said only "killed by SIGABRT"; the timeout alone is a hang
+    // finding that blames no rank.
+    void aRankTheWatchdogAbortedFailedOfWaiting() {
+        const QString standIn = m_dir.filePath(QStringLiteral("nccl-watchdog-stand-in.sh"));
+        QFile script(standIn);
+        QVERIFY(script.open(QIODevice::WriteOnly));
+        script.write("#!/bin/sh\n"
+                     "ulimit -c 0\n"
+                     "rank=0\n"
+                     "while [ $# -gt 0 ]; do [ \"$1\" = --rank ] && rank=$2; shift; done\n"
+                     "[ \"$rank\" = 0 ] || exec sleep 600\n"
+                     "sleep 1\n"
+                     "echo '[rank0]:[E318 07:39:53.792630246 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught "
+                     "collective operation timeout: WorkNCCL(SeqNum=610, OpType=ALLREDUCE, NumelIn=56320, "
+                     "NumelOut=56320, Timeout(ms)=600000) ran for 600086 milliseconds before timing out.' >&2\n"
+                     "sleep 0.5\n"
+                     "kill -ABRT $$\n");
+        script.close();
+        QVERIFY(script.setPermissions(script.permissions() | QFile::ExeOwner));
+        remote::EngineOptions o = options();
+        o.localTrainer = standIn;
+        remote::RunEngine engine(&m_store, o);
+        QSignalSpy diagnoses(&engine, &remote::RunEngine::diagnoses);
+        QSignalSpy finished(&engine, &remote::RunEngine::finished);
+        QString error;
+        QVERIFY2(engine.launch(jobFrom(debugJob("watchdog", 100, {})), RunMode::Debug, &error), qPrintable(error));
+        QVERIFY(finished.wait(60000));
+        QCOMPARE(engine.record().state, QStringLiteral("failed"));
+        QCOMPARE(
+            engine.record().summary,
+            QStringLiteral("rank 0 on localhost failed first: killed by SIGABRT (collective: NCCL's watchdog timed "
+                           "out in ALLREDUCE (SeqNum 610) after 600086 ms (timeout 600000 ms))"));
+        const QVector<Diagnosis> hangs = collected(diagnoses, DiagnosisKind::Hang);
+        QVERIFY(!hangs.isEmpty());
+        QCOMPARE(hangs.front().key, QStringLiteral("hang:watchdog"));
+        QCOMPARE(hangs.front().ranks, QVector<int>{0});
+        QCOMPARE(hangs.front().culprits, 0);
+    }
+
     // The stored run, offline: the same hang, from the CLI.
     void storedHangIsDiagnosedByTheCli() {
         QVERIFY(!m_hangRun.isEmpty());
