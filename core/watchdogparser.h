@@ -71,6 +71,12 @@ public:
     // say of their ranks and progress): a live reader's way to tell the new ones.
     [[nodiscard]] const QList<CollectiveTimeout>& timeoutsRead() const { return m_timeouts; }
     [[nodiscard]] QList<LogError> errors() const { return m_errors; }
+    // Drops the errors read so far, and the wait for the last one's detail: a reader that wants only the timeouts
+    // (a run's live diagnosis, for as long as the run lasts) keeps no more than them.
+    void forgetErrors() {
+        m_errors.clear();
+        m_details.clear();
+    }
 
     [[nodiscard]] QList<QByteArray> keywords() const override;
     [[nodiscard]] bool wantsEveryLine() const override {

@@ -732,6 +732,7 @@ void RunEngine::readWatchdog(int rank, QByteArrayView stderrBytes, double arrive
     WatchdogLogParser& parser = m_watchdogs[rank];
     const qsizetype known = parser.timeoutsRead().size();
     parser.feed(stderrBytes);
+    parser.forgetErrors(); // `inspect` reports them; here only the timeouts count
     for (qsizetype i = known; i < parser.timeoutsRead().size(); ++i) {
         const CollectiveTimeout& timeout = parser.timeoutsRead().at(i);
         m_diagnostics.addCollectiveTimeout(rank, timeout, arrivedAt);

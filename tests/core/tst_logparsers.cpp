@@ -77,6 +77,7 @@ private slots:
     void prefixes_data();
     void prefixes();
     void runRankIsPyTorchsPrefix();
+    void watchdogParserForgetsErrorsNotTimeouts();
     void terminalArtifacts();
     void publicLogs_data();
     void publicLogs();
@@ -179,6 +180,23 @@ void tst_LogParsers::runRankIsPyTorchsPrefix() {
     QCOMPARE(kind("3: x"), PrefixRank::Launcher);
     QCOMPARE(kind("[rank3]:[default2]:x"), PrefixRank::Local);
     QCOMPARE(kind("x"), PrefixRank::Launcher);
+}
+
+// A run's live reader keeps the timeouts only: forgetting the errors read keeps every timeout, and errors read
+// later are kept again.
+void tst_LogParsers::watchdogParserForgetsErrorsNotTimeouts() {
+    WatchdogLogParser parser;
+    parser.feed("[rank1]:RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1269, unhandled system error\n");
+    parser.feed("[rank1]:[E ProcessGroupNCCL.cpp:475] [Rank 1] Watchdog caught collective operation timeout: "
+                "WorkNCCL(SeqNum=9, OpType=ALLREDUCE, Timeout(ms)=5) ran for 6 milliseconds before timing out.\n");
+    QCOMPARE(parser.errors().size(), 1);
+    parser.forgetErrors();
+    QVERIFY(parser.errors().isEmpty());
+    parser.feed("[rank1]:RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1269, unhandled system error\n");
+    parser.finish();
+    QCOMPARE(parser.errors().size(), 1);
+    QCOMPARE(parser.timeoutsRead().size(), 1);
+    QCOMPARE(parser.timeoutsRead().front().seq, 9);
 }
 
 void tst_LogParsers::terminalArtifacts() {
