@@ -122,6 +122,8 @@ RunCharts::Panel RunCharts::makePanel(const QString& title, const QString& xTitl
     panel.chart = new QChart;
     styleChart(panel.chart, title);
     panel.x = addAxis(panel.chart, Qt::AlignBottom, xTitle, QStringLiteral("%d"));
+    // Labelled in whole steps: before the first, Qt's 0 to 1 would read 0, 0, 0, 0, 1.
+    panel.x->setRange(0.0, panel.x->tickCount() - 1);
     panel.y = addAxis(panel.chart, Qt::AlignLeft, yTitle, yFormat);
     panel.view = new QChartView(panel.chart, this);
     panel.view->setRenderHint(QPainter::Antialiasing);

@@ -11,9 +11,11 @@
 #include <QLabel>
 #include <QLineSeries>
 #include <QTemporaryDir>
+#include <QValueAxis>
 #include <QtTest>
 
 #include <algorithm>
+#include <cmath>
 
 using namespace rankscope;
 using namespace rankscope::gui;
@@ -44,6 +46,32 @@ private Q_SLOTS:
         const qint64 replaced = charts.replaceCount();
         charts.refresh();
         QCOMPARE(charts.replaceCount(), replaced);
+    }
+
+    // The step axes are labelled in whole steps, before the first step (Qt's 0 to 1 labelled its five ticks 0, 0, 0,
+    // 0, 1) and after only a few.
+    void stepAxesTickInWholeSteps() {
+        RunMetrics metrics;
+        RunCharts charts(&metrics);
+        charts.resize(1200, 700);
+        charts.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&charts));
+        const auto wholeTicks = [&charts](RunCharts::Chart which) {
+            const auto* axis = qobject_cast<QValueAxis*>(charts.chart(which)->axes(Qt::Horizontal).first());
+            const double step = (axis->max() - axis->min()) / (axis->tickCount() - 1);
+            return step >= 1.0 && step == std::floor(step) && axis->min() == std::floor(axis->min());
+        };
+        for (const auto which : {RunCharts::LossChart, RunCharts::ThroughputChart, RunCharts::StepTimeChart})
+            QVERIFY(wholeTicks(which));
+        QVector<TrainerEvent> first;
+        for (const TrainerEvent& event : recordedEvents(QStringLiteral("recorded-ok")))
+            if (event.type != TrainerEventType::Step || event.integer("step") <= 2)
+                first.append(event);
+        metrics.addEvents(first);
+        charts.refresh();
+        QVERIFY(charts.lossSeries(0) && charts.lossSeries(0)->count() == 2);
+        for (const auto which : {RunCharts::LossChart, RunCharts::ThroughputChart, RunCharts::StepTimeChart})
+            QVERIFY2(wholeTicks(which), qPrintable(QString::number(int(which))));
     }
 
     void longSeriesAreDownsampled() {
