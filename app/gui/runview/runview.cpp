@@ -81,6 +81,7 @@ void RunView::rankExited(int rank, const QString& host, int status, bool stopped
 }
 
 void RunView::setRankHosts(const QHash<int, QString>& hosts) {
+    m_plannedRanks = hosts.keys();
     m_gridModel->setRankHosts(hosts);
 }
 
@@ -168,13 +169,26 @@ QString RunView::progressText() const {
     return m_progress->text();
 }
 
+// Every rank of the run (as planned, else as seen) has exited.
+bool RunView::everyRankEnded() const {
+    const QMap<int, RankLiveStatus>& ranks = m_gridModel->tracker().ranks();
+    const QList<int> all = m_plannedRanks.isEmpty() ? ranks.keys() : m_plannedRanks;
+    return !all.isEmpty() && std::all_of(all.cbegin(), all.cend(), [&ranks](int rank) {
+        const auto found = ranks.constFind(rank);
+        return found != ranks.cend() && found->exitStatus.has_value();
+    });
+}
+
 void RunView::updateLabels() {
+    const QMap<int, RankLiveStatus>& ranks = m_gridModel->tracker().ranks();
     if (!m_metrics->summary().ranks().isEmpty())
         m_progress->setText(formatProgress(m_metrics->progress(m_clock())));
+    else if (everyRankEnded())
+        m_progress->setText(tr("every rank ended before its first event (the Logs tab says why)"));
     else
         m_progress->setText(tr("waiting for the first event"));
     QMap<int, int> counts;
-    for (const RankLiveStatus& status : m_gridModel->tracker().ranks())
+    for (const RankLiveStatus& status : ranks)
         ++counts[int(status.state)];
     QStringList parts;
     for (auto it = counts.cbegin(); it != counts.cend(); ++it) {

@@ -68,6 +68,7 @@ private:
     void tick();
     void applyPending();
     void updateLabels();
+    [[nodiscard]] bool everyRankEnded() const;
 
     RunMetrics* m_metrics;
     RankGridModel* m_gridModel;
@@ -87,6 +88,7 @@ private:
     };
     QVector<PendingExit> m_pendingExits;
     QVector<rankscope::Diagnosis> m_pendingDiagnoses;
+    QList<int> m_plannedRanks; // the run's ranks, from setRankHosts
     int m_focusedRank = -1;
     bool m_halfTick = true; // the last tick was a half one (while the charts do not take turns)
 };

@@ -179,6 +179,20 @@ private Q_SLOTS:
         QCOMPARE(state.data(Qt::ToolTipRole).toString(), describeExitStatus(137));
     }
 
+    // A run whose ranks all ended before their first event (a trainer that could not start, a crash at import)
+    // says so instead of waiting for one; while one rank still runs, it waits.
+    void ranksThatEndedBeforeTheirFirstEventAreNotWaitedFor() {
+        RunView view;
+        view.setRankHosts({{0, QStringLiteral("node-a")}, {1, QStringLiteral("node-a")}});
+        view.rankExited(0, QStringLiteral("node-a"), 128 + 6);
+        view.flush();
+        QCOMPARE(view.progressText(), QStringLiteral("waiting for the first event"));
+        view.rankExited(1, QStringLiteral("node-a"), 128 + 15, true);
+        view.flush();
+        QCOMPARE(view.progressText(),
+                 QStringLiteral("every rank ended before its first event (the Logs tab says why)"));
+    }
+
     void sixtyFourRanks() {
         RunView view;
         view.setClock([] { return 1000.0 + 900 * 0.25 + 0.1; });
