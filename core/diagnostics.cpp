@@ -89,6 +89,7 @@ void RunDiagnostics::clear() {
     m_pauses.clear();
     m_replicaChecks.clear();
     m_watchdogTimeouts.clear();
+    m_desyncBlames.clear();
     m_watchdogSaid.clear();
     m_watchdogSaidIn.clear();
 }
@@ -289,6 +290,13 @@ void RunDiagnostics::addCollectiveTimeout(int rank, const CollectiveTimeout& tim
         m_watchdogTimeouts.insert(rank, {timeout, time});
 }
 
+void RunDiagnostics::addDesyncBlame(int rank, const DesyncBlame& blame, double time) {
+    // Every rank that timed out prints the same report: each item once.
+    if (std::none_of(m_desyncBlames.cbegin(), m_desyncBlames.cend(),
+                     [&blame](const TimedBlame& known) { return known.blame.text == blame.text; }))
+        m_desyncBlames.append({rank, blame, time});
+}
+
 // "NCCL's watchdog timed out on ranks 0,2 in ALLREDUCE (SeqNum 808) after 600035 ms (timeout 600000 ms)", a part
 // for each collective named, in the order the ranks said so. PyTorch's SeqNum counts the process group's
 // collectives, not the trainer's collective numbers of the heartbeats.
@@ -312,7 +320,18 @@ void RunDiagnostics::checkWatchdogTimeouts(double now, QVector<Diagnosis>& chang
             parts.append({&t, it->time, {it.key()}});
         }
     }
-    if (parts.isEmpty())
+    // The ranks a desync report blames, and what it says of them.
+    QVector<int> blamed;
+    QStringList blames;
+    for (const TimedBlame& item : std::as_const(m_desyncBlames)) {
+        if (item.time > now)
+            continue;
+        for (const int rank : item.blame.ranks)
+            if (!blamed.contains(rank))
+                blamed.append(rank);
+        blames << QStringLiteral("\"%1\"").arg(item.blame.text);
+    }
+    if (parts.isEmpty() && blamed.isEmpty())
         return;
     std::stable_sort(parts.begin(), parts.end(), [](const Said& a, const Said& b) { return a.time < b.time; });
     QStringList texts;
@@ -324,7 +343,15 @@ void RunDiagnostics::checkWatchdogTimeouts(double now, QVector<Diagnosis>& chang
                           describeTimeout(*part.first));
         ranks += part.ranks;
     }
-    const QString said = QStringLiteral("NCCL's watchdog timed out on ") + texts.join(QStringLiteral("; and on "));
+    QStringList saids;
+    if (!blamed.isEmpty())
+        saids << QStringLiteral("%1 behind, as PyTorch's desync report says: %2")
+                     .arg(blamed.size() == 1 ? where(blamed.front()) + QStringLiteral(" is")
+                                             : QStringLiteral("ranks %1 are").arg(formatRankList(blamed)),
+                          blames.join(QStringLiteral(", ")));
+    if (!texts.isEmpty())
+        saids << QStringLiteral("NCCL's watchdog timed out on ") + texts.join(QStringLiteral("; and on "));
+    const QString said = saids.join(QStringLiteral("; "));
     // A hang the heartbeats found, standing: it says the timeouts as well, as the same finding changed.
     const auto hang = std::find_if(m_all.begin(), m_all.end(), [](const Diagnosis& d) {
         return d.kind == DiagnosisKind::Hang && !d.resolved && d.key != QLatin1String("hang:watchdog");
@@ -342,29 +369,36 @@ void RunDiagnostics::checkWatchdogTimeouts(double now, QVector<Diagnosis>& chang
     }
     if (m_watchdogSaidIn == QLatin1String("hang:watchdog") && m_watchdogSaid == said)
         return;
-    QVector<int> quiet; // the other ranks known, which said no such thing
+    // The ranks a desync report blames are at fault, before the ranks that timed out. Without a report, none is:
+    // the ranks known that said nothing are named.
+    QVector<int> quiet;
     for (auto it = m_ranks.cbegin(); it != m_ranks.cend(); ++it)
         if (!ranks.contains(it.key()))
             quiet.append(it.key());
+    QVector<int> all = blamed;
+    for (const int rank : std::as_const(ranks))
+        if (!all.contains(rank))
+            all.append(rank);
     Diagnosis finding{DiagnosisKind::Hang,
                       QStringLiteral("hang:watchdog"),
-                      ranks,
-                      m_hosts.value(ranks.front()),
+                      all,
+                      m_hosts.value(all.front()),
                       now,
-                      said + (quiet.isEmpty()
+                      said + (quiet.isEmpty() || !blamed.isEmpty()
                                   ? QString()
                                   : QStringLiteral("; no timeout from %1 (the rank they waited for may "
                                                    "be among them)")
                                         .arg((quiet.size() == 1 ? QStringLiteral("rank ") : QStringLiteral("ranks ")) +
                                              formatRankList(quiet))),
                       false,
-                      0};
+                      int(blamed.size())};
     const auto known = std::find_if(m_all.begin(), m_all.end(),
                                     [](const Diagnosis& d) { return d.key == QLatin1String("hang:watchdog"); });
     if (known != m_all.end())
         *known = finding;
     else
         m_all.append(finding);
+    m_hangStill.insert(finding.key, newestMove(finding)); // over when a rank at fault moves on (checkHang)
     changed.append(finding);
     m_watchdogSaid = said;
     m_watchdogSaidIn = finding.key;

@@ -99,6 +99,9 @@ public:
     // standing from the heartbeats says it too; without one, the timeouts make a hang finding of their own
     // ("hang:watchdog") that holds no rank at fault, since a timeout says who waited, not for whom.
     void addCollectiveTimeout(int rank, const CollectiveTimeout& timeout, double time);
+    // An item of PyTorch's desync report in `rank`'s log (TORCH_NCCL_DESYNC_DEBUG, after a timeout): the ranks it
+    // names as lagging, dead or mismatched are the ones at fault in the hang the timeouts make, and said with it.
+    void addDesyncBlame(int rank, const DesyncBlame& blame, double time);
     // What a node's kernel log said, or why it could not be read (capture.host names the node as the ranks'
     // hosts do). Before runEnded(); a later capture of the same host replaces an earlier one.
     void addKernelLog(const KernelLogCapture& capture) { m_kernelLogs.insert(capture.host, capture); }
@@ -189,6 +192,12 @@ private:
         double time = 0.0;
     };
     QMap<int, WatchdogTimeout> m_watchdogTimeouts; // by rank
+    struct TimedBlame {
+        int reportedBy;
+        DesyncBlame blame;
+        double time;
+    };
+    QVector<TimedBlame> m_desyncBlames; // in the order read
     // What the findings say of them so far, and in which finding (its key): said again only when it changes.
     QString m_watchdogSaid;
     QString m_watchdogSaidIn;

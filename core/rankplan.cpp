@@ -14,6 +14,8 @@ const Environment kVerboseDebugEnv = {
     {"NCCL_DEBUG", "INFO"},
     {"TORCH_DISTRIBUTED_DEBUG", "DETAIL"},
     {"TORCH_CPP_LOG_LEVEL", "INFO"},
+    // After a collective's timeout, PyTorch's watchdog says which ranks lagged (a desync report the diagnosis reads).
+    {"TORCH_NCCL_DESYNC_DEBUG", "1"},
 };
 
 QString withoutBrackets(const QString& address) {

@@ -321,6 +321,29 @@ void WatchdogLogParser::takeDesyncLine(const LogLine& line) {
     const QByteArrayView text = trimmedBlanks(line.text);
     if (text.startsWith('[') && containsBytes(text, "] ")) {
         addError(line, QByteArray("desync: ") + text.toByteArray());
+        // "[7]" or "[1, 3]": whole numbers only, else no rank is taken of it.
+        DesyncBlame blame;
+        QByteArrayView list = text.sliced(1, text.indexOf(']') - 1);
+        while (!list.isEmpty()) {
+            const qsizetype comma = list.indexOf(',');
+            const QByteArrayView number = trimmedBlanks(comma < 0 ? list : list.first(comma));
+            list = comma < 0 ? QByteArrayView() : list.sliced(comma + 1);
+            bool ok = !number.isEmpty() && number.size() <= 9;
+            int rank = 0;
+            for (const char c : number) {
+                ok = ok && c >= '0' && c <= '9';
+                rank = rank * 10 + (c - '0');
+            }
+            if (!ok) {
+                blame.ranks.clear();
+                break;
+            }
+            blame.ranks.append(rank);
+        }
+        if (!blame.ranks.isEmpty()) {
+            blame.text = QString::fromUtf8(text);
+            m_desyncBlames.append(std::move(blame));
+        }
         return;
     }
     m_inDesyncReport = false;

@@ -5,6 +5,7 @@
 
 #include <QList>
 #include <QString>
+#include <QVector>
 
 namespace rankscope {
 
@@ -31,6 +32,13 @@ struct CollectiveTimeout {
 
 // "ALLREDUCE (SeqNum 808) after 600086 ms (timeout 600000 ms)", each part only when the line gave it.
 [[nodiscard]] QString describeTimeout(const CollectiveTimeout& timeout);
+
+// What PyTorch's desync report (TORCH_NCCL_DESYNC_DEBUG) blames: "the lagging/dead/mismatched ranks that caused the
+// desync are:" and then "[7] finished collective #182, but didn't join collective #183 (count from 1)".
+struct DesyncBlame {
+    QVector<int> ranks; // [7], in the report's process group
+    QString text;       // the item as printed, without its indentation
+};
 
 // An error line found in a log: where it is and what it says.
 struct LogError {
@@ -70,6 +78,8 @@ public:
     // The timeouts in the order they were read, as their own lines said them (timeouts() adds what later lines
     // say of their ranks and progress): a live reader's way to tell the new ones.
     [[nodiscard]] const QList<CollectiveTimeout>& timeoutsRead() const { return m_timeouts; }
+    // Each item of the desync reports read, in order (also an error each, "desync: …").
+    [[nodiscard]] const QList<DesyncBlame>& desyncBlamesRead() const { return m_desyncBlames; }
     [[nodiscard]] QList<LogError> errors() const { return m_errors; }
     // Drops the errors read so far, and the wait for the last one's detail: a reader that wants only the timeouts
     // (a run's live diagnosis, for as long as the run lasts) keeps no more than them.
@@ -121,6 +131,7 @@ private:
         qint64 lastCompleted;
     };
     QList<Progress> m_progress;
+    QList<DesyncBlame> m_desyncBlames;
     QList<LogError> m_errors;
     QByteArray m_joined; // a timeout message that a terminal wrapped over several lines
     int m_joinLines = 0; // continuation lines still allowed

@@ -731,8 +731,11 @@ void RunEngine::deliver(const RankStreamChunk& chunk) {
 void RunEngine::readWatchdog(int rank, QByteArrayView stderrBytes, double arrivedAt) {
     WatchdogLogParser& parser = m_watchdogs[rank];
     const qsizetype known = parser.timeoutsRead().size();
+    const qsizetype blamesKnown = parser.desyncBlamesRead().size();
     parser.feed(stderrBytes);
-    parser.forgetErrors(); // `inspect` reports them; here only the timeouts count
+    parser.forgetErrors(); // `inspect` reports them; here only the timeouts and the desync reports count
+    for (qsizetype i = blamesKnown; i < parser.desyncBlamesRead().size(); ++i)
+        m_diagnostics.addDesyncBlame(rank, parser.desyncBlamesRead().at(i), arrivedAt);
     for (qsizetype i = known; i < parser.timeoutsRead().size(); ++i) {
         const CollectiveTimeout& timeout = parser.timeoutsRead().at(i);
         m_diagnostics.addCollectiveTimeout(rank, timeout, arrivedAt);

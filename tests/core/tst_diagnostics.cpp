@@ -422,6 +422,53 @@ private slots:
         QCOMPARE(ended.front().message, record.summary);
     }
 
+    // PyTorch's desync report after the timeouts names the rank that lagged: the hang the timeouts make holds it at
+    // fault (the grid's hung rank, the rank a failure waited on), said once however many ranks print the report,
+    // and over once that rank moves again.
+    void desyncReportNamesTheRankAtFault() {
+        RunDiagnostics diagnostics;
+        diagnostics.setRankHosts({{0, "node-a"}, {1, "node-b"}, {2, "node-a"}});
+        QVector<TrainerEvent> events;
+        for (int rank = 0; rank < 3; ++rank)
+            events << step(rank, 1999.5, 29, 100.0, 10.0);
+        QVERIFY(replay(diagnostics, events, DiagnosisKind::Hang).isEmpty());
+        const DesyncBlame blame{{1},
+                                QStringLiteral("[1] finished collective #182, but didn't join collective #183 "
+                                               "(count from 1)")};
+        diagnostics.addCollectiveTimeout(0, ncclWatchdogTimeout(0, 183), 2000.0);
+        diagnostics.addCollectiveTimeout(2, ncclWatchdogTimeout(2, 183), 2000.0);
+        diagnostics.addDesyncBlame(0, blame, 2000.0);
+        diagnostics.addDesyncBlame(2, blame, 2000.0);
+        const QVector<Diagnosis> found = diagnostics.update(2000.0);
+        QCOMPARE(found.size(), 1);
+        const Diagnosis& hang = found.front();
+        QCOMPARE(hang.key, QStringLiteral("hang:watchdog"));
+        QCOMPARE(hang.ranks, (QVector<int>{1, 0, 2}));
+        QCOMPARE(hang.culprits, 1);
+        QCOMPARE(hang.host, QStringLiteral("node-b"));
+        QCOMPARE(
+            hang.message,
+            QStringLiteral("rank 1 on node-b is behind, as PyTorch's desync report says: \"[1] finished collective "
+                           "#182, but didn't join collective #183 (count from 1)\"; NCCL's watchdog timed out on "
+                           "ranks 0,2 in ALLREDUCE (SeqNum 183) after 600086 ms (timeout 600000 ms)"));
+        QVERIFY(diagnostics.update(2001.0).isEmpty());
+        RunRecord record;
+        record.state = QStringLiteral("failed");
+        record.firstFailedRank = 0;
+        record.summary = QStringLiteral("rank 0 on node-a failed first: killed by SIGABRT");
+        record.exits.insert(0, RankExit{128 + 6, {}});
+        diagnostics.runEnded(record);
+        const QVector<Diagnosis> ended = diagnostics.update(2002.0);
+        QCOMPARE(ended.size(), 1);
+        QCOMPARE(ended.front().message,
+                 record.summary + QLatin1String("; it was waiting on a hung rank: ") + hang.message);
+        // Rank 1 moves on: the hang is over.
+        diagnostics.addEvents({heartbeat(1, 2003.0, 30, "forward", 200, 200)});
+        const QVector<Diagnosis> moved = diagnostics.update(2003.0);
+        QVERIFY(std::any_of(moved.cbegin(), moved.cend(),
+                            [](const Diagnosis& d) { return d.key == QLatin1String("hang:watchdog") && d.resolved; }));
+    }
+
     // What the CLI keeps of the diagnoses signal: each finding once, in the order first said, as last said.
     void foldedFindingsKeepTheLastWordOfEach() {
         const auto finding = [](const char* key, const char* message, bool resolved = false) {

@@ -78,6 +78,7 @@ private slots:
     void prefixes();
     void runRankIsPyTorchsPrefix();
     void watchdogParserForgetsErrorsNotTimeouts();
+    void desyncReportBlamesItsRanks();
     void terminalArtifacts();
     void publicLogs_data();
     void publicLogs();
@@ -197,6 +198,27 @@ void tst_LogParsers::watchdogParserForgetsErrorsNotTimeouts() {
     QCOMPARE(parser.errors().size(), 1);
     QCOMPARE(parser.timeoutsRead().size(), 1);
     QCOMPARE(parser.timeoutsRead().front().seq, 9);
+}
+
+// PyTorch's desync report (a real one): the rank it blames, for the hang diagnosis; a list of several, and an item
+// that is no list of ranks.
+void tst_LogParsers::desyncReportBlamesItsRanks() {
+    QFile file(kPublicDir + QStringLiteral("pytorch-152623-desync-report.log"));
+    QVERIFY(file.open(QIODevice::ReadOnly));
+    WatchdogLogParser parser;
+    parser.feed(file.readAll());
+    parser.feed("[rank2]:[E515 18:36:47.343377708 ProcessGroupNCCL.cpp:1937] Rank 2\n"
+                "         - To our best knowledge, the lagging/dead/mismatched ranks that caused the desync are:\n"
+                "             [1, 3] finished collective #5, but didn't join collective #6 (count from 1)\n"
+                "             [x] is no rank\n"
+                "         - Snapshot of ranks' latest states:\n");
+    parser.finish();
+    const QList<DesyncBlame>& blames = parser.desyncBlamesRead();
+    QCOMPARE(blames.size(), 2);
+    QCOMPARE(blames[0].ranks, QVector<int>{7});
+    QCOMPARE(blames[0].text,
+             QStringLiteral("[7] finished collective #182, but didn't join collective #183 (count from 1)"));
+    QCOMPARE(blames[1].ranks, (QVector<int>{1, 3}));
 }
 
 void tst_LogParsers::terminalArtifacts() {

@@ -160,7 +160,7 @@ void tst_RankPlan::debugLocal() {
     QCOMPARE(last.localRank, 2);
     QCOMPARE(names(last.env), (QStringList{"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK",
                                            "MASTER_ADDR", "MASTER_PORT", "NCCL_DEBUG", "TORCH_DISTRIBUTED_DEBUG",
-                                           "TORCH_CPP_LOG_LEVEL", "NCCL_SOCKET_IFNAME"}));
+                                           "TORCH_CPP_LOG_LEVEL", "TORCH_NCCL_DESYNC_DEBUG", "NCCL_SOCKET_IFNAME"}));
     QCOMPARE(value(last.env, "NCCL_DEBUG"), QStringLiteral("INFO"));
     QCOMPARE(value(last.env, "TORCH_DISTRIBUTED_DEBUG"), QStringLiteral("DETAIL"));
     QCOMPARE(value(last.env, "TORCH_CPP_LOG_LEVEL"), QStringLiteral("INFO"));
@@ -255,9 +255,9 @@ void tst_RankPlan::jobEnvOverridesDebugDefaults() {
     QCOMPARE(plan.ranks.size(), 2);
     const Environment& env = plan.ranks[0].env;
     // Replaced where the default was, so each name appears once.
-    QCOMPARE(names(env),
-             (QStringList{"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "MASTER_ADDR",
-                          "MASTER_PORT", "NCCL_DEBUG", "TORCH_DISTRIBUTED_DEBUG", "TORCH_CPP_LOG_LEVEL", "A", "B"}));
+    QCOMPARE(names(env), (QStringList{"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK",
+                                      "MASTER_ADDR", "MASTER_PORT", "NCCL_DEBUG", "TORCH_DISTRIBUTED_DEBUG",
+                                      "TORCH_CPP_LOG_LEVEL", "TORCH_NCCL_DESYNC_DEBUG", "A", "B"}));
     QCOMPARE(value(env, "NCCL_DEBUG"), QStringLiteral("WARN"));
 }
 

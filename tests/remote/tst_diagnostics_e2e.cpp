@@ -291,25 +291,30 @@ private slots:
     }
 
     // NCCL's watchdog, which cannot run here, as the engine sees a rank of it: a stand-in for the trainer (the local
-    // node runs this machine's program) writes a real log's timeout line on stderr and dies by SIGABRT, as PyTorch's
-    // watchdog ends the process, while its peer sleeps in its own code. Rank 0 failed of waiting, a consequence: the
-    // root cause says what its watchdog said, where it said only "killed by SIGABRT"; the timeout alone is a hang
-    // finding that blames no rank.
+    // node runs this machine's program) writes a real log's timeout line and desync report on stderr and dies by
+    // SIGABRT, as PyTorch's watchdog ends the process, while its peer sleeps in its own code. Rank 0 failed of
+    // waiting, a consequence: the root cause says what its watchdog said, where it said only "killed by SIGABRT",
+    // and that it waited on rank 1, which the desync report blames and the hang finding holds at fault.
     void aRankTheWatchdogAbortedFailedOfWaiting() {
         const QString standIn = m_dir.filePath(QStringLiteral("nccl-watchdog-stand-in.sh"));
         QFile script(standIn);
         QVERIFY(script.open(QIODevice::WriteOnly));
-        script.write("#!/bin/sh\n"
-                     "ulimit -c 0\n"
-                     "rank=0\n"
-                     "while [ $# -gt 0 ]; do [ \"$1\" = --rank ] && rank=$2; shift; done\n"
-                     "[ \"$rank\" = 0 ] || exec sleep 600\n"
-                     "sleep 1\n"
-                     "echo '[rank0]:[E318 07:39:53.792630246 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught "
-                     "collective operation timeout: WorkNCCL(SeqNum=610, OpType=ALLREDUCE, NumelIn=56320, "
-                     "NumelOut=56320, Timeout(ms)=600000) ran for 600086 milliseconds before timing out.' >&2\n"
-                     "sleep 0.5\n"
-                     "kill -ABRT $$\n");
+        script.write(
+            "#!/bin/sh\n"
+            "ulimit -c 0\n"
+            "rank=0\n"
+            "while [ $# -gt 0 ]; do [ \"$1\" = --rank ] && rank=$2; shift; done\n"
+            "[ \"$rank\" = 0 ] || exec sleep 600\n"
+            "sleep 1\n"
+            "echo '[rank0]:[E318 07:39:53.792630246 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught "
+            "collective operation timeout: WorkNCCL(SeqNum=610, OpType=ALLREDUCE, NumelIn=56320, "
+            "NumelOut=56320, Timeout(ms)=600000) ran for 600086 milliseconds before timing out.' >&2\n"
+            "printf '%s\\n' '[rank0]:[E318 07:39:53.793377708 ProcessGroupNCCL.cpp:1937] Rank 0' "
+            "'         - To our best knowledge, the lagging/dead/mismatched ranks that caused the desync are:' "
+            "'             [1] finished collective #609, but didn'\\''t join collective #610 (count from 1)' "
+            "'         - Snapshot of ranks'\\'' latest states:' >&2\n"
+            "sleep 0.5\n"
+            "kill -ABRT $$\n");
         script.close();
         QVERIFY(script.setPermissions(script.permissions() | QFile::ExeOwner));
         remote::EngineOptions o = options();
@@ -328,8 +333,17 @@ private slots:
         const QVector<Diagnosis> hangs = collected(diagnoses, DiagnosisKind::Hang);
         QVERIFY(!hangs.isEmpty());
         QCOMPARE(hangs.front().key, QStringLiteral("hang:watchdog"));
-        QCOMPARE(hangs.front().ranks, QVector<int>{0});
-        QCOMPARE(hangs.front().culprits, 0);
+        QCOMPARE(hangs.front().ranks, (QVector<int>{1, 0}));
+        QCOMPARE(hangs.front().culprits, 1);
+        QVERIFY2(hangs.front().message.startsWith(QLatin1String(
+                     "rank 1 on localhost is behind, as PyTorch's desync report says: \"[1] finished "
+                     "collective #609, but didn't join collective #610 (count from 1)\"; NCCL's watchdog")),
+                 qPrintable(hangs.front().message));
+        const QVector<Diagnosis> causes = collected(diagnoses, DiagnosisKind::RootCause);
+        QVERIFY(!causes.isEmpty());
+        QVERIFY2(causes.back().message.contains(QLatin1String("; it was waiting on a hung rank: rank 1 on localhost is "
+                                                              "behind")),
+                 qPrintable(causes.back().message));
     }
 
     // The stored run, offline: the same hang, from the CLI.
