@@ -286,7 +286,7 @@ bool RunEngine::launch(const JobSpec& original, RunMode mode, const LaunchOption
     m_record.debugRank = debugRank;
     if (!m_store->save(m_record, error))
         return false;
-    watchNcclFromJob();
+    chooseStreamsToRead();
     startDiagnosis();
     if (debugRank >= 0)
         startDebugSession(plan, debugRank, deploy);
@@ -367,7 +367,7 @@ bool RunEngine::attach(const QString& runId, QString* error) {
     }
     reset();
     m_record = *record;
-    watchNcclFromJob();
+    chooseStreamsToRead();
     startDiagnosis();
     replayStored();
     // This machine's copy of each rank stops where the run was last followed: until its node is caught up, that
@@ -410,7 +410,7 @@ bool RunEngine::open(const QString& runId, QString* error) {
         return false;
     reset();
     m_record = *record;
-    watchNcclFromJob();
+    chooseStreamsToRead();
     m_finished = true; // nothing to follow
     // When its ranks began to be ended, as far as the store tells (endingSince()): the stop's mark, or the first
     // exit of a rank that failed (a failure tears the run down).
@@ -614,7 +614,7 @@ void RunEngine::replayExits() {
     }
 }
 
-void RunEngine::watchNcclFromJob() {
+void RunEngine::chooseStreamsToRead() {
     // NCCL writes its INFO and WARN lines on stdout. A job on Gloo has none: it is spared the parsing, unless its
     // ranks get NCCL_DEBUG, from the job's env or from a verbose debug run (the rank plan's rule, verbose by default).
     const QJsonObject trainer = m_record.job.value(QStringLiteral("trainer")).toObject();

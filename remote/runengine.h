@@ -145,7 +145,9 @@ private:
     void deliver(const RankStreamChunk& chunk); // what a chunk of a rank's stream means for the run and its front ends
     void readWatchdog(int rank, QByteArrayView stderrBytes, double arrivedAt);
     [[nodiscard]] RankStreamParsers parsersFor(const QVector<int>& ranks); // the replay's state of these ranks
-    void watchNcclFromJob(); // sets m_watchNccl from the record's job, and asks the parsers for stdout's bytes
+    // Sets m_watchNccl from the record's job, and asks the parsers for the raw bytes of stderr (every job: the NCCL
+    // watchdog) and of stdout (NCCL's own lines, where m_watchNccl).
+    void chooseStreamsToRead();
     void onRankExited(int node, int rank, int status, double unixTime);
     void onPrepared(int node);
     void onFailed(int node, int kind, const QString& message);
