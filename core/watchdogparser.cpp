@@ -328,12 +328,11 @@ void WatchdogLogParser::takeDesyncLine(const LogLine& line) {
             const qsizetype comma = list.indexOf(',');
             const QByteArrayView number = trimmedBlanks(comma < 0 ? list : list.first(comma));
             list = comma < 0 ? QByteArrayView() : list.sliced(comma + 1);
-            bool ok = !number.isEmpty() && number.size() <= 9;
+            const bool ok = !number.isEmpty() && number.size() <= 9 &&
+                            std::all_of(number.begin(), number.end(), [](char c) { return c >= '0' && c <= '9'; });
             int rank = 0;
-            for (const char c : number) {
-                ok = ok && c >= '0' && c <= '9';
-                rank = rank * 10 + (c - '0');
-            }
+            for (const char c : ok ? number : QByteArrayView())
+                rank = rank * 10 + (c - '0'); // at most 9 digits: no overflow
             if (!ok) {
                 blame.ranks.clear();
                 break;

@@ -200,8 +200,8 @@ void tst_LogParsers::watchdogParserForgetsErrorsNotTimeouts() {
     QCOMPARE(parser.timeoutsRead().front().seq, 9);
 }
 
-// PyTorch's desync report (a real one): the rank it blames, for the hang diagnosis; a list of several, and an item
-// that is no list of ranks.
+// PyTorch's desync report (a real one): the rank it blames, for the hang diagnosis; a list of several, and items
+// that are no list of ranks.
 void tst_LogParsers::desyncReportBlamesItsRanks() {
     QFile file(kPublicDir + QStringLiteral("pytorch-152623-desync-report.log"));
     QVERIFY(file.open(QIODevice::ReadOnly));
@@ -211,6 +211,7 @@ void tst_LogParsers::desyncReportBlamesItsRanks() {
                 "         - To our best knowledge, the lagging/dead/mismatched ranks that caused the desync are:\n"
                 "             [1, 3] finished collective #5, but didn't join collective #6 (count from 1)\n"
                 "             [x] is no rank\n"
+                "             [21513419012] is none either\n" // too long for a rank (found by the fuzzer: overflow)
                 "         - Snapshot of ranks' latest states:\n");
     parser.finish();
     const QList<DesyncBlame>& blames = parser.desyncBlamesRead();
