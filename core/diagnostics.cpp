@@ -18,6 +18,9 @@ namespace rankscope {
 
 namespace {
 
+// The hang that NCCL watchdog's timeouts make when the heartbeats found none (checkWatchdogTimeouts).
+const QString kWatchdogHangKey = QStringLiteral("hang:watchdog");
+
 double median(std::vector<double> values) {
     if (values.empty())
         return 0.0;
@@ -290,17 +293,17 @@ void RunDiagnostics::addCollectiveTimeout(int rank, const CollectiveTimeout& tim
         m_watchdogTimeouts.insert(rank, {timeout, time});
 }
 
-void RunDiagnostics::addDesyncBlame(int rank, const DesyncBlame& blame, double time) {
-    // Every rank that timed out prints the same report: each item once.
+void RunDiagnostics::addDesyncBlame(const DesyncBlame& blame, double time) {
     if (std::none_of(m_desyncBlames.cbegin(), m_desyncBlames.cend(),
                      [&blame](const TimedBlame& known) { return known.blame.text == blame.text; }))
-        m_desyncBlames.append({rank, blame, time});
+        m_desyncBlames.append({blame, time});
 }
 
-// "NCCL's watchdog timed out on ranks 0,2 in ALLREDUCE (SeqNum 808) after 600035 ms (timeout 600000 ms)", a part
-// for each collective named, in the order the ranks said so. PyTorch's SeqNum counts the process group's
-// collectives, not the trainer's collective numbers of the heartbeats.
-void RunDiagnostics::checkWatchdogTimeouts(double now, QVector<Diagnosis>& changed) {
+// "rank 7 on node-b is behind, as PyTorch's desync report says: "[7] finished collective #182, …"; NCCL's watchdog
+// timed out on ranks 0,2 in ALLREDUCE (SeqNum 808) after 600035 ms (timeout 600000 ms)", a part for each collective
+// named, in the order the ranks said so. PyTorch's SeqNum counts the process group's collectives, not the
+// trainer's collective numbers of the heartbeats.
+QString RunDiagnostics::watchdogSays(double now, QVector<int>& timedOut, QVector<int>& blamed) const {
     struct Said {
         const CollectiveTimeout* first;
         double time;
@@ -320,8 +323,7 @@ void RunDiagnostics::checkWatchdogTimeouts(double now, QVector<Diagnosis>& chang
             parts.append({&t, it->time, {it.key()}});
         }
     }
-    // The ranks a desync report blames, and what it says of them.
-    QVector<int> blamed;
+    std::stable_sort(parts.begin(), parts.end(), [](const Said& a, const Said& b) { return a.time < b.time; });
     QStringList blames;
     for (const TimedBlame& item : std::as_const(m_desyncBlames)) {
         if (item.time > now)
@@ -331,77 +333,74 @@ void RunDiagnostics::checkWatchdogTimeouts(double now, QVector<Diagnosis>& chang
                 blamed.append(rank);
         blames << QStringLiteral("\"%1\"").arg(item.blame.text);
     }
-    if (parts.isEmpty() && blamed.isEmpty())
-        return;
-    std::stable_sort(parts.begin(), parts.end(), [](const Said& a, const Said& b) { return a.time < b.time; });
-    QStringList texts;
-    QVector<int> ranks;
-    for (const Said& part : std::as_const(parts)) {
-        texts << QStringLiteral("%1 in %2")
-                     .arg(part.ranks.size() == 1 ? where(part.ranks.front())
-                                                 : QStringLiteral("ranks ") + formatRankList(part.ranks),
-                          describeTimeout(*part.first));
-        ranks += part.ranks;
-    }
-    QStringList saids;
+    QStringList said;
     if (!blamed.isEmpty())
-        saids << QStringLiteral("%1 behind, as PyTorch's desync report says: %2")
-                     .arg(blamed.size() == 1 ? where(blamed.front()) + QStringLiteral(" is")
-                                             : QStringLiteral("ranks %1 are").arg(formatRankList(blamed)),
-                          blames.join(QStringLiteral(", ")));
-    if (!texts.isEmpty())
-        saids << QStringLiteral("NCCL's watchdog timed out on ") + texts.join(QStringLiteral("; and on "));
-    const QString said = saids.join(QStringLiteral("; "));
-    // A hang the heartbeats found, standing: it says the timeouts as well, as the same finding changed.
-    const auto hang = std::find_if(m_all.begin(), m_all.end(), [](const Diagnosis& d) {
-        return d.kind == DiagnosisKind::Hang && !d.resolved && d.key != QLatin1String("hang:watchdog");
-    });
-    if (hang != m_all.end()) {
-        if (m_watchdogSaidIn == hang->key && m_watchdogSaid == said)
-            return;
-        if (m_watchdogSaidIn == hang->key)
-            hang->message.chop(m_watchdogSaid.size() + 2);
-        hang->message += QStringLiteral("; ") + said;
-        m_watchdogSaid = said;
-        m_watchdogSaidIn = hang->key;
-        changed.append(*hang);
-        return;
+        said << QStringLiteral("%1 behind, as PyTorch's desync report says: %2")
+                    .arg(blamed.size() == 1 ? where(blamed.front()) + QStringLiteral(" is")
+                                            : QStringLiteral("ranks %1 are").arg(formatRankList(blamed)),
+                         blames.join(QStringLiteral(", ")));
+    QStringList timeouts;
+    for (const Said& part : std::as_const(parts)) {
+        timeouts << QStringLiteral("%1 in %2")
+                        .arg(part.ranks.size() == 1 ? where(part.ranks.front())
+                                                    : QStringLiteral("ranks ") + formatRankList(part.ranks),
+                             describeTimeout(*part.first));
+        timedOut += part.ranks;
     }
-    if (m_watchdogSaidIn == QLatin1String("hang:watchdog") && m_watchdogSaid == said)
+    if (!timeouts.isEmpty())
+        said << QStringLiteral("NCCL's watchdog timed out on ") + timeouts.join(QStringLiteral("; and on "));
+    return said.join(QStringLiteral("; "));
+}
+
+void RunDiagnostics::checkWatchdogTimeouts(double now, QVector<Diagnosis>& changed) {
+    if (m_watchdogTimeouts.isEmpty() && m_desyncBlames.isEmpty())
         return;
-    // The ranks a desync report blames are at fault, before the ranks that timed out. Without a report, none is:
-    // the ranks known that said nothing are named.
-    QVector<int> quiet;
-    for (auto it = m_ranks.cbegin(); it != m_ranks.cend(); ++it)
-        if (!ranks.contains(it.key()))
-            quiet.append(it.key());
-    QVector<int> all = blamed;
-    for (const int rank : std::as_const(ranks))
-        if (!all.contains(rank))
-            all.append(rank);
-    Diagnosis finding{DiagnosisKind::Hang,
-                      QStringLiteral("hang:watchdog"),
-                      all,
-                      m_hosts.value(all.front()),
-                      now,
-                      said + (quiet.isEmpty() || !blamed.isEmpty()
-                                  ? QString()
-                                  : QStringLiteral("; no timeout from %1 (the rank they waited for may "
-                                                   "be among them)")
-                                        .arg((quiet.size() == 1 ? QStringLiteral("rank ") : QStringLiteral("ranks ")) +
-                                             formatRankList(quiet))),
-                      false,
-                      int(blamed.size())};
-    const auto known = std::find_if(m_all.begin(), m_all.end(),
-                                    [](const Diagnosis& d) { return d.key == QLatin1String("hang:watchdog"); });
-    if (known != m_all.end())
-        *known = finding;
-    else
-        m_all.append(finding);
-    m_hangStill.insert(finding.key, newestMove(finding)); // over when a rank at fault moves on (checkHang)
-    changed.append(finding);
+    QVector<int> timedOut;
+    QVector<int> blamed;
+    const QString said = watchdogSays(now, timedOut, blamed);
+    if (said.isEmpty())
+        return;
+    // A hang the heartbeats found, standing: it says them as well, as the same finding changed.
+    const auto hang = std::find_if(m_all.begin(), m_all.end(), [](const Diagnosis& d) {
+        return d.kind == DiagnosisKind::Hang && !d.resolved && d.key != kWatchdogHangKey;
+    });
+    const QString key = hang != m_all.end() ? hang->key : kWatchdogHangKey;
+    if (m_watchdogSaidIn == key && m_watchdogSaid == said)
+        return;
+    if (hang != m_all.end()) {
+        if (m_watchdogSaidIn == hang->key)
+            hang->message.chop(m_watchdogSaid.size() + 2); // what it said of them before
+        hang->message += QStringLiteral("; ") + said;
+        changed.append(*hang);
+    } else {
+        // Its own finding: the ranks a desync report blames are at fault, before the ranks that timed out. Without
+        // a report none is, and the ranks known that said nothing are named.
+        QVector<int> ranks = blamed;
+        for (const int rank : std::as_const(timedOut))
+            if (!ranks.contains(rank))
+                ranks.append(rank);
+        QVector<int> quiet;
+        for (auto it = m_ranks.cbegin(); it != m_ranks.cend(); ++it)
+            if (!ranks.contains(it.key()))
+                quiet.append(it.key());
+        QString message = said;
+        if (blamed.isEmpty() && !quiet.isEmpty())
+            message +=
+                QStringLiteral("; no timeout from %1 %2 (the rank they waited for may be among them)")
+                    .arg(quiet.size() == 1 ? QStringLiteral("rank") : QStringLiteral("ranks"), formatRankList(quiet));
+        const Diagnosis finding{DiagnosisKind::Hang, key, ranks, m_hosts.value(ranks.front()), now, message, false,
+                                int(blamed.size())};
+        const auto known =
+            std::find_if(m_all.begin(), m_all.end(), [&key](const Diagnosis& d) { return d.key == key; });
+        if (known != m_all.end())
+            *known = finding;
+        else
+            m_all.append(finding);
+        m_hangStill.insert(key, newestMove(finding)); // over when a rank at fault moves on (checkHang)
+        changed.append(finding);
+    }
     m_watchdogSaid = said;
-    m_watchdogSaidIn = finding.key;
+    m_watchdogSaidIn = key;
 }
 
 double RunDiagnostics::newestMove(const Diagnosis& diagnosis) const {

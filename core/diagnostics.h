@@ -97,11 +97,13 @@ public:
     // operation timeout: WorkNCCL(SeqNum=808, OpType=ALLREDUCE, ...) ran for 600035 milliseconds"), read at `time`
     // (Unix seconds); the rank's first one counts. It feeds the hang diagnosis from update() at `time` on: a hang
     // standing from the heartbeats says it too; without one, the timeouts make a hang finding of their own
-    // ("hang:watchdog") that holds no rank at fault, since a timeout says who waited, not for whom.
+    // ("hang:watchdog") that holds no rank at fault unless a desync report names one: a timeout says who waited,
+    // not for whom.
     void addCollectiveTimeout(int rank, const CollectiveTimeout& timeout, double time);
-    // An item of PyTorch's desync report in `rank`'s log (TORCH_NCCL_DESYNC_DEBUG, after a timeout): the ranks it
-    // names as lagging, dead or mismatched are the ones at fault in the hang the timeouts make, and said with it.
-    void addDesyncBlame(int rank, const DesyncBlame& blame, double time);
+    // An item of PyTorch's desync report in a rank's log (TORCH_NCCL_DESYNC_DEBUG, after a timeout), read at `time`:
+    // the ranks it names as lagging, dead or mismatched are the ones at fault in the hang the timeouts make, and
+    // said with it. Every rank that timed out prints the same report: each item counts once.
+    void addDesyncBlame(const DesyncBlame& blame, double time);
     // What a node's kernel log said, or why it could not be read (capture.host names the node as the ranks'
     // hosts do). Before runEnded(); a later capture of the same host replaces an earlier one.
     void addKernelLog(const KernelLogCapture& capture) { m_kernelLogs.insert(capture.host, capture); }
@@ -164,6 +166,9 @@ private:
     void checkChecksums(double now, QVector<Diagnosis>& changed);
     void checkReplicaChecks(double now, QVector<Diagnosis>& changed);
     void checkWatchdogTimeouts(double now, QVector<Diagnosis>& changed);
+    // What the watchdog's timeouts and desync reports read by `now` say, one text; the ranks that timed out and the
+    // ranks blamed, each in the order said. Empty when nothing was read by then.
+    [[nodiscard]] QString watchdogSays(double now, QVector<int>& timedOut, QVector<int>& blamed) const;
     [[nodiscard]] QString where(int rank) const; // "rank 3 on node-b"
     // The newest lastMove of a finding's ranks at fault that have not ended.
     [[nodiscard]] double newestMove(const Diagnosis& diagnosis) const;
@@ -193,7 +198,6 @@ private:
     };
     QMap<int, WatchdogTimeout> m_watchdogTimeouts; // by rank
     struct TimedBlame {
-        int reportedBy;
         DesyncBlame blame;
         double time;
     };

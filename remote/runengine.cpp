@@ -735,7 +735,7 @@ void RunEngine::readWatchdog(int rank, QByteArrayView stderrBytes, double arrive
     parser.feed(stderrBytes);
     parser.forgetErrors(); // `inspect` reports them; here only the timeouts and the desync reports count
     for (qsizetype i = blamesKnown; i < parser.desyncBlamesRead().size(); ++i)
-        m_diagnostics.addDesyncBlame(rank, parser.desyncBlamesRead().at(i), arrivedAt);
+        m_diagnostics.addDesyncBlame(parser.desyncBlamesRead().at(i), arrivedAt);
     for (qsizetype i = known; i < parser.timeoutsRead().size(); ++i) {
         const CollectiveTimeout& timeout = parser.timeoutsRead().at(i);
         m_diagnostics.addCollectiveTimeout(rank, timeout, arrivedAt);

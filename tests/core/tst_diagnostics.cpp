@@ -95,12 +95,18 @@ QVector<Diagnosis> replay(RunDiagnostics& diagnostics, const QVector<TrainerEven
     return found;
 }
 
+// Ranks 0 to `ranks` - 1 finished step 29 at 1999.5: the run is past its set-up.
+QVector<TrainerEvent> stepDone(int ranks) {
+    QVector<TrainerEvent> events;
+    for (int rank = 0; rank < ranks; ++rank)
+        events << step(rank, 1999.5, 29, 100.0, 10.0);
+    return events;
+}
+
 // Ranks 0-2 at step 30 for 8 s: rank 0 inside collective #92, rank 2 inside #93, rank 1 started #91 and finished
 // `rank1Finished` of them (91: it is in no collective). The first hang reported.
 Diagnosis firstHangOfThree(qint64 rank1Finished) {
-    QVector<TrainerEvent> events;
-    for (int rank = 0; rank < 3; ++rank)
-        events << step(rank, 1999.5, 29, 100.0, 10.0);
+    QVector<TrainerEvent> events = stepDone(3);
     for (int i = 0; i < 8; ++i) {
         events << heartbeat(0, 2000.0 + i, 29, "forward", 92, 91);
         events << heartbeat(1, 2000.0 + i, 29, "forward", 91, rank1Finished);
@@ -371,9 +377,7 @@ private slots:
     void watchdogTimeoutsJoinTheHangOfTheHeartbeats() {
         RunDiagnostics diagnostics;
         diagnostics.setRankHosts({{0, "node-a"}, {1, "node-a"}, {2, "node-b"}});
-        QVector<TrainerEvent> events;
-        for (int rank = 0; rank < 3; ++rank)
-            events << step(rank, 1999.5, 29, 100.0, 10.0);
+        QVector<TrainerEvent> events = stepDone(3);
         for (int i = 0; i < 8; ++i) {
             events << heartbeat(0, 2000.0 + i, 29, "forward", 92, 91);
             events << heartbeat(1, 2000.0 + i, 29, "forward", 91, 91);
@@ -408,9 +412,7 @@ private slots:
     void watchdogTimeoutsAloneAreAHangThatBlamesNoRank() {
         RunDiagnostics diagnostics;
         diagnostics.setRankHosts({{0, "node-a"}, {1, "node-b"}});
-        QVector<TrainerEvent> events;
-        for (int rank = 0; rank < 2; ++rank)
-            events << step(rank, 1999.5, 29, 100.0, 10.0);
+        QVector<TrainerEvent> events = stepDone(2);
         QVERIFY(replay(diagnostics, events, DiagnosisKind::Hang).isEmpty());
         diagnostics.addCollectiveTimeout(0, ncclWatchdogTimeout(0, 17), 2000.0);
         diagnostics.addCollectiveTimeout(0, ncclWatchdogTimeout(0, 18), 2001.0); // a rank's first one counts
@@ -434,17 +436,15 @@ private slots:
     void desyncReportNamesTheRankAtFault() {
         RunDiagnostics diagnostics;
         diagnostics.setRankHosts({{0, "node-a"}, {1, "node-b"}, {2, "node-a"}});
-        QVector<TrainerEvent> events;
-        for (int rank = 0; rank < 3; ++rank)
-            events << step(rank, 1999.5, 29, 100.0, 10.0);
+        QVector<TrainerEvent> events = stepDone(3);
         QVERIFY(replay(diagnostics, events, DiagnosisKind::Hang).isEmpty());
         const DesyncBlame blame{{1},
                                 QStringLiteral("[1] finished collective #182, but didn't join collective #183 "
                                                "(count from 1)")};
         diagnostics.addCollectiveTimeout(0, ncclWatchdogTimeout(0, 183), 2000.0);
         diagnostics.addCollectiveTimeout(2, ncclWatchdogTimeout(2, 183), 2000.0);
-        diagnostics.addDesyncBlame(0, blame, 2000.0);
-        diagnostics.addDesyncBlame(2, blame, 2000.0);
+        diagnostics.addDesyncBlame(blame, 2000.0); // rank 0's report
+        diagnostics.addDesyncBlame(blame, 2000.0); // rank 2's, the same
         const QVector<Diagnosis> found = diagnostics.update(2000.0);
         QCOMPARE(found.size(), 1);
         const Diagnosis& hang = found.front();
