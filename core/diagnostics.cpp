@@ -164,12 +164,20 @@ void RunDiagnostics::addEvents(const QVector<TrainerEvent>& events) {
                 if (check.checksums.isEmpty() || event.time < check.firstSaid)
                     check.firstSaid = event.time;
                 check.checksums.insert(event.rank, event.number(schema::error::kChecksum));
-            } else if (event.string(schema::error::kKind) == jsonKey(schema::error_kind::kReplicaDivergence))
-                report({DiagnosisKind::Divergence, QStringLiteral("divergence:check"), {event.rank}, m_hosts.value(event.rank),
+            } else if (event.string(schema::error::kKind) == jsonKey(schema::error_kind::kReplicaDivergence)) {
+                // Events 1.0: no checksum, so no replica apart is known; the rank that says so is not at fault
+                // (every rank says the same).
+                report({DiagnosisKind::Divergence,
+                        QStringLiteral("divergence:check"),
+                        {event.rank},
+                        m_hosts.value(event.rank),
                         event.time,
-                        QStringLiteral("replicas diverged: %1 reports %2").arg(where(event.rank), event.string(schema::error::kMessage)),
-                        false},
+                        QStringLiteral("replicas diverged: %1 reports %2")
+                            .arg(where(event.rank), event.string(schema::error::kMessage)),
+                        false,
+                        0},
                        m_pending);
+            }
             break;
         case TrainerEventType::End:
             state.ended = true;

@@ -37,7 +37,8 @@ struct Diagnosis {
     // ranks[0, culprits) are at fault, the rest are affected: a hang's stuck ranks before the ranks waiting
     // for them; every rank of a hang inside one collective; the ranks of a root cause that failed alike
     // (RunRecord::failedAlike); none of a hang known only from NCCL watchdog timeouts ("hang:watchdog": who waited
-    // is known, not for whom); 1 for the other kinds.
+    // is known, not for whom) nor of a divergence an events-1.0 trainer reports (no checksum names the replica
+    // apart); 1 for the other kinds.
     int culprits = 1;
     // A root cause's: what the first rank to fail said last (core/arrivalorder.h), the newest last.
     QVector<StoredLine> lastLines = {};

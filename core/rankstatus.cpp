@@ -28,6 +28,8 @@ QString rankLiveStateName(RankLiveState state) {
         return QStringLiteral("running");
     case RankLiveState::Slow:
         return QStringLiteral("slow");
+    case RankLiveState::Diverged:
+        return QStringLiteral("diverged");
     case RankLiveState::Hung:
         return QStringLiteral("hung");
     case RankLiveState::Failed:
@@ -237,6 +239,7 @@ RankLiveState RankStatusTracker::evaluate(const RankLiveStatus& status, const Hi
     const Diagnosis* waitingOn = nullptr;
     const Diagnosis* straggler = nullptr;
     const Diagnosis* rootCause = nullptr;
+    const Diagnosis* divergence = nullptr;
     for (const Diagnosis& d : m_diagnoses) {
         const qsizetype at = d.ranks.indexOf(status.rank);
         if (d.resolved || at < 0)
@@ -247,6 +250,8 @@ RankLiveState RankStatusTracker::evaluate(const RankLiveStatus& status, const Hi
             straggler = &d;
         else if (d.kind == DiagnosisKind::RootCause && at < d.culprits)
             rootCause = &d;
+        else if (d.kind == DiagnosisKind::Divergence && at < d.culprits && !divergence)
+            divergence = &d; // "divergence:check" before "divergence:end" (by key): the check says at which step
     }
     if (rootCause) {
         *finding = rootCause;
@@ -256,6 +261,10 @@ RankLiveState RankStatusTracker::evaluate(const RankLiveStatus& status, const Hi
         return RankLiveState::Failed;
     if (status.exitStatus && *status.exitStatus == kLostExitStatus && !history.finished)
         return RankLiveState::Lost;
+    if (divergence && (history.finished || !hang)) {
+        *finding = divergence;
+        return RankLiveState::Diverged;
+    }
     if (history.finished) {
         *finding = straggler; // a straggler to the end: the grid of an ended run still tells which rank held it back
         return RankLiveState::Finished;

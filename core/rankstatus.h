@@ -14,7 +14,7 @@
 namespace rankscope {
 
 // What the rank grid shows for one rank. The order is the order of severity a tile is read by.
-enum class RankLiveState { Starting, Running, Slow, Hung, Failed, Lost, Finished, Stopped };
+enum class RankLiveState { Starting, Running, Slow, Diverged, Hung, Failed, Lost, Finished, Stopped };
 
 // "starting", "running", ...: the word the grid and the CSV use.
 [[nodiscard]] QString rankLiveStateName(RankLiveState state);
@@ -55,10 +55,14 @@ struct RankLiveStatus {
 //  - hung:     a rank an open hang finding holds at fault (RunDiagnostics: the rank that never reached the
 //              collective the others wait in, or every rank when all of them are stuck inside it). The ranks
 //              that merely wait for it keep their state, with the finding as their reason;
+//  - diverged: a replica the run's divergence finding holds apart from the others (its parameters differ from
+//              the majority's, or every rank's differs), running, finished or stopped: its model is not the
+//              others', which no end changes. A hang or a failure wins: they say what happens now;
 //  - slow:     the rank of an open straggler finding;
 //  - starting: no step event yet; otherwise running.
 // So the grid, the CLI and the bridge show the same verdicts as the diagnostics, with one set of rules.
-// Terminal states (failed, lost, finished) never change back.
+// Terminal states (failed, lost, finished) never change back, but for a finished replica that a divergence finding
+// holds apart (the checksums the ranks end with are compared once all have ended): it reads diverged.
 class RankStatusTracker final {
 public:
     explicit RankStatusTracker(RankStatusOptions options = {});

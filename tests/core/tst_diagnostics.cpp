@@ -709,6 +709,27 @@ private slots:
         QCOMPARE(found.front().culprits, 2);
     }
 
+    // An events-1.0 trainer's report has no checksum: every rank says the replicas differ, and none is named apart.
+    // The finding is said once, from the first rank that says it, and holds no rank at fault.
+    void aReplicaReportWithoutChecksumsBlamesNoRank() {
+        const auto said = [](int rank, double time) {
+            return decoded(QStringLiteral(R"({"v":"1.0","type":"error","rank":%1,"time":%2,)"
+                                          R"("kind":"replica_divergence","message":"parameters differ","fatal":false})")
+                               .arg(rank)
+                               .arg(time, 0, 'f', 3)
+                               .toUtf8());
+        };
+        RunDiagnostics diagnostics;
+        diagnostics.setRankHosts({{0, "node-a"}, {1, "node-b"}});
+        diagnostics.addEvents({said(1, 100.0), said(0, 100.1)});
+        const QVector<Diagnosis> found = diagnostics.update(100.2);
+        QCOMPARE(found.size(), 1);
+        QCOMPARE(found.front().kind, DiagnosisKind::Divergence);
+        QCOMPARE(found.front().message,
+                 QStringLiteral("replicas diverged: rank 1 on node-b reports parameters differ"));
+        QCOMPARE(found.front().culprits, 0);
+    }
+
     // The root cause is the engine's verdict; a SIGKILL without an error of its own points at the OOM killer.
     void rootCauseOfAKilledRankHintsAtTheOomKiller() {
         RunRecord record;

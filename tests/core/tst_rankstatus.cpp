@@ -246,6 +246,107 @@ private Q_SLOTS:
         QVERIFY(tracker.rank(1)->reason.isEmpty());
     }
 
+    // The replica the divergence finding holds apart reads diverged, running or ended: its model is not the
+    // others'. A hang of that rank says what happens now, and wins while it stands; the agreeing ranks keep theirs.
+    void divergedReplicaReadsDivergedToTheEnd() {
+        RankStatusTracker tracker;
+        QVector<TrainerEvent> events;
+        for (int i = 1; i <= 6; ++i)
+            for (int rank = 0; rank < 3; ++rank)
+                events.append(step(rank, 1000.0 + i, i));
+        tracker.addEvents(events);
+        const Diagnosis check{DiagnosisKind::Divergence,
+                              QStringLiteral("divergence:check"),
+                              {2, 0, 1},
+                              QStringLiteral("node-b"),
+                              1005.0,
+                              QStringLiteral("replicas diverged at step 5: rank 2 on node-b (checksum 1.5) differs "
+                                             "from ranks 0-1 (checksum 2.5)"),
+                              false,
+                              1};
+        QCOMPARE(tracker.applyDiagnoses({check}), QVector<int>{2});
+        QCOMPARE(tracker.rank(2)->state, RankLiveState::Diverged);
+        QCOMPARE(tracker.rank(2)->reason, check.message);
+        QCOMPARE(tracker.rank(2)->diagnosisKey, check.key);
+        for (int rank = 0; rank < 2; ++rank) {
+            QCOMPARE(tracker.rank(rank)->state, RankLiveState::Running);
+            QVERIFY(tracker.rank(rank)->reason.isEmpty());
+        }
+        // Slow as well: the divergence is the graver verdict.
+        const Diagnosis straggler{DiagnosisKind::Straggler,
+                                  QStringLiteral("straggler:2"),
+                                  {2},
+                                  QStringLiteral("node-b"),
+                                  1006.0,
+                                  QStringLiteral("rank 2 on node-b computes 1.5x the median of the others"),
+                                  false};
+        tracker.applyDiagnoses({straggler});
+        QCOMPARE(tracker.rank(2)->state, RankLiveState::Diverged);
+        Diagnosis hang{DiagnosisKind::Hang,
+                       QStringLiteral("hang:9"),
+                       {2, 0, 1},
+                       QStringLiteral("node-b"),
+                       1007.0,
+                       QStringLiteral("rank 2 on node-b stuck at step 6"),
+                       false,
+                       1};
+        tracker.applyDiagnoses({hang});
+        QCOMPARE(tracker.rank(2)->state, RankLiveState::Hung);
+        hang.resolved = true;
+        tracker.applyDiagnoses({hang});
+        QCOMPARE(tracker.rank(2)->state, RankLiveState::Diverged);
+        // The end's checksums say it again; the check, which says at which step, stays the reason.
+        Diagnosis end = check;
+        end.key = QStringLiteral("divergence:end");
+        end.message = QStringLiteral("the replicas ended with different parameters: rank 2 on node-b ...");
+        for (int rank = 0; rank < 3; ++rank)
+            tracker.rankExited(rank, 0, QStringLiteral("node-b"));
+        tracker.applyDiagnoses({end});
+        QCOMPARE(tracker.rank(2)->state, RankLiveState::Diverged);
+        QCOMPARE(tracker.rank(2)->reason, check.message);
+        QCOMPARE(tracker.rank(0)->state, RankLiveState::Finished);
+        QCOMPARE(tracker.rank(1)->state, RankLiveState::Finished);
+        // A replica that failed is failed.
+        RankStatusTracker failed;
+        failed.addEvents(events);
+        failed.applyDiagnoses({check});
+        failed.rankExited(2, 1, QStringLiteral("node-b"));
+        QCOMPARE(failed.rank(2)->state, RankLiveState::Failed);
+    }
+
+    // The checksums the ranks end with are compared once all have ended: a finished replica found apart then turns
+    // diverged. Where no majority agrees, every replica is apart. A report that names no replica apart (schema
+    // 1.0's replica_divergence, said by every rank alike: culprits 0) makes none diverged.
+    void replicasFoundApartAtTheEndTurnDiverged() {
+        RankStatusTracker tracker;
+        tracker.addEvents({step(0, 10.0, 1), step(1, 10.0, 1)});
+        tracker.rankExited(0, 0, QStringLiteral("node-a"));
+        tracker.rankExited(1, 0, QStringLiteral("node-b"));
+        const Diagnosis oldReport{DiagnosisKind::Divergence,
+                                  QStringLiteral("divergence:check"),
+                                  {1},
+                                  QStringLiteral("node-b"),
+                                  11.0,
+                                  QStringLiteral("replicas diverged: rank 1 on node-b reports parameters differ"),
+                                  false,
+                                  0};
+        QVERIFY(tracker.applyDiagnoses({oldReport}).isEmpty());
+        QCOMPARE(tracker.rank(1)->state, RankLiveState::Finished);
+        const Diagnosis end{DiagnosisKind::Divergence,
+                            QStringLiteral("divergence:end"),
+                            {0, 1},
+                            QString(),
+                            12.0,
+                            QStringLiteral("the replicas ended with different parameters: every rank's differs"),
+                            false,
+                            2};
+        QCOMPARE(tracker.applyDiagnoses({end}), (QVector<int>{0, 1}));
+        for (int rank = 0; rank < 2; ++rank) {
+            QCOMPARE(tracker.rank(rank)->state, RankLiveState::Diverged);
+            QCOMPARE(tracker.rank(rank)->reason, end.message);
+        }
+    }
+
     // The root cause's culprit reads as the finding, which says more than its exit status.
     void rootCauseGivesTheFailedRanksReason() {
         RankStatusTracker tracker;
@@ -435,6 +536,7 @@ private Q_SLOTS:
         QCOMPARE(rankLiveStateName(RankLiveState::Hung), QStringLiteral("hung"));
         QCOMPARE(rankLiveStateName(RankLiveState::Lost), QStringLiteral("lost"));
         QCOMPARE(rankLiveStateName(RankLiveState::Stopped), QStringLiteral("stopped"));
+        QCOMPARE(rankLiveStateName(RankLiveState::Diverged), QStringLiteral("diverged"));
     }
 };
 

@@ -84,6 +84,18 @@ private:
         return QString::fromUtf8(cli.readAllStandardOutput() + cli.readAllStandardError());
     }
 
+    // The rank grid as a front end builds it from what the engine signalled: the findings, events and exits.
+    static RankStatusTracker gridOf(const QSignalSpy& diagnoses, const QSignalSpy& events, const QSignalSpy& exits) {
+        RankStatusTracker grid;
+        for (const auto& call : diagnoses)
+            grid.applyDiagnoses(call.front().value<QVector<Diagnosis>>());
+        for (const auto& call : events)
+            grid.addEvents(call.front().value<QVector<TrainerEvent>>());
+        for (const auto& call : exits)
+            grid.rankExited(call.at(0).toInt(), call.at(2).toInt(), call.at(1).toString(), call.at(3).toBool());
+        return grid;
+    }
+
     // `rankscope-cli stop RUN` beside the `run` that follows it: the follower takes the ranks' ends for the stop,
     // not for a failure of the waiting rank; the grid keeps the hung rank hung and shows the other stopped; the
     // stopping front end takes no stacks of ranks it is ending.
@@ -112,15 +124,9 @@ private:
             QVERIFY2(exit.status != 0 && exit.stopped, qPrintable(describeExitStatus(exit.status)));
         QCOMPARE(exits.size(), 2);
         // The grid as a front end builds it: the findings, the ranks' last words ("terminated: SIGTERM …"), exits.
-        RankStatusTracker grid;
-        for (const auto& call : diagnoses)
-            grid.applyDiagnoses(call.front().value<QVector<Diagnosis>>());
-        for (const auto& call : events)
-            grid.addEvents(call.front().value<QVector<TrainerEvent>>());
-        for (const auto& call : exits) {
+        for (const auto& call : exits)
             QVERIFY(call.at(3).toBool());
-            grid.rankExited(call.at(0).toInt(), call.at(2).toInt(), call.at(1).toString(), call.at(3).toBool());
-        }
+        const RankStatusTracker grid = gridOf(diagnoses, events, exits);
         QCOMPARE(grid.rank(1)->state, RankLiveState::Hung);
         QCOMPARE(grid.rank(0)->state, RankLiveState::Stopped);
         QVERIFY2(
@@ -227,6 +233,8 @@ private slots:
     void divergedReplicaIsNamed() {
         remote::RunEngine engine(&m_store, options());
         QSignalSpy diagnoses(&engine, &remote::RunEngine::diagnoses);
+        QSignalSpy events(&engine, &remote::RunEngine::events);
+        QSignalSpy exits(&engine, &remote::RunEngine::rankExited);
         QSignalSpy finished(&engine, &remote::RunEngine::finished);
         QString error;
         QVERIFY2(engine.launch(jobFrom(debugJob(
@@ -257,6 +265,12 @@ private slots:
                                         [](const Diagnosis& d) { return d.key == QLatin1String("divergence:check"); });
         QVERIFY2(check->message.startsWith(QLatin1String("replicas diverged at step 5: rank 2 on localhost")),
                  qPrintable(check->message));
+        // The grid: the replica apart reads diverged, with the check as its reason; the others finished.
+        const RankStatusTracker grid = gridOf(diagnoses, events, exits);
+        QCOMPARE(grid.rank(2)->state, RankLiveState::Diverged);
+        QCOMPARE(grid.rank(2)->reason, check->message);
+        QCOMPARE(grid.rank(0)->state, RankLiveState::Finished);
+        QCOMPARE(grid.rank(1)->state, RankLiveState::Finished);
     }
 
     // A replica apart, then a rank that fails, from `rankscope-cli run`. Every rank's replica_divergence event

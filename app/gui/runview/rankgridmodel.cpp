@@ -13,6 +13,8 @@ QColor rankStateColor(RankLiveState state) {
         return QColor(0x8f, 0xd1, 0x9e);
     case RankLiveState::Slow:
         return QColor(0xf5, 0xd0, 0x6f);
+    case RankLiveState::Diverged:
+        return QColor(0xe3, 0x8f, 0xc9);
     case RankLiveState::Hung:
         return QColor(0xf0, 0x9a, 0x5a);
     case RankLiveState::Failed:

@@ -122,6 +122,30 @@ private Q_SLOTS:
         QCOMPARE(cell(model, 0, RankGridModel::StateColumn), QStringLiteral("finished"));
     }
 
+    // A replica found apart reads "diverged" in a colour of its own, the finding as its tooltip, after its end too.
+    void divergedReplicaIsToldApart() {
+        RankGridModel model;
+        model.addEvents(recordedEvents(QStringLiteral("recorded-ok")));
+        Diagnosis divergence;
+        divergence.kind = DiagnosisKind::Divergence;
+        divergence.key = QStringLiteral("divergence:check");
+        divergence.ranks = {1, 0};
+        divergence.message = QStringLiteral("replicas diverged at step 5: rank 1 on node-a (checksum 1.5) differs from "
+                                            "rank 0 (checksum 2.5)");
+        model.addDiagnoses({divergence});
+        model.rankExited(0, QStringLiteral("node-a"), 0, false);
+        model.rankExited(1, QStringLiteral("node-a"), 0, false);
+        QCOMPARE(cell(model, 1, RankGridModel::StateColumn), QStringLiteral("diverged"));
+        QCOMPARE(cell(model, 1, RankGridModel::StateColumn, Qt::ToolTipRole), divergence.message);
+        QCOMPARE(cell(model, 0, RankGridModel::StateColumn), QStringLiteral("finished"));
+        const QColor diverged = rankStateColor(RankLiveState::Diverged);
+        QCOMPARE(model.index(model.rowOfRank(1), RankGridModel::StateColumn).data(Qt::BackgroundRole).value<QColor>(),
+                 diverged);
+        for (int state = 0; state <= int(RankLiveState::Stopped); ++state)
+            QVERIFY(RankLiveState(state) == RankLiveState::Diverged ||
+                    rankStateColor(RankLiveState(state)) != diverged);
+    }
+
     void sortRoleHoldsRawValues() {
         RankGridModel model;
         QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);

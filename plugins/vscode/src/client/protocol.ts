@@ -27,7 +27,7 @@ export const ErrorCode = {
 } as const;
 
 export type RunState = 'launching' | 'running' | 'finished' | 'failed' | 'stopped' | 'lost';
-export type RankStateName = 'starting' | 'running' | 'slow' | 'hung' | 'failed' | 'lost' | 'finished' | 'stopped';
+export type RankStateName = 'starting'|'running'|'slow'|'diverged'|'hung'|'failed'|'lost'|'finished'|'stopped';
 export type Mode = 'debug' | 'submit';
 export type Stream = 'out' | 'err';
 

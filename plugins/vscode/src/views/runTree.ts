@@ -187,6 +187,8 @@ function rankIcon(state: string | undefined): vscode.ThemeIcon {
       return new vscode.ThemeIcon('circle-filled', new vscode.ThemeColor('charts.blue'));
     case 'slow':
       return new vscode.ThemeIcon('watch', new vscode.ThemeColor('charts.yellow'));
+    case 'diverged':
+        return new vscode.ThemeIcon('git-compare', new vscode.ThemeColor('charts.purple'));
     case 'hung':
       return new vscode.ThemeIcon('debug-pause', new vscode.ThemeColor('charts.orange'));
     case 'failed':
