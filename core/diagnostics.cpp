@@ -436,7 +436,7 @@ void RunDiagnostics::report(Diagnosis diagnosis, QVector<Diagnosis>& changed) {
     const auto it = std::find_if(m_all.begin(), m_all.end(), [&](const Diagnosis& d) { return d.key == diagnosis.key; });
     if (it != m_all.end() && !it->resolved)
         return; // already reported and still standing
-    if (diagnosis.kind == DiagnosisKind::Hang && diagnosis.time >= m_endingSince)
+    if (diagnosis.kind == DiagnosisKind::Hang && hangBegan(diagnosis) >= m_endingSince)
         return; // the stillness of ranks being ended
     if (diagnosis.kind == DiagnosisKind::Hang)
         m_hangStill.insert(diagnosis.key, newestMove(diagnosis));
@@ -464,6 +464,20 @@ double RunDiagnostics::stillFor(const RankState& state, double now) const {
     for (const auto& [from, to] : m_pauses)
         still -= std::max(0.0, std::min(until, to) - std::max(state.lastMove, from));
     return still;
+}
+
+// When a hang found at diagnosis.time became one: when the last of its ranks had been still for the threshold.
+// A hang found late (a front end that catches up on a run it is stopping) still began before the ranks were ended.
+double RunDiagnostics::hangBegan(const Diagnosis& diagnosis) const {
+    const double threshold = hangThresholdSeconds();
+    double began = -std::numeric_limits<double>::infinity();
+    for (const int rank : diagnosis.ranks) {
+        const auto state = m_ranks.constFind(rank);
+        if (state != m_ranks.cend())
+            began = std::max(began, std::min(diagnosis.time, state->knownUntil) - stillFor(*state, diagnosis.time) +
+                                        threshold);
+    }
+    return std::isfinite(began) ? began : diagnosis.time;
 }
 
 void RunDiagnostics::checkHang(double now, QVector<Diagnosis>& changed) {

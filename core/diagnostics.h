@@ -112,8 +112,9 @@ public:
     void runEnded(const RunRecord& record, const QVector<StoredLine>& lastLines = {});
     QVector<Diagnosis> update(double now);
     // The ranks began to be ended at `time` (Unix seconds: a stop, a failure's teardown): from then on they stop
-    // moving by design, so a hang first seen after it is the ending's and is not reported. One reported before
-    // stays, with its updates. Infinity: not ending.
+    // moving by design, so a hang that began after it (its ranks still for the threshold only by then) is the
+    // ending's and is not reported. One that began before is, also when found after it (a front end catching up on
+    // the run it is stopping), and one reported before stays, with its updates. Infinity: not ending.
     void setEndingSince(double time) { m_endingSince = time; }
     // What is known of `rank` goes up to `time` (Unix seconds), not up to now: the copy of its streams stops there
     // (a run attached to again whose newest bytes are not read yet, a node whose link is down), so its stillness
@@ -170,6 +171,7 @@ private:
     // What the watchdog's timeouts and desync reports read by `now` say, one text; the ranks that timed out and the
     // ranks blamed, each in the order said. Empty when nothing was read by then.
     [[nodiscard]] QString watchdogSays(double now, QVector<int>& timedOut, QVector<int>& blamed) const;
+    [[nodiscard]] double hangBegan(const Diagnosis& diagnosis) const;
     [[nodiscard]] QString where(int rank) const; // "rank 3 on node-b"
     // The newest lastMove of a finding's ranks at fault that have not ended.
     [[nodiscard]] double newestMove(const Diagnosis& diagnosis) const;

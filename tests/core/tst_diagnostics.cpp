@@ -509,6 +509,24 @@ private slots:
         QCOMPARE(replay(before, events, DiagnosisKind::Hang).size(), 1);
     }
 
+    // A front end that stops a hung run it has only just attached to (`rankscope-cli stop` from another terminal)
+    // reads the ranks' stillness after the stop began: the hang it finds began long before, and is one.
+    void aHangFoundAfterTheStopBeganBeforeIt() {
+        const QVector<TrainerEvent> events = threeRanksInsideCollective12(); // still from 2000.0 to 2007.0
+        RunDiagnostics late;
+        late.setEndingSince(2006.0);
+        late.addEvents(events);
+        const QVector<Diagnosis> found = late.update(2007.0);
+        QCOMPARE(found.size(), 1);
+        QCOMPARE(found.front().kind, DiagnosisKind::Hang);
+        QCOMPARE(found.front().ranks, (QVector<int>{0, 1, 2}));
+        // Still only since shortly before the ending (less than the threshold of 1.2 s before it): the ending's.
+        RunDiagnostics ending;
+        ending.setEndingSince(2000.5);
+        ending.addEvents(events);
+        QVERIFY(ending.update(2007.0).isEmpty());
+    }
+
     // How long ranks were still is known only as far as their copy goes (an attached run not caught up yet, a node
     // whose link is down): no hang from beyond it, until the copy is current again.
     void stillnessPastTheKnownCopyIsNoHang() {

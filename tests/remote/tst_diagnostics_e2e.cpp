@@ -98,7 +98,8 @@ private:
 
     // `rankscope-cli stop RUN` beside the `run` that follows it: the follower takes the ranks' ends for the stop,
     // not for a failure of the waiting rank; the grid keeps the hung rank hung and shows the other stopped; the
-    // stopping front end takes no stacks of ranks it is ending.
+    // stopping front end takes no stacks of ranks it is ending, but says the hang it found on catching up (it
+    // began before the stop), as its summary lists it.
     void stopFromAnotherFrontEnd(remote::RunEngine& follower, const QSignalSpy& diagnoses) {
         QSignalSpy exits(&follower, &remote::RunEngine::rankExited);
         QSignalSpy events(&follower, &remote::RunEngine::events);
@@ -109,6 +110,7 @@ private:
         remote::RunEngine stopper(&m_store, options());
         QSignalSpy stopperCaptures(&stopper, &remote::RunEngine::stacksCaptured);
         QSignalSpy stopperFinished(&stopper, &remote::RunEngine::finished);
+        QSignalSpy stopperDiagnoses(&stopper, &remote::RunEngine::diagnoses);
         QString error;
         QVERIFY2(stopper.attach(m_hangRun, &error), qPrintable(error));
         stopper.stop();
@@ -140,6 +142,9 @@ private:
         QVERIFY2(said.contains("SIGTERM received at step 6 in phase forward"), said.right(600).constData());
 
         QCOMPARE(stopperCaptures.size(), 0);
+        const QVector<Diagnosis> stopperHangs = collected(stopperDiagnoses, DiagnosisKind::Hang);
+        QVERIFY(!stopperHangs.isEmpty());
+        QCOMPARE(stopperHangs.front().ranks.front(), 1);
         QCOMPARE(QDir(m_store.runDir(m_hangRun)).entryList({QStringLiteral("stacks-*.json")}, QDir::Files),
                  capturesBefore);
         const auto stored = m_store.load(m_hangRun, &error);
