@@ -345,7 +345,6 @@ void NodeWorker::startSupervisor(const QString& mode) {
 
 void NodeWorker::startFollowing() {
     m_drained = false;
-    m_caughtUp = false;
     // Time without a pulse counts only while the node is reachable.
     m_sincePulseChanged.invalidate();
     m_sincePulseChecked.invalidate();
@@ -368,11 +367,9 @@ void NodeWorker::poll() {
         return;
     }
     try {
+        const qint64 passBegan = QDateTime::currentMSecsSinceEpoch();
         const bool drainedNow = pollOnce();
-        if (!m_caughtUp) {
-            m_caughtUp = true;
-            emit caughtUp(m_node);
-        }
+        m_copiedUntilMs.store(passBegan, std::memory_order_relaxed);
         if (drainedNow) {
             m_drained = true;
             m_pollTimer->stop();

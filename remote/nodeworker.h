@@ -13,6 +13,8 @@
 #include <QStringList>
 #include <QVector>
 
+#include <atomic>
+#include <limits>
 #include <memory>
 #include <optional>
 
@@ -93,6 +95,15 @@ public:
     NodeWorker(int nodeIndex, std::unique_ptr<Transport> transport, NodeWorkerOptions options = {});
     ~NodeWorker() override;
 
+    // How far this machine's copy of the node's files is known to be current (Unix seconds): when the last pass
+    // that read them all began. It stands still while a pass cannot finish (the link is down, a capture holds the
+    // node) and until the first pass after (re)connecting: the ranks' stillness past it is the copy's, not
+    // theirs. -infinity before the first pass. Safe to call from any thread.
+    [[nodiscard]] double copiedUntil() const {
+        const qint64 ms = m_copiedUntilMs.load(std::memory_order_relaxed);
+        return ms == kNotCopied ? -std::numeric_limits<double>::infinity() : static_cast<double>(ms) / 1000.0;
+    }
+
 public slots:
     // Connects, deploys, checks the master port and writes the run directory's files, then says `prepared`:
     // no rank runs yet. The engine starts every node's ranks (start) once each node is prepared, so that a node
@@ -128,9 +139,6 @@ signals:
     void linkLost(int node, const QString& message);
     void linkRestored(int node);
     void drained(int node); // every rank ended and every byte of its files was delivered
-    // The first pass after following began (a launch, an attach, a reconnect) delivered every byte the node had:
-    // what the engine knows of the node's ranks is current from here on.
-    void caughtUp(int node);
     void stopped(int node, int processesLeft, const QString& detail);
     void stacksCaptured(int node, int job, const QVector<rankscope::remote::RankStackCapture>& captures);
     void kernelLogRead(int node, int job, const rankscope::KernelLogCapture& capture);
@@ -177,7 +185,8 @@ private:
     QString m_mode;              // the prepared run's, for start
     bool m_runStarted = false;   // launched, or attached: the run directory has a supervisor to stop
     bool m_launchFailed = false; // said `failed` while preparing or starting: the engine counts it stopped
-    bool m_caughtUp = false; // since following (re)started
+    static constexpr qint64 kNotCopied = std::numeric_limits<qint64>::min();
+    std::atomic<qint64> m_copiedUntilMs{kNotCopied}; // copiedUntil(), in ms
     bool m_shuttingDown = false;
 };
 

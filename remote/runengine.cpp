@@ -164,20 +164,10 @@ NodeWorker* RunEngine::startWorker(int node, std::unique_ptr<Transport> transpor
     connect(worker, &NodeWorker::drained, this, &RunEngine::onDrained);
     connect(worker, &NodeWorker::stopped, this, &RunEngine::onStopped);
     connect(worker, &NodeWorker::stacksCaptured, this, &RunEngine::onStacksCaptured);
-    // What is known of a node's ranks stops where its link went down, until the node is caught up again: their
-    // stillness meanwhile is the link's, no hang.
-    connect(worker, &NodeWorker::linkLost, this, [this](int n, const QString& message) {
-        const double now = static_cast<double>(QDateTime::currentMSecsSinceEpoch()) / 1000.0;
-        for (const int rank : m_record.nodes.value(n).ranks)
-            m_diagnostics.setRankKnownUntil(rank, std::min(now, m_diagnostics.rankKnownUntil(rank)));
-        emit linkLost(n, m_record.nodes.value(n).host, message);
-    });
+    connect(worker, &NodeWorker::linkLost, this,
+            [this](int n, const QString& message) { emit linkLost(n, m_record.nodes.value(n).host, message); });
     connect(worker, &NodeWorker::linkRestored, this,
             [this](int n) { emit linkRestored(n, m_record.nodes.value(n).host); });
-    connect(worker, &NodeWorker::caughtUp, this, [this](int n) {
-        for (const int rank : m_record.nodes.value(n).ranks)
-            m_diagnostics.setRankKnownUntil(rank, std::numeric_limits<double>::infinity());
-    });
     thread->start();
     m_threads.append(thread);
     m_workers.append(worker);
@@ -370,11 +360,6 @@ bool RunEngine::attach(const QString& runId, QString* error) {
     chooseStreamsToRead();
     startDiagnosis();
     replayStored();
-    // This machine's copy of each rank stops where the run was last followed: until its node is caught up, that
-    // copy's stillness is no hang (nor a reason to stop the ranks in gdb for their stacks).
-    for (const RunNodeRecord& node : std::as_const(m_record.nodes))
-        for (const int rank : node.ranks)
-            m_diagnostics.setRankKnownUntil(rank, -std::numeric_limits<double>::infinity());
     for (int i = 0; i < m_record.nodes.size(); ++i) {
         const RunNodeRecord& node = m_record.nodes[i];
         NodeSpec spec;
@@ -496,6 +481,13 @@ void RunEngine::checkNccl(double now, bool force) {
 }
 
 void RunEngine::diagnose(double now) {
+    // Each node's ranks are known as far as this machine's copy of the node goes: a link that is down (before SSH
+    // gives up on it), a node not caught up since an attach or a reconnect. Their stillness past it is the copy's,
+    // no hang (nor a reason to stop the ranks in gdb for their stacks).
+    for (int node = 0; node < m_workers.size(); ++node)
+        if (const NodeWorker* worker = m_workers[node])
+            for (const int rank : m_record.nodes.value(node).ranks)
+                m_diagnostics.setRankKnownUntil(rank, worker->copiedUntil());
     checkNccl(now, m_finished);
     m_diagnostics.setEndingSince(endingSince()); // no hang is made of the ranks' stillness while they are ended
     QVector<Diagnosis> changed = m_diagnostics.update(now);

@@ -124,16 +124,25 @@ private slots:
         QVERIFY2(!again.contains("uploading") && !again.contains("building"), again.constData());
     }
 
+    // The cut node's ranks fall silent at once, while SSH takes seconds to give up on the link: their silence is
+    // the copy's, not a hang of theirs (RunEngine::diagnose reads how far each node's copy goes), with heartbeats
+    // every 0.5 s, so that a hang would be said within a second of the cut.
     void droppedLinkIsNoticedAndCaughtUpWithNothingLost() {
         RunStore store(m_dir.filePath(QStringLiteral("store-link")));
         remote::RunEngine engine(&store, options());
         narrate(engine);
         QSignalSpy events(&engine, &remote::RunEngine::events);
+        QSignalSpy diagnoses(&engine, &remote::RunEngine::diagnoses);
         QSignalSpy lost(&engine, &remote::RunEngine::linkLost);
         QSignalSpy restored(&engine, &remote::RunEngine::linkRestored);
         QSignalSpy finished(&engine, &remote::RunEngine::finished);
+        QJsonObject training = trainer(120, 100);
+        QJsonArray extra = training.value(QStringLiteral("extra_args")).toArray();
+        extra << "--heartbeat-s"
+              << "0.5";
+        training.insert(QStringLiteral("extra_args"), extra);
         QString error;
-        QVERIFY2(engine.launch(jobFrom(job(QStringLiteral("link"), QStringLiteral("binary"), trainer(120, 100))),
+        QVERIFY2(engine.launch(jobFrom(job(QStringLiteral("link"), QStringLiteral("binary"), training)),
                                RunMode::Submit, &error),
                  qPrintable(error));
         QTRY_VERIFY_WITH_TIMEOUT(steppedTo(events, 1, 5), 60000);
@@ -146,6 +155,8 @@ private slots:
         QCOMPARE(lost.front().at(1).toString(), m_nodes.nodeAddress(1));
         QVERIFY2(noticedMs <= 10000, qPrintable(QStringLiteral("dead link noticed after %1 ms").arg(noticedMs)));
         QVERIFY(m_nodes.setLinkUp(1, true, &error));
+        for (const Diagnosis& hang : collected(diagnoses, DiagnosisKind::Hang))
+            QFAIL(qPrintable(QStringLiteral("a hang while node 1 could not be read: ") + hang.message));
         QTRY_VERIFY_WITH_TIMEOUT(!restored.isEmpty(), 30000);
 
         QTRY_VERIFY_WITH_TIMEOUT(!finished.isEmpty(), 180000);
