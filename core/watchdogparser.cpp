@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "core/watchdogparser.h"
 
+#include "core/ranklist.h"
+
 #include <algorithm>
 #include <limits>
 
@@ -321,23 +323,11 @@ void WatchdogLogParser::takeDesyncLine(const LogLine& line) {
     const QByteArrayView text = trimmedBlanks(line.text);
     if (text.startsWith('[') && containsBytes(text, "] ")) {
         addError(line, QByteArray("desync: ") + text.toByteArray());
-        // "[7]" or "[1, 3]": whole numbers only, else no rank is taken of it.
+        // "[7]" or "[1, 3]": a list of ranks, else no rank is taken of it.
         DesyncBlame blame;
-        QByteArrayView list = text.sliced(1, text.indexOf(']') - 1);
-        while (!list.isEmpty()) {
-            const qsizetype comma = list.indexOf(',');
-            const QByteArrayView number = trimmedBlanks(comma < 0 ? list : list.first(comma));
-            list = comma < 0 ? QByteArrayView() : list.sliced(comma + 1);
-            const bool ok = !number.isEmpty() && number.size() <= 9 &&
-                            std::all_of(number.begin(), number.end(), [](char c) { return c >= '0' && c <= '9'; });
-            int rank = 0;
-            for (const char c : ok ? number : QByteArrayView())
-                rank = rank * 10 + (c - '0'); // at most 9 digits: no overflow
-            if (!ok) {
-                blame.ranks.clear();
-                break;
-            }
-            blame.ranks.append(rank);
+        if (const auto ranks = parseRankList(QString::fromUtf8(text.sliced(1, text.indexOf(']') - 1)))) {
+            blame.ranks = QVector<int>(ranks->cbegin(), ranks->cend());
+            std::sort(blame.ranks.begin(), blame.ranks.end());
         }
         if (!blame.ranks.isEmpty()) {
             blame.text = QString::fromUtf8(text);

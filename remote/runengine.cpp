@@ -484,9 +484,9 @@ void RunEngine::diagnose(double now) {
     // Each node's ranks are known as far as this machine's copy of the node goes: a link that is down (before SSH
     // gives up on it), a node not caught up since an attach or a reconnect. Their stillness past it is the copy's,
     // no hang (nor a reason to stop the ranks in gdb for their stacks).
-    for (int node = 0; node < m_workers.size(); ++node)
+    for (int node = 0; node < std::min(m_workers.size(), m_record.nodes.size()); ++node)
         if (const NodeWorker* worker = m_workers[node])
-            for (const int rank : m_record.nodes.value(node).ranks)
+            for (const int rank : m_record.nodes[node].ranks)
                 m_diagnostics.setRankKnownUntil(rank, worker->copiedUntil());
     checkNccl(now, m_finished);
     m_diagnostics.setEndingSince(endingSince()); // no hang is made of the ranks' stillness while they are ended

@@ -72,6 +72,15 @@ TrainerEvent step(int rank, double time, int step) {
     return decoded(json.constData());
 }
 
+// Ranks 0 to `ranks` - 1 stepping together, one step a second from 1001.0, `steps` steps.
+QVector<TrainerEvent> lockstep(int ranks, int steps) {
+    QVector<TrainerEvent> events;
+    for (int i = 1; i <= steps; ++i)
+        for (int rank = 0; rank < ranks; ++rank)
+            events.append(step(rank, 1000.0 + i, i));
+    return events;
+}
+
 } // namespace
 
 class TestRankStatus final : public QObject {
@@ -192,10 +201,7 @@ private Q_SLOTS:
     // finds (compute time against the others'), never a rate rule of the grid's own.
     void stragglerFindingMakesItsRankSlow() {
         RankStatusTracker tracker;
-        QVector<TrainerEvent> events;
-        for (int i = 1; i <= 20; ++i)
-            for (int rank = 0; rank < 4; ++rank)
-                events.append(step(rank, 1000.0 + i, i));
+        const QVector<TrainerEvent> events = lockstep(4, 20);
         tracker.addEvents(events);
         for (int rank = 0; rank < 4; ++rank)
             QCOMPARE(tracker.rank(rank)->state, RankLiveState::Running);
@@ -219,10 +225,7 @@ private Q_SLOTS:
     // still says which rank the others waited for. Resolved before the end, it leaves nothing behind.
     void finishedStragglerKeepsItsFinding() {
         RankStatusTracker tracker;
-        QVector<TrainerEvent> events;
-        for (int i = 1; i <= 5; ++i)
-            for (int rank = 0; rank < 2; ++rank)
-                events.append(step(rank, 1000.0 + i, i));
+        const QVector<TrainerEvent> events = lockstep(2, 5);
         tracker.addEvents(events);
         Diagnosis straggler{DiagnosisKind::Straggler,
                             QStringLiteral("straggler:1"),
@@ -250,10 +253,7 @@ private Q_SLOTS:
     // others'. A hang of that rank says what happens now, and wins while it stands; the agreeing ranks keep theirs.
     void divergedReplicaReadsDivergedToTheEnd() {
         RankStatusTracker tracker;
-        QVector<TrainerEvent> events;
-        for (int i = 1; i <= 6; ++i)
-            for (int rank = 0; rank < 3; ++rank)
-                events.append(step(rank, 1000.0 + i, i));
+        const QVector<TrainerEvent> events = lockstep(3, 6);
         tracker.addEvents(events);
         const Diagnosis check{DiagnosisKind::Divergence,
                               QStringLiteral("divergence:check"),
