@@ -9,11 +9,19 @@
 
 namespace rankscope {
 
+bool failedOnItsOwn(const RankExit& exit, const ErrorEvent* error, const QString& lastStderrLine) {
+    static const QStringList consequences = {QStringLiteral("collective"), QStringLiteral("rendezvous"),
+                                             QStringLiteral("terminated")};
+    if (error)
+        return !consequences.contains(error->kind);
+    if (exit.status == kLostExitStatus || (exit.signal() != 0 && exit.signal() != 15))
+        return true;
+    return !lastStderrLine.isEmpty() && exit.signal() == 0; // ended by itself, saying why
+}
+
 std::optional<FirstFailure> findFirstFailure(const QMap<int, RankExit>& exits,
                                              const QHash<int, ErrorEvent>& firstErrors,
                                              const QHash<int, QString>& lastStderrLines, const QDateTime& teardownAt) {
-    static const QStringList consequences = {QStringLiteral("collective"), QStringLiteral("rendezvous"),
-                                             QStringLiteral("terminated")};
     struct Candidate {
         int rank = -1;
         QDateTime time;
@@ -31,16 +39,13 @@ std::optional<FirstFailure> findFirstFailure(const QMap<int, RankExit>& exits,
         const QDateTime failedAt = hasError ? std::min(error->time, exit.seenAt) : exit.seenAt;
         if (teardownAt.isValid() && failedAt >= teardownAt)
             continue;
-        Candidate candidate{it.key(), exit.seenAt,
-                            exit.status == kLostExitStatus || (exit.signal() != 0 && exit.signal() != 15),
+        const QString said = lastStderrLines.value(it.key());
+        Candidate candidate{it.key(), exit.seenAt, failedOnItsOwn(exit, hasError ? &*error : nullptr, said),
                             describeExitStatus(exit.status)};
-        if (const QString said = lastStderrLines.value(it.key()); !said.isEmpty() && exit.signal() == 0) {
-            candidate.primary = true; // ended by itself, saying why
+        if (!said.isEmpty() && exit.signal() == 0)
             candidate.cause += QStringLiteral(" (its last words: %1)").arg(said);
-        }
         if (hasError) {
             candidate.time = error->time;
-            candidate.primary = !consequences.contains(error->kind);
             candidate.cause = QStringLiteral("%1 (%2: %3)")
                                   .arg(describeExitStatus(exit.status), error->kind, error->message.left(200));
         }
@@ -53,7 +58,7 @@ std::optional<FirstFailure> findFirstFailure(const QMap<int, RankExit>& exits,
     }
     if (best.rank < 0)
         return std::nullopt;
-    FirstFailure first{best.rank, best.cause, {}};
+    FirstFailure first{best.rank, best.cause, {}, best.primary};
     if (best.primary) {
         for (const Candidate& other : std::as_const(primaries))
             if (other.rank != best.rank && other.cause == best.cause)

@@ -26,7 +26,13 @@ struct FirstFailure {
     // Other ranks that failed on their own with exactly this cause, in rank order: a setting or input they share
     // (missing data, a bad flag), where which of them came first by milliseconds says nothing.
     QVector<int> alike;
+    bool onItsOwn = false; // failedOnItsOwn; false: no rank did, and the earliest consequence is named
 };
+
+// Whether a rank's non-zero end was its own failure: a lost node, a signal other than the teardown's SIGTERM, its
+// own error of a kind that is no consequence, or last words on stderr with no signal. Not so: a collective,
+// rendezvous or termination error, a SIGTERM, or an exit that said nothing; what a peer's failure causes.
+[[nodiscard]] bool failedOnItsOwn(const RankExit& exit, const ErrorEvent* error, const QString& lastStderrLine);
 
 // Which rank failed first. Not simply whose exit was seen first: when one rank dies, its peers fail in their
 // next collective within milliseconds, sometimes before the culprit's exit is recorded. A rank that failed on

@@ -106,23 +106,24 @@ void RankStatusTracker::apply(const TrainerEvent& event) {
     case TrainerEventType::End:
         if (event.string(schema::end::kStatus) == jsonKey(schema::status::kOk)) {
             history.finished = true;
-        } else if (!history.failed && history.terminated.isEmpty()) {
-            history.failed = history.failedInWords = true;
-            status.reason = QStringLiteral("ended with status error");
+        } else if (history.said.isEmpty() && history.terminated.isEmpty()) {
+            history.said = QStringLiteral("ended with status error");
+            settle(status, history);
         }
         break;
     case TrainerEventType::Error: {
-        if (!event.boolean(schema::error::kFatal, true) || history.failed)
+        if (!event.boolean(schema::error::kFatal, true) || !history.said.isEmpty())
             break;
         const QString kind = event.string(schema::error::kKind);
         const QString said = kind + QStringLiteral(": ") + event.string(schema::error::kMessage);
         if (kind == jsonKey(schema::error_kind::kTerminated)) {
             // Told to stop (SIGTERM, SIGINT): its exit decides whether that was the teardown or a failure.
-            history.terminated = said;
+            if (history.terminated.isEmpty())
+                history.terminated = said;
             break;
         }
-        history.failed = history.failedInWords = true;
-        status.reason = said;
+        history.said = said;
+        settle(status, history);
         break;
     }
     case TrainerEventType::Eval:
@@ -166,28 +167,42 @@ void RankStatusTracker::rankExited(int rank, int exitStatus, const QString& host
     RankLiveStatus& status = ensure(rank);
     History& history = m_history[rank];
     status.exitStatus = exitStatus;
+    history.exitStopped = stopped;
     if (status.host.isEmpty())
         status.host = host;
+    if (exitStatus == 0)
+        history.finished = true;
+    settle(status, history);
+    update(m_newestTime);
+}
+
+// From what the rank said and how it ended, in whichever order they came (its last error event may be read after
+// its exit), and again when the engine judges its end again.
+void RankStatusTracker::settle(RankLiveStatus& status, History& history) {
+    history.stopped = false;
+    history.failed = !history.said.isEmpty();
+    if (history.failed)
+        status.reason = history.said;
+    if (!status.exitStatus || *status.exitStatus == 0)
+        return;
+    const int exitStatus = *status.exitStatus;
     const QString how = history.terminated.isEmpty() ? describeExitStatus(exitStatus) : history.terminated;
-    if (stopped && exitStatus != 0 && exitStatus != kLostExitStatus) {
-        // The engine judged this end the teardown's (its own error, if any, came after the teardown began): an
-        // error it reported on the way, such as a collective whose peer the teardown had ended, is part of that.
-        if (!history.finished && (!history.failed || history.failedInWords)) {
-            const QString said = history.failed ? status.reason : how;
-            history.failed = history.failedInWords = false;
+    if (history.exitStopped && exitStatus != kLostExitStatus) {
+        // The engine judged this end the teardown's, or a consequence of the run's first failure (a collective
+        // whose peer had died): an error it reported on the way is part of that.
+        if (!history.finished) {
+            history.failed = false;
             history.stopped = true;
-            status.reason = QStringLiteral("stopped by the teardown: %1").arg(said);
+            status.reason =
+                QStringLiteral("stopped by the teardown: %1").arg(history.said.isEmpty() ? how : history.said);
         }
     } else if (exitStatus == kLostExitStatus) {
         if (!history.failed && !history.finished)
             status.reason = describeExitStatus(exitStatus);
-    } else if (exitStatus != 0 && !history.failed) {
+    } else if (!history.failed) {
         history.failed = true; // a SIGTERM from anyone but the teardown is a failure
         status.reason = how;
-    } else if (exitStatus == 0) {
-        history.finished = true;
     }
-    update(m_newestTime);
 }
 
 std::optional<double> RankStatusTracker::rateAt(const History& history, double now) const {

@@ -74,7 +74,8 @@ public:
     // The host of each rank's node as the job names it (RunRecord::rankHosts), which the diagnoses and the logs
     // also name: it wins over the host name a rank reports in its start event, kept for ranks not listed here.
     void setRankHosts(const QHash<int, QString>& hosts);
-    // `stopped`: the teardown ended it (RankExit::stopped).
+    // `stopped`: the teardown ended it (RankExit::stopped). Called again for the same rank when the engine judges
+    // its end again (RunEngine::rankExitJudged).
     void rankExited(int rank, int status, const QString& host = {}, bool stopped = false);
     // New or changed findings (RunDiagnostics' output, or the engine's diagnoses signal); a resolved one lifts
     // the state it caused. Returns the ranks whose state changed.
@@ -97,15 +98,17 @@ private:
         qint64 collectiveStarted = -1;
         qint64 collectiveFinished = -1;
         bool failed = false;
-        bool failedInWords = false; // failed by its own error or end event, not (yet) by an exit status
         bool finished = false;
         bool stopped = false;
+        bool exitStopped = false; // its exit, judged the teardown's (RankExit::stopped)
+        QString said;             // why it failed in its own words: its first fatal error, or an end with status error
         QString terminated; // "terminated: SIGTERM received at …", the rank's own word that it was told to stop
     };
 
     void apply(const TrainerEvent& event);
     void applyHeartbeat(const TrainerEvent& event, RankLiveStatus& status, History& history);
     void applyStep(const TrainerEvent& event, RankLiveStatus& status, History& history);
+    static void settle(RankLiveStatus& status, History& history); // failed or stopped, and why
     RankLiveStatus& ensure(int rank);
     [[nodiscard]] RankLiveState evaluate(const RankLiveStatus& status, const History& history,
                                          const Diagnosis** finding) const;

@@ -192,6 +192,7 @@ void RunEngine::reset() {
     ++m_stackJob; // results of an earlier run's capture are dropped
     m_kernelLogs->reset();
     m_firstErrors.clear();
+    m_firstFailedOnItsOwn = false;
     m_lastStderrLine.clear();
     m_watchdogs.clear();
     m_watchNccl = false;
@@ -749,7 +750,8 @@ void RunEngine::onRankExited(int /*node*/, int rank, int status, double unixTime
     if (status != 0)
         noticeStopRequest();
     const bool genuine = status != 0 && !m_stopRequested && (!m_tearingDown || when < m_teardownAt);
-    const bool stopped = endedByTeardown(rank, RankExit{status, when});
+    const bool stopped =
+        endedByTeardown(rank, RankExit{status, when}) || consequenceOfFirstFailure(rank, RankExit{status, when});
     m_record.exits.insert(rank, RankExit{status, when, stopped});
     m_diagnostics.rankExited(rank, status);
     emit rankExited(rank, hostOfRank(rank), status, stopped);
@@ -759,7 +761,7 @@ void RunEngine::onRankExited(int /*node*/, int rank, int status, double unixTime
         // Before the teardown, which the worker runs after it: the node's kernel log as the death left it.
         m_kernelLogs->rankDied(m_record, rank, status, m_firstErrors.contains(rank),
                                m_workers.value(m_record.nodeOfRank(rank)));
-        noteFailure();
+        judgeExits(false); // the first failure, which may be this rank, of peers whose ends were seen first
         // The peers of a failed rank fail in their next collective when it died, but one that is stuck (hung, in a
         // debugger's day-long collectives, or in a NCCL kernel that never learns of the death) would wait for the
         // collective timeout, 30 minutes by default, or forever, with the run's root cause unsaid: end them, in a
@@ -807,6 +809,31 @@ bool RunEngine::erredBefore(int rank, const QDateTime& time) const {
     return error != m_firstErrors.cend() && time.isValid() && error->time < time;
 }
 
+// The teardown begins when the engine reads the culprit's exit, tens of milliseconds after its death, while its
+// peers' collectives fail at once and its node's supervisor ends the node's other ranks at once: whether such a
+// peer erred before the teardown or after it is a race, which is not what makes it a failure or not.
+bool RunEngine::consequenceOfFirstFailure(int rank, const RankExit& exit) const {
+    if (!m_firstFailedOnItsOwn || m_record.firstFailedRank < 0 || rank == m_record.firstFailedRank || exit.status == 0)
+        return false;
+    const auto error = m_firstErrors.constFind(rank);
+    return !failedOnItsOwn(exit, error != m_firstErrors.cend() ? &*error : nullptr, m_lastStderrLine.value(rank));
+}
+
+void RunEngine::judgeExits(bool final) {
+    QHash<int, bool> before;
+    for (auto it = m_record.exits.begin(); it != m_record.exits.end(); ++it) {
+        before.insert(it.key(), it->stopped);
+        if (final && it->stopped && erredBefore(it.key(), endsFrom()))
+            it->stopped = false; // a culprit, which noteFailure must see
+    }
+    noteFailure();
+    for (auto it = m_record.exits.begin(); it != m_record.exits.end(); ++it) {
+        it->stopped = it->stopped || consequenceOfFirstFailure(it.key(), *it);
+        if (it->stopped != before.value(it.key()))
+            emit rankExitJudged(it.key(), hostOfRank(it.key()), it->status, it->stopped);
+    }
+}
+
 void RunEngine::noteFailure() {
     const std::optional<FirstFailure> first =
         findFirstFailure(m_record.exits, m_firstErrors, m_lastStderrLine, endsFrom());
@@ -814,6 +841,7 @@ void RunEngine::noteFailure() {
         return;
     m_record.firstFailedRank = first->rank;
     m_record.failedAlike = first->alike;
+    m_firstFailedOnItsOwn = first->onItsOwn;
     m_record.summary = describeFirstFailure(*first, hostOfRank(first->rank), m_record.worldSize);
 }
 
@@ -882,11 +910,7 @@ void RunEngine::onDrained(int node) {
     if (m_kernelLogs->pending())
         return; // finish once the kernel logs asked for are in (bounded: the worker's read has a timeout)
     noticeStopRequest();
-    // Every error event is in now: a rank whose own error came before the teardown, but whose exit was read after
-    // it began, failed by itself.
-    for (auto it = m_record.exits.begin(); it != m_record.exits.end(); ++it)
-        if (it->stopped && erredBefore(it.key(), endsFrom()))
-            it->stopped = false;
+    judgeExits(true); // every error event is in now
     QString state = QStringLiteral("finished");
     const bool anyFailed = std::any_of(m_record.exits.begin(), m_record.exits.end(),
                                        [](const RankExit& exit) { return exit.status != 0 && !exit.stopped; });
@@ -894,7 +918,6 @@ void RunEngine::onDrained(int node) {
     const bool everyRankDone = m_record.worldSize > 0 && m_record.exits.size() == m_record.worldSize &&
                                std::all_of(m_record.exits.begin(), m_record.exits.end(),
                                            [](const RankExit& exit) { return exit.status == 0; });
-    noteFailure(); // every error event is in now
     if (m_launchFailed || m_record.firstFailedRank >= 0)
         state = QStringLiteral("failed");
     else if (m_stopRequested && !everyRankDone)

@@ -112,6 +112,9 @@ signals:
     void decodeErrors(int rank, const QVector<rankscope::DecodeError>& errors);
     // `stopped`: the teardown ended it (RankExit::stopped), which is no failure.
     void rankExited(int rank, const QString& host, int status, bool stopped);
+    // The same end judged again with what was learnt since (judgeExits): its `stopped` changed. A front end showing
+    // the ranks' states takes it as rankExited; one printing ends as they happen has nothing new to print.
+    void rankExitJudged(int rank, const QString& host, int status, bool stopped);
     // A node's GPU readings (nvidia-smi, about one per GPU per second), `node` set to the node's name.
     void gpuSamples(int node, const QString& host, const QVector<rankscope::GpuSample>& samples);
     // Why a node that should sample its GPUs does not (the sampler's stderr, a line at a time: no nvidia-smi on
@@ -175,6 +178,13 @@ private:
     // whose own error came before it (a culprit whose exit is seen late still failed).
     [[nodiscard]] bool endedByTeardown(int rank, const RankExit& exit) const;
     [[nodiscard]] bool erredBefore(int rank, const QDateTime& time) const; // its first error event, if any
+    // A rank that failed only as a consequence (failedOnItsOwn is false: its collective failed with a dead peer, its
+    // node's supervisor ended it) of the rank that failed first on its own: ended by that failure, not by itself.
+    [[nodiscard]] bool consequenceOfFirstFailure(int rank, const RankExit& exit) const;
+    // Judges the ended ranks again (RankExit::stopped), emitting rankExitJudged for each that changed: the
+    // consequences of the first failure are stopped, once it is known; with `final` (every error event is in), a
+    // rank whose own error came before the teardown, but whose exit was read after it began, failed by itself.
+    void judgeExits(bool final);
     void checkNccl(double now, bool force); // network findings from the ranks' NCCL lines, at most once a second
     void finish(const QString& state);
     void saveRecord();
@@ -195,6 +205,7 @@ private:
     QHash<int, QString> m_lastStderrLine; // what a rank that dies without an error event said last
     std::map<int, WatchdogLogParser> m_watchdogs; // by rank: its stderr, where PyTorch's NCCL watchdog writes
     QHash<int, ErrorEvent> m_firstErrors; // the first fatal error event of each rank
+    bool m_firstFailedOnItsOwn = false;   // FirstFailure::onItsOwn of m_record.firstFailedRank
     RunDiagnostics m_diagnostics;
     bool m_watchNccl = false; // NCCL's lines on the ranks' stdout are read (not a Gloo job without NCCL_DEBUG)
     NcclNetworkWatch m_nccl;

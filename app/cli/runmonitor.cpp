@@ -19,6 +19,16 @@ QString bar(double fraction, int width) {
     return QString(filled, QChar(0x2588)) + QString(width - filled, QChar(0x2591));
 }
 
+// How a rank ended, and whether the run's end ended it (a stop, the teardown, its peer's failure): the grid's
+// "stopped", where the one or few ranks that failed by themselves are what to look at.
+QString exitCell(const RunRecord& record, int rank) {
+    const auto exit = record.exits.constFind(rank);
+    if (exit == record.exits.cend())
+        return QStringLiteral("?");
+    const QString status = shortExitStatus(exit->status);
+    return exit->stopped ? status + QStringLiteral(", stopped") : status;
+}
+
 } // namespace
 
 QString lastLinesBlock(const Diagnosis& diagnosis, const QString& runId) {
@@ -217,8 +227,7 @@ void RunMonitor::printSummary(const RunRecord& record) {
         rows.append({QString::number(rank), m_engine->hostOfRank(rank), number(state ? state->loss : std::nullopt, 4),
                      number(state ? state->valAccuracy : std::nullopt, 4),
                      number(state ? state->endImagesPerSec : std::nullopt, 1),
-                     number(state ? state->wallSeconds : std::nullopt, 1),
-                     record.exits.contains(rank) ? shortExitStatus(record.exits[rank].status) : QStringLiteral("?")});
+                     number(state ? state->wallSeconds : std::nullopt, 1), exitCell(record, rank)});
     }
     // Columns as wide as their cells: a long host name does not push the rest out of line.
     std::fputs(qPrintable(formatTable(rows, {Align::Right, Align::Left, Align::Right, Align::Right, Align::Right,

@@ -10,11 +10,12 @@ RunSession::RunSession(RunStore* store, remote::EngineOptions options, QObject* 
     connect(m_engine, &remote::RunEngine::events, this, &RunSession::events);
     connect(m_engine, &remote::RunEngine::logLines, this,
             [this](const QVector<RankLogLine>& lines) { m_pendingLines += lines; });
-    connect(m_engine, &remote::RunEngine::rankExited, this,
-            [this](int rank, const QString& host, int status, bool stopped) {
-                flush(); // the lines a rank wrote before it ended come before its end
-                emit rankExited(rank, host, status, stopped);
-            });
+    const auto exited = [this](int rank, const QString& host, int status, bool stopped) {
+        flush(); // the lines a rank wrote before it ended come before its end
+        emit rankExited(rank, host, status, stopped);
+    };
+    connect(m_engine, &remote::RunEngine::rankExited, this, exited);
+    connect(m_engine, &remote::RunEngine::rankExitJudged, this, exited); // the grid's state follows the judgement
     connect(m_engine, &remote::RunEngine::diagnoses, this, &RunSession::diagnoses);
     connect(m_engine, &remote::RunEngine::stacksCaptured, this, &RunSession::stacksCaptured);
     connect(m_engine, &remote::RunEngine::stacksError, this, &RunSession::stacksError);

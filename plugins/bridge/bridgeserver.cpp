@@ -545,13 +545,14 @@ BridgeServer::Run* BridgeServer::track(remote::RunEngine* engine, std::unique_pt
                                                      {"line", line.lineNumber},
                                                      {"text", line.text}});
     });
-    connect(engine, &RunEngine::rankExited, this,
-            [this, run, knowHosts](int rank, const QString& host, int status, bool stopped) {
-                scheduleFlush();
-                knowHosts();
-                run->tracker.rankExited(rank, status, host, stopped);
-                run->changedRanks.insert(rank);
-            });
+    const auto exited = [this, run, knowHosts](int rank, const QString& host, int status, bool stopped) {
+        scheduleFlush();
+        knowHosts();
+        run->tracker.rankExited(rank, status, host, stopped);
+        run->changedRanks.insert(rank);
+    };
+    connect(engine, &RunEngine::rankExited, this, exited);
+    connect(engine, &RunEngine::rankExitJudged, this, exited);
     connect(engine, &RunEngine::diagnoses, this, [this, run](const QVector<Diagnosis>& found) {
         scheduleFlush();
         for (const Diagnosis& diagnosis : found) {

@@ -31,6 +31,40 @@ private slots:
         QVERIFY2(first->cause.contains(QStringLiteral("injected: at step 3")), qPrintable(first->cause));
     }
 
+    // What makes a failure a rank's own, and what only a consequence of another's (RunEngine then reads the
+    // consequences of a culprit as stopped): the culprit found says which it is.
+    void whatFailedOnItsOwn_data() {
+        QTest::addColumn<int>("status");
+        QTest::addColumn<QString>("errorKind"); // empty: no error event
+        QTest::addColumn<QString>("lastWords");
+        QTest::addColumn<bool>("onItsOwn");
+        QTest::newRow("SIGKILL, nothing said") << 137 << QString() << QString() << true;
+        QTest::newRow("lost node") << kLostExitStatus << QString() << QString() << true;
+        QTest::newRow("SIGTERM, nothing said") << 143 << QString() << QString() << false;
+        QTest::newRow("SIGTERM, told so") << 143 << QStringLiteral("terminated") << QString() << false;
+        QTest::newRow("collective error") << 1 << QStringLiteral("collective") << QString() << false;
+        QTest::newRow("rendezvous error") << 1 << QStringLiteral("rendezvous") << QString() << false;
+        QTest::newRow("its own error") << 1 << QStringLiteral("injected") << QString() << true;
+        QTest::newRow("its own error, then SIGABRT") << 134 << QStringLiteral("data") << QString() << true;
+        QTest::newRow("exit 1 with last words") << 1 << QString() << QStringLiteral("Traceback") << true;
+        QTest::newRow("exit 1, nothing said") << 1 << QString() << QString() << false;
+    }
+    void whatFailedOnItsOwn() {
+        QFETCH(int, status);
+        QFETCH(QString, errorKind);
+        QFETCH(QString, lastWords);
+        QFETCH(bool, onItsOwn);
+        const RankExit exit{status, at(50)};
+        const ErrorEvent error{at(40), errorKind, QStringLiteral("what it said")};
+        QCOMPARE(failedOnItsOwn(exit, errorKind.isEmpty() ? nullptr : &error, lastWords), onItsOwn);
+        QHash<int, ErrorEvent> errors;
+        if (!errorKind.isEmpty())
+            errors.insert(0, error);
+        const auto first = findFirstFailure({{0, exit}}, errors, {{0, lastWords}});
+        QVERIFY(first);
+        QCOMPARE(first->onItsOwn, onItsOwn);
+    }
+
     void aLateExitStillCountsWhenItsErrorCameBeforeTheTeardown() {
         // What CI saw: the peer's exit started the teardown; the culprit's exit was recorded after it began,
         // but its own error event was written before.

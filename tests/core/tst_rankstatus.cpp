@@ -454,7 +454,6 @@ private Q_SLOTS:
         tracker.rankExited(2, 1, QStringLiteral("node-c"));
         tracker.rankExited(0, 143, QStringLiteral("node-a"), true);
         tracker.rankExited(1, 143, QStringLiteral("node-b"), true);
-        tracker.rankExited(2, 143, QStringLiteral("node-c"), true);
         QCOMPARE(tracker.rank(0)->state, RankLiveState::Stopped);
         QCOMPARE(tracker.rank(0)->reason, QStringLiteral("stopped by the teardown: killed by SIGTERM"));
         QVERIFY(tracker.rank(0)->diagnosisKey.isEmpty());
@@ -492,6 +491,52 @@ private Q_SLOTS:
                                R"("message":"gradient all-reduce failed","fatal":true})")});
         own.rankExited(0, 1, QStringLiteral("node-a"));
         QCOMPARE(own.rank(0)->state, RankLiveState::Failed);
+    }
+
+    // The engine judges an end again when it learns more (RunEngine::rankExitJudged: the culprit's exit read after
+    // its peers'): the state follows the newest judgement, either way, with what the rank said.
+    void anEndJudgedAgainFollowsTheJudgement() {
+        const QString collective = QStringLiteral("collective: gradient all-reduce failed: Connection reset by peer");
+        RankStatusTracker tracker;
+        tracker.addEvents({step(0, 10.0, 4), step(1, 10.0, 4)});
+        tracker.addEvents({decoded(R"({"v":"1.0","type":"error","rank":0,"time":11,"kind":"collective",)"
+                                   R"("message":"gradient all-reduce failed: Connection reset by peer","fatal":true})"),
+                           decoded(R"({"v":"1.0","type":"error","rank":1,"time":11,"kind":"terminated",)"
+                                   R"("message":"SIGTERM received at step 5 in phase backward","fatal":true})")});
+        tracker.rankExited(0, 1, QStringLiteral("node-a"));
+        tracker.rankExited(1, 143, QStringLiteral("node-b"));
+        QCOMPARE(tracker.rank(0)->state, RankLiveState::Failed);
+        QCOMPARE(tracker.rank(0)->reason, collective);
+        QCOMPARE(tracker.rank(1)->state, RankLiveState::Failed); // a SIGTERM not the teardown's
+        tracker.rankExited(0, 1, QStringLiteral("node-a"), true);
+        tracker.rankExited(1, 143, QStringLiteral("node-b"), true);
+        QCOMPARE(tracker.rank(0)->state, RankLiveState::Stopped);
+        QCOMPARE(tracker.rank(0)->reason, QStringLiteral("stopped by the teardown: ") + collective);
+        QCOMPARE(tracker.rank(1)->state, RankLiveState::Stopped);
+        QCOMPARE(tracker.rank(1)->reason,
+                 QStringLiteral("stopped by the teardown: terminated: SIGTERM received at step 5 in phase backward"));
+        tracker.rankExited(0, 1, QStringLiteral("node-a"), false); // its own error came first after all
+        QCOMPARE(tracker.rank(0)->state, RankLiveState::Failed);
+        QCOMPARE(tracker.rank(0)->reason, collective);
+    }
+
+    // A rank's last error event may be read after its exit (the node's exits are read first in each pass): a rank
+    // the teardown ended stays stopped, with what it said, and one that failed takes its words as the reason.
+    void anErrorReadAfterTheExitChangesNoVerdict() {
+        RankStatusTracker tracker;
+        tracker.addEvents({step(0, 10.0, 4), step(1, 10.0, 4)});
+        tracker.rankExited(0, 1, QStringLiteral("node-a"), true);
+        tracker.rankExited(1, 1, QStringLiteral("node-b"));
+        QCOMPARE(tracker.rank(1)->reason, describeExitStatus(1));
+        tracker.addEvents({decoded(R"({"v":"1.0","type":"error","rank":0,"time":11,"kind":"collective",)"
+                                   R"("message":"gradient all-reduce failed","fatal":true})"),
+                           decoded(R"({"v":"1.0","type":"error","rank":1,"time":11,"kind":"injected",)"
+                                   R"("message":"injected failure at step 5","fatal":true})")});
+        QCOMPARE(tracker.rank(0)->state, RankLiveState::Stopped);
+        QCOMPARE(tracker.rank(0)->reason,
+                 QStringLiteral("stopped by the teardown: collective: gradient all-reduce failed"));
+        QCOMPARE(tracker.rank(1)->state, RankLiveState::Failed);
+        QCOMPARE(tracker.rank(1)->reason, QStringLiteral("injected: injected failure at step 5"));
     }
 
     // What the trainer says when it is sent SIGTERM (a "terminated" error, then an end with status error) waits

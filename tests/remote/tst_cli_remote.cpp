@@ -6,6 +6,7 @@
 
 #include <QProcess>
 #include <QRandomGenerator>
+#include <QRegularExpression>
 #include <QTemporaryDir>
 
 #include <algorithm>
@@ -323,6 +324,14 @@ private slots:
                      result.out.indexOf("    [err] [rank 1] error: injected failure at step 3 (--fail-at-step)\n",
                                         block) > block,
                  result.out.constData());
+        // The summary's exit column: rank 1 failed; rank 0, ended by its node's supervisor or in its collective with
+        // rank 1, was stopped by that failure.
+        const QString out = QString::fromUtf8(result.out);
+        QVERIFY2(QRegularExpression(QStringLiteral("\\n +1  \\S+ .* exit 1\\n")).match(out).hasMatch(),
+                 qPrintable(out));
+        QVERIFY2(
+            QRegularExpression(QStringLiteral("\\n +0  \\S+ .* (exit 1|SIGTERM), stopped\\n")).match(out).hasMatch(),
+            qPrintable(out));
     }
 
     void ctrlCStopsTheRunOnTheNodes() {

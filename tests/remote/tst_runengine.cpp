@@ -4,6 +4,8 @@
 #include "enginetestutil.h"
 #include "fixtures/sshdfixture.h"
 
+#include "core/rankstatus.h"
+
 #include <QProcess>
 #include <QRandomGenerator>
 #include <QTemporaryDir>
@@ -708,9 +710,64 @@ private slots:
         QCOMPARE(record.state, QStringLiteral("failed"));
         QCOMPARE(record.exits.value(1).status, kLostExitStatus);
         QCOMPARE(record.firstFailedRank, 1);
+        QVERIFY(record.exits.value(0).stopped); // its collective failed with the lost node: no failure of its own
         QVERIFY2(record.summary.startsWith(QLatin1String("rank 1 on ")) &&
                      record.summary.contains(QLatin1String("lost")),
                  qPrintable(record.summary));
+    }
+
+    // One rank killed (SIGKILL, as the OOM killer does) in a submitted run of two nodes over SSH: its node's
+    // supervisor ends its sibling at once (SIGTERM), the other node's ranks fail in their collective with it, and the
+    // engine's teardown comes tens of milliseconds later. Which of these came before the teardown is a race; none is
+    // a failure of its own. The run has one failed rank, the killed one, live as in the store.
+    void oneKilledRankIsTheOnlyOneFailed() {
+        RunStore store(m_dir.filePath(QStringLiteral("store-one-killed")));
+        remote::RunEngine engine(&store, engineOptions());
+        QSignalSpy events(&engine, &remote::RunEngine::events);
+        RankStatusTracker live; // as the grid and the bridge follow it
+        connect(&engine, &remote::RunEngine::rankExited,
+                [&live](int rank, const QString& host, int status, bool stopped) {
+                    live.rankExited(rank, status, host, stopped);
+                });
+        connect(&engine, &remote::RunEngine::rankExitJudged,
+                [&live](int rank, const QString& host, int status, bool stopped) {
+                    live.rankExited(rank, status, host, stopped);
+                });
+        connect(&engine, &remote::RunEngine::events,
+                [&live](const QVector<TrainerEvent>& batch) { live.addEvents(batch); });
+        const QJsonObject job{{"version", 1},
+                              {"name", "one-killed"},
+                              {"deploy", "binary"},
+                              {"master_port", 29600 + QRandomGenerator::global()->bounded(300)},
+                              {"nodes", QJsonArray{loopbackNode("a"), loopbackNode("b")}},
+                              {"trainer", trainerJson(0, {}, 1000)}};
+        QString error;
+        QVERIFY2(engine.launch(jobFrom(job), RunMode::Submit, &error), qPrintable(error));
+        QTRY_VERIFY_WITH_TIMEOUT(steppedTo(events, 3, 20), 60000);
+        QFile pidFile(engine.record().nodes.value(1).runDir + QStringLiteral("/rank3.pid"));
+        QVERIFY2(pidFile.open(QIODevice::ReadOnly), qPrintable(pidFile.fileName()));
+        const pid_t pid = pid_t(pidFile.readAll().trimmed().toInt());
+        QVERIFY(pid > 0);
+        QCOMPARE(::kill(pid, SIGKILL), 0);
+        const RunRecord record = waitForEnd(engine, 60000);
+        QCOMPARE(record.state, QStringLiteral("failed"));
+        QCOMPARE(record.firstFailedRank, 3);
+        QCOMPARE(record.exits.value(3).signal(), SIGKILL);
+        QVERIFY(!record.exits.value(3).stopped);
+        for (int rank = 0; rank < 3; ++rank) {
+            QVERIFY2(record.exits.value(rank).status != 0, qPrintable(QString::number(rank)));
+            QVERIFY2(record.exits.value(rank).stopped,
+                     qPrintable(QStringLiteral("rank %1: %2, %3")
+                                    .arg(rank)
+                                    .arg(describeExitStatus(record.exits.value(rank).status),
+                                         live.rank(rank) ? live.rank(rank)->reason : QString())));
+            QCOMPARE(live.rank(rank)->state, RankLiveState::Stopped);
+        }
+        QCOMPARE(live.rank(3)->state, RankLiveState::Failed);
+        const std::optional<RunRecord> stored = store.load(record.id);
+        QVERIFY(stored);
+        for (int rank = 0; rank < 4; ++rank)
+            QCOMPARE(stored->exits.value(rank).stopped, rank != 3);
     }
 
     // Something listens on the master port already (another run's store): the launch fails before any rank starts,
