@@ -57,9 +57,14 @@ QVector<QPointF> downsample(const QVector<QPointF>& points, double xMin, double 
     const double columnWidth = (xMax - xMin) / pixelColumns;
     const QPointF* const rangeBegin = it;
     while (it != end) {
-        const int column = std::min(int((it->x() - xMin) / columnWidth), pixelColumns - 1);
-        const double columnEnd = column == pixelColumns - 1 ? kInf : xMin + (column + 1) * columnWidth;
-        const QPointF* next = std::lower_bound(it, end, columnEnd, byX);
+        int column = std::min(int((it->x() - xMin) / columnWidth), pixelColumns - 1);
+        const auto endOf = [&](int c) { return c == pixelColumns - 1 ? kInf : xMin + (c + 1) * columnWidth; };
+        // Rounding can put a point on the end of the column its division names (550 / (600 / 132) is
+        // 120.99999999999999, and column 120 ends at 550.0): it starts the next one.
+        while (endOf(column) <= it->x())
+            ++column;
+        // From the point after `it`, which is in this column: the search moves on whatever the input.
+        const QPointF* next = std::lower_bound(it + 1, end, endOf(column), byX);
         appendBucket(out, it, next, it == rangeBegin, next == end);
         it = next;
     }
