@@ -442,10 +442,30 @@ QString stackCaptureError(QByteArrayView out, QByteArrayView err, int exitStatus
         return QStringLiteral("the debugger did not finish in time");
     if (exitStatus == 127)
         return QStringLiteral("no debugger on the node (install gdb or elfutils' eu-stack)");
-    const QString first = QString::fromUtf8(err).trimmed().section(QLatin1Char('\n'), 0, 0);
+    QString first; // the debugger's first word, not the capture command's markers
+    for (const QString& line : QString::fromUtf8(err).split(QLatin1Char('\n'), Qt::SkipEmptyParts))
+        if (!line.startsWith(QLatin1String("rankscope-")) && !(first = line.trimmed()).isEmpty())
+            break;
     return QStringLiteral("no stack in the debugger's output (exit %1%2)")
         .arg(exitStatus)
         .arg(first.isEmpty() ? QString() : QStringLiteral(": ") + first);
+}
+
+QString stackCaptureNote(QByteArrayView err) {
+    const QString said = QString::fromUtf8(err);
+    static const QRegularExpression state(QStringLiteral("rankscope-process-state=(\\S)"));
+    static const QRegularExpression pid(QStringLiteral("rankscope-pid=(\\d+)"));
+    const QString which = state.match(said).captured(1);
+    const QString number = pid.match(said).captured(1);
+    if (which == QLatin1String("T"))
+        return QStringLiteral("its process%1 was stopped by a signal before the capture (state T: SIGSTOP, or SIGTSTP "
+                              "from Ctrl-Z in the terminal that started it), and is left so: kill -CONT %2 resumes it")
+            .arg(number.isEmpty() ? QString() : QStringLiteral(" (pid %1)").arg(number),
+                 number.isEmpty() ? QStringLiteral("PID") : number);
+    if (which == QLatin1String("t"))
+        return QStringLiteral("its process%1 was stopped by a debugger that traces it (state t)")
+            .arg(number.isEmpty() ? QString() : QStringLiteral(" (pid %1)").arg(number));
+    return {};
 }
 
 QString StackNode::label() const {
@@ -496,6 +516,8 @@ QString StackTree::render(bool mainThreadsOnly) const {
     QString out;
     for (const StackNode& child : m_root.children)
         renderNode(child, 0, mainThreadsOnly, out);
+    for (auto it = m_notes.cbegin(); it != m_notes.cend(); ++it)
+        out += QStringLiteral("rank %1: %2\n").arg(it.key()).arg(it.value());
     for (auto it = m_errors.cbegin(); it != m_errors.cend(); ++it)
         out += QStringLiteral("rank %1: no stacks: %2\n").arg(it.key()).arg(it.value());
     return out;
@@ -509,11 +531,20 @@ int StackTree::helperThreads() const {
 }
 
 QJsonObject StackTree::toJson() const {
-    QJsonObject errors;
-    for (auto it = m_errors.cbegin(); it != m_errors.cend(); ++it)
-        errors.insert(QString::number(it.key()), it.value());
-    return QJsonObject{{"version", 1},      {"run", runId},         {"captured_at", capturedAt},
-                       {"tree", nodeToJson(m_root)}, {"errors", errors}};
+    const auto byRank = [](const QMap<int, QString>& messages) {
+        QJsonObject object;
+        for (auto it = messages.cbegin(); it != messages.cend(); ++it)
+            object.insert(QString::number(it.key()), it.value());
+        return object;
+    };
+    QJsonObject tree{{"version", 1},
+                     {"run", runId},
+                     {"captured_at", capturedAt},
+                     {"tree", nodeToJson(m_root)},
+                     {"errors", byRank(m_errors)}};
+    if (!m_notes.isEmpty())
+        tree.insert("notes", byRank(m_notes));
+    return tree;
 }
 
 std::optional<StackTree> StackTree::fromJson(const QJsonObject& object) {
@@ -523,9 +554,13 @@ std::optional<StackTree> StackTree::fromJson(const QJsonObject& object) {
     tree.runId = object.value("run").toString();
     tree.capturedAt = object.value("captured_at").toDouble();
     tree.m_root = nodeFromJson(object.value("tree").toObject());
-    const QJsonObject errors = object.value("errors").toObject();
-    for (auto it = errors.begin(); it != errors.end(); ++it)
-        tree.m_errors.insert(it.key().toInt(), it.value().toString());
+    const auto byRank = [&object](const char* key, QMap<int, QString>& messages) {
+        const QJsonObject stored = object.value(QLatin1String(key)).toObject();
+        for (auto it = stored.begin(); it != stored.end(); ++it)
+            messages.insert(it.key().toInt(), it.value().toString());
+    };
+    byRank("errors", tree.m_errors);
+    byRank("notes", tree.m_notes);
     return tree;
 }
 

@@ -56,6 +56,11 @@ enum class WaitKind { None, C10d, Gloo, Nccl, Sleep };
 // output holds stacks. Recognises a missing debugger, ptrace refused (kernel.yama.ptrace_scope, containers
 // without CAP_SYS_PTRACE), a process that is gone, and a timeout (exit 124 of `timeout`).
 [[nodiscard]] QString stackCaptureError(QByteArrayView out, QByteArrayView err, int exitStatus);
+// What the capture found of the process itself, from the capture command's stderr (`rankscope-process-state=S`,
+// `rankscope-pid=N`): a rank stopped by a signal before it (state T: SIGSTOP, or SIGTSTP from Ctrl-Z in the
+// terminal that started it) is the hang, not a collective, and it is left stopped; one traced by another debugger
+// (t) is said so. Empty for a process that was running or sleeping.
+[[nodiscard]] QString stackCaptureNote(QByteArrayView err);
 
 // One node of the merged tree: a frame (by normalised function name) reached by the same path of outer
 // frames, with the ranks whose threads pass through it.
@@ -80,9 +85,12 @@ class StackTree final {
 public:
     void addRank(int rank, const ProcessStacks& stacks);
     void addError(int rank, const QString& message) { m_errors.insert(rank, message); }
+    // What the capture said of a rank besides its stacks (stackCaptureNote).
+    void addNote(int rank, const QString& message) { m_notes.insert(rank, message); }
 
     [[nodiscard]] const StackNode& root() const { return m_root; }
     [[nodiscard]] const QMap<int, QString>& errors() const { return m_errors; }
+    [[nodiscard]] const QMap<int, QString>& notes() const { return m_notes; }
     [[nodiscard]] QVector<int> ranks() const { return m_root.ranks(); }
     [[nodiscard]] bool isEmpty() const { return m_root.children.isEmpty(); }
 
@@ -108,6 +116,7 @@ public:
 private:
     StackNode m_root;
     QMap<int, QString> m_errors;
+    QMap<int, QString> m_notes;
 };
 
 } // namespace rankscope

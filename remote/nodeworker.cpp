@@ -46,7 +46,8 @@ QString stackCaptureCommand(const QString& pidFile, int timeoutSeconds) {
     // timeout on a loaded node or by a write to a closed channel, leaves that stop behind, and the whole run
     // waits for the stopped rank for good. So the rank is sent SIGCONT once the debugger has ended, however it
     // ended (to a running process, SIGCONT does nothing). The subshell does it even when the shell that
-    // started it is killed (a capture given up).
+    // started it is killed (a capture given up). But not a rank that was stopped before (state T: SIGSTOP, Ctrl-Z):
+    // that stop is the hang the capture looks into, and resuming it would change what is being diagnosed.
     return QStringLiteral(
                "f=%1; t=%2\n"
                "pid=$(cat \"$f\" 2>/dev/null)\n"
@@ -54,13 +55,17 @@ QString stackCaptureCommand(const QString& pidFile, int timeoutSeconds) {
                "kill -0 \"$pid\" 2>/dev/null || [ -d \"/proc/$pid\" ] || "
                "{ echo \"rankscope: process $pid is gone (the rank ended)\" >&2; exit 3; }\n"
                "scope=$(cat /proc/sys/kernel/yama/ptrace_scope 2>/dev/null)\n"
+               // The state is the field after the command name, which may hold spaces and parentheses.
+               "st=$(sed 's/.*) //' \"/proc/$pid/stat\" 2>/dev/null | cut -c1)\n"
+               "echo \"rankscope-process-state=$st rankscope-pid=$pid\" >&2\n"
                "if command -v gdb >/dev/null 2>&1; then\n"
                "  set -- gdb -nx -p \"$pid\" -batch -ex 'set pagination off' -ex 'set width 0' -ex 'thread apply all "
                "bt'\n"
                "elif command -v eu-stack >/dev/null 2>&1; then\n"
                "  set -- eu-stack -p \"$pid\" -s -m\n"
                "else echo 'rankscope: neither gdb nor eu-stack on the node (install gdb)' >&2; exit 3; fi\n"
-               "(timeout -k 5 \"$t\" \"$@\" </dev/null; s=$?; kill -CONT \"$pid\" 2>/dev/null; exit $s)\n"
+               "(timeout -k 5 \"$t\" \"$@\" </dev/null; s=$?\n"
+               " case $st in T|t) ;; *) kill -CONT \"$pid\" 2>/dev/null;; esac; exit $s)\n"
                "s=$?; echo \"rankscope-ptrace-scope=$scope\" >&2; exit $s\n")
         .arg(shellQuote(pidFile))
         .arg(timeoutSeconds);
@@ -574,6 +579,7 @@ void NodeWorker::captureStacks(int job, int timeoutSeconds) {
             capture.error = stackCaptureError(result.out, result.err, result.exitStatus);
             if (capture.error.isEmpty())
                 capture.stacks = parseStacks(result.out);
+            capture.note = stackCaptureNote(result.err);
         } catch (const TransportError& error) {
             if (error.kind() == TransportErrorKind::Abandoned)
                 return; // the run is being left: no tree of half its ranks

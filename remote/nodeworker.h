@@ -77,6 +77,7 @@ struct RankStackCapture {
     int rank = 0;
     ProcessStacks stacks;
     QString error; // empty when `stacks` holds threads
+    QString note;  // stackCaptureNote: a process that was stopped before the capture
 };
 
 struct NodeWorkerOptions {

@@ -551,6 +551,8 @@ void RunEngine::onStacksCaptured(int node, int job, const QVector<RankStackCaptu
             m_stackTree.addRank(capture.rank, capture.stacks);
         else
             m_stackTree.addError(capture.rank, QStringLiteral("%1: %2").arg(host, capture.error));
+        if (!capture.note.isEmpty())
+            m_stackTree.addNote(capture.rank, QStringLiteral("%1: %2").arg(host, capture.note));
     }
     if (!m_stackNodesPending.isEmpty())
         return;

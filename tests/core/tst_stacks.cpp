@@ -250,6 +250,9 @@ private slots:
         QTest::newRow("timeout") << QByteArray() << QByteArray() << 124 << "the debugger did not finish in time";
         QTest::newRow("nothing") << QByteArray("garbage\n") << QByteArray("boom\n") << 1
                                  << "no stack in the debugger's output (exit 1: boom)";
+        QTest::newRow("nothing, after the markers")
+            << QByteArray("garbage\n") << QByteArray("rankscope-process-state=S rankscope-pid=42\nboom\n") << 1
+            << "no stack in the debugger's output (exit 1: boom)";
     }
     void captureErrors() {
         QFETCH(QByteArray, out);
@@ -258,6 +261,28 @@ private slots:
         QFETCH(QString, expected);
         const QString error = stackCaptureError(out, err, status);
         QVERIFY2(expected.isEmpty() ? error.isEmpty() : error.startsWith(expected), qPrintable(error));
+    }
+
+    // The capture command says the process's state before the debugger: a rank stopped by a signal is named so,
+    // with how to resume it; one running, sleeping or in a tracing stop of its own debugger is not (but the last).
+    void captureNotes_data() {
+        QTest::addColumn<QByteArray>("err");
+        QTest::addColumn<QString>("expected");
+        QTest::newRow("sleeping") << QByteArray("rankscope-process-state=S rankscope-pid=42\n") << QString();
+        QTest::newRow("running") << QByteArray("rankscope-process-state=R rankscope-pid=42\n") << QString();
+        QTest::newRow("no marker (older node script)") << QByteArray("warning: something\n") << QString();
+        QTest::newRow("stopped") << QByteArray("warning: x\nrankscope-process-state=T rankscope-pid=42\n")
+                                 << QStringLiteral("its process (pid 42) was stopped by a signal before the capture "
+                                                   "(state T: SIGSTOP, or SIGTSTP from Ctrl-Z in the terminal that "
+                                                   "started it), and is left so: kill -CONT 42 resumes it");
+        QTest::newRow("traced") << QByteArray("rankscope-process-state=t rankscope-pid=7\n")
+                                << QStringLiteral(
+                                       "its process (pid 7) was stopped by a debugger that traces it (state t)");
+    }
+    void captureNotes() {
+        QFETCH(QByteArray, err);
+        QFETCH(QString, expected);
+        QCOMPARE(stackCaptureNote(err), expected);
     }
 
     void rankSets() {
@@ -271,8 +296,12 @@ private slots:
         tree.runId = QStringLiteral("20240101-000000-abcd");
         tree.capturedAt = 1700000000.5;
         tree.addError(2, QStringLiteral("the process is gone"));
+        tree.addNote(1, QStringLiteral("node-b: its process was stopped by a signal"));
         const auto back = StackTree::fromJson(tree.toJson());
         QVERIFY(back);
+        QCOMPARE(back->notes(), tree.notes());
+        QVERIFY2(back->render().contains(QStringLiteral("\nrank 1: node-b: its process was stopped by a signal\n")),
+                 qPrintable(back->render()));
         QCOMPARE(back->runId, tree.runId);
         QCOMPARE(back->capturedAt, tree.capturedAt);
         QCOMPARE(back->errors(), tree.errors());

@@ -15,6 +15,7 @@
 #include <QTemporaryDir>
 
 #include <algorithm>
+#include <csignal>
 #include <optional>
 
 using namespace rankscope;
@@ -306,6 +307,60 @@ private slots:
         }
         const int stepsAfterCapture = steps;
         QTRY_VERIFY_WITH_TIMEOUT(steps >= stepsAfterCapture + 10, 30000);
+    }
+
+    // A rank stopped by a signal (SIGSTOP here; Ctrl-Z in the terminal that started it sends SIGTSTP) hangs its
+    // peers like any hung rank. The capture the hang sets off names it as stopped, with how to resume it, and leaves
+    // it stopped: the capture's SIGCONT, there for a debugger that died attached, must not end the very stop
+    // being diagnosed.
+    void aRankStoppedByASignalIsNamedAndLeftStopped() {
+        remote::RunEngine engine(&m_store, options());
+        int steps = 0;
+        countSteps(engine, steps);
+        QSignalSpy diagnoses(&engine, &remote::RunEngine::diagnoses);
+        QSignalSpy captured(&engine, &remote::RunEngine::stacksCaptured);
+        QSignalSpy finished(&engine, &remote::RunEngine::finished);
+        QString error;
+        QVERIFY2(engine.launch(jobFrom(hangJob({"--slow-ms", "20", "--slow-rank", "0"})), RunMode::Debug, &error),
+                 qPrintable(error));
+        QByteArray pid;
+        const auto stopRun = qScopeGuard([&engine, &finished, &pid] {
+            if (!pid.isEmpty())
+                ::kill(pid.toInt(), SIGCONT);
+            if (engine.isActive()) {
+                engine.stop();
+                finished.wait(60000);
+            }
+        });
+        QTRY_VERIFY_WITH_TIMEOUT(steps >= 10, 90000);
+        const QString status = engine.record().nodes.value(0).runDir + QStringLiteral("/rank1.pid");
+        pid = readAll(status).trimmed();
+        QVERIFY(pid.toInt() > 0);
+        QCOMPARE(::kill(pid.toInt(), SIGSTOP), 0);
+        const auto hungRank = [&]() -> int {
+            for (const auto& call : diagnoses)
+                for (const Diagnosis& d : call.front().value<QVector<Diagnosis>>())
+                    if (d.kind == DiagnosisKind::Hang && !d.resolved && d.culprits == 1)
+                        return d.ranks.front();
+            return -1;
+        };
+        QTRY_COMPARE_WITH_TIMEOUT(hungRank(), 1, 60000);
+        QTRY_COMPARE_WITH_TIMEOUT(captured.size(), 1, 120000);
+        const StackTree tree = captured.front().at(0).value<StackTree>();
+        if (tree.isEmpty())
+            QSKIP(qPrintable(QStringLiteral("no stacks could be taken here: ") + tree.render()));
+        QVERIFY2(tree.notes().value(1).contains(QStringLiteral("was stopped by a signal before the capture")) &&
+                     tree.notes().value(1).contains(QStringLiteral("kill -CONT ") + QString::fromLatin1(pid)),
+                 qPrintable(tree.render()));
+        QVERIFY2(!tree.notes().contains(0), qPrintable(tree.render()));
+        QVERIFY2(tree.render().contains(QStringLiteral("rank 1: ")), qPrintable(tree.render()));
+        // Still stopped after the capture, and so still the hang; resumed, the run goes on.
+        const QString procStatus = QStringLiteral("/proc/%1/status").arg(QString::fromLatin1(pid));
+        QTest::qWait(1000);
+        QVERIFY2(readAll(procStatus).contains("State:\tT"), readAll(procStatus).constData());
+        const int stepsStopped = steps;
+        QCOMPARE(::kill(pid.toInt(), SIGCONT), 0);
+        QTRY_VERIFY_WITH_TIMEOUT(steps >= stepsStopped + 10, 60000);
     }
 
     // Leaving a run (the CLI's Ctrl-C, closing the app) while a capture is under way does not wait for the

@@ -160,6 +160,9 @@ void StackPanel::addError(const QString& message) {
 
 void StackPanel::showErrors() {
     QStringList lines = m_messages;
+    const QMap<int, QString>& notes = m_model->tree().notes();
+    for (auto it = notes.cbegin(); it != notes.cend(); ++it)
+        lines.append(QStringLiteral("rank %1: %2").arg(it.key()).arg(it.value()));
     const QMap<int, QString>& errors = m_model->tree().errors();
     for (auto it = errors.cbegin(); it != errors.cend(); ++it)
         lines.append(QStringLiteral("rank %1: no stacks: %2").arg(it.key()).arg(it.value()));
