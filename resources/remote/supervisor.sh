@@ -56,6 +56,9 @@ rank_alive() { # rank_alive GROUP
 signal_rank() { # signal_rank SIGNAL GROUP
     kill "-$1" "-$2" 2>/dev/null
     [ "$2" = "$(debug_session)" ] && pkill "-$1" -s "$2" 2>/dev/null
+    # A rank stopped by a signal (SIGSTOP, Ctrl-Z's SIGTSTP) only acts on SIGTERM once continued, as a shell's
+    # kill does for a stopped job: else it waits for the SIGKILL, and never ends cleanly.
+    [ "$1" = TERM ] && kill -CONT "-$2" 2>/dev/null
     :
 }
 

@@ -162,6 +162,38 @@ private slots:
         QVERIFY2(firstOf1 >= 0 && firstOf1 < lastOf0, qPrintable(QStringLiteral("%1 %2").arg(firstOf1).arg(lastOf0)));
     }
 
+    // A rank stopped by a signal (SIGSTOP; Ctrl-Z in its terminal sends SIGTSTP) when the run is stopped is
+    // continued after the teardown's SIGTERM, as a shell's kill does for a stopped job: it ends by that SIGTERM,
+    // saying so, not by the SIGKILL at the end of the grace period.
+    void aRankStoppedByASignalEndsByTheStopsSigterm() {
+        RunStore store(m_dir.filePath(QStringLiteral("store-sigstop")));
+        remote::EngineOptions options = engineOptions();
+        options.captureStacksOnHang = false;
+        options.stopGraceSeconds = 20;
+        remote::RunEngine engine(&store, options);
+        QSignalSpy events(&engine, &remote::RunEngine::events);
+        const QJsonObject job{{"version", 1},
+                              {"name", "sigstop"},
+                              {"mode", "debug"},
+                              {"master_port", 29600 + QRandomGenerator::global()->bounded(300)},
+                              {"trainer", trainerJson(0, {}, 1000)},
+                              {"debug", QJsonObject{{"node", "local"}, {"procs", 2}, {"max_steps", 0}}}};
+        QString error;
+        QVERIFY2(engine.launch(jobFrom(job), RunMode::Debug, &error), qPrintable(error));
+        QTRY_VERIFY_WITH_TIMEOUT(steppedTo(events, 1, 5), 60000);
+        const QByteArray pid = readAll(engine.record().nodes.value(0).runDir + QStringLiteral("/rank1.pid")).trimmed();
+        QVERIFY(pid.toInt() > 0);
+        QCOMPARE(::kill(pid.toInt(), SIGSTOP), 0);
+        QTest::qWait(500);
+        engine.stop();
+        const RunRecord record = waitForEnd(engine, 60000);
+        QCOMPARE(record.state, QStringLiteral("stopped"));
+        QCOMPARE(describeExitStatus(record.exits.value(1).status), describeExitStatus(128 + SIGTERM));
+        QVERIFY(record.exits.value(1).stopped);
+        QVERIFY2(readAll(store.streamPath(record.id, 1, RankStream::Events)).contains("\"kind\":\"terminated\""),
+                 "rank 1 did not say it was told to stop");
+    }
+
     // Every rank of the real trainer fails at start-up the same way (its data is missing): the run's verdict names
     // them all as failing alike, not whichever rank's error came first by milliseconds, and so does the
     // diagnosis replayed from the store.
