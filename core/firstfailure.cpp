@@ -58,7 +58,7 @@ std::optional<FirstFailure> findFirstFailure(const QMap<int, RankExit>& exits,
     }
     if (best.rank < 0)
         return std::nullopt;
-    FirstFailure first{best.rank, best.cause, {}, best.primary};
+    FirstFailure first{best.rank, best.cause, {}};
     if (best.primary) {
         for (const Candidate& other : std::as_const(primaries))
             if (other.rank != best.rank && other.cause == best.cause)

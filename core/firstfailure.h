@@ -26,7 +26,6 @@ struct FirstFailure {
     // Other ranks that failed on their own with exactly this cause, in rank order: a setting or input they share
     // (missing data, a bad flag), where which of them came first by milliseconds says nothing.
     QVector<int> alike;
-    bool onItsOwn = false; // failedOnItsOwn; false: no rank did, and the earliest consequence is named
 };
 
 // Whether a rank's non-zero end was its own failure: a lost node, a signal other than the teardown's SIGTERM, its

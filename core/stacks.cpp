@@ -457,14 +457,13 @@ QString stackCaptureNote(QByteArrayView err) {
     static const QRegularExpression pid(QStringLiteral("rankscope-pid=(\\d+)"));
     const QString which = state.match(said).captured(1);
     const QString number = pid.match(said).captured(1);
+    const QString ofPid = number.isEmpty() ? QString() : QStringLiteral(" (pid %1)").arg(number);
     if (which == QLatin1String("T"))
         return QStringLiteral("its process%1 was stopped by a signal before the capture (state T: SIGSTOP, or SIGTSTP "
                               "from Ctrl-Z in the terminal that started it), and is left so: kill -CONT %2 resumes it")
-            .arg(number.isEmpty() ? QString() : QStringLiteral(" (pid %1)").arg(number),
-                 number.isEmpty() ? QStringLiteral("PID") : number);
+            .arg(ofPid, number.isEmpty() ? QStringLiteral("PID") : number);
     if (which == QLatin1String("t"))
-        return QStringLiteral("its process%1 was stopped by a debugger that traces it (state t)")
-            .arg(number.isEmpty() ? QString() : QStringLiteral(" (pid %1)").arg(number));
+        return QStringLiteral("its process%1 was stopped by a debugger that traces it (state t)").arg(ofPid);
     return {};
 }
 

@@ -192,7 +192,6 @@ void RunEngine::reset() {
     ++m_stackJob; // results of an earlier run's capture are dropped
     m_kernelLogs->reset();
     m_firstErrors.clear();
-    m_firstFailedOnItsOwn = false;
     m_lastStderrLine.clear();
     m_watchdogs.clear();
     m_watchNccl = false;
@@ -815,10 +814,14 @@ bool RunEngine::erredBefore(int rank, const QDateTime& time) const {
 // peers' collectives fail at once and its node's supervisor ends the node's other ranks at once: whether such a
 // peer erred before the teardown or after it is a race, which is not what makes it a failure or not.
 bool RunEngine::consequenceOfFirstFailure(int rank, const RankExit& exit) const {
-    if (!m_firstFailedOnItsOwn || m_record.firstFailedRank < 0 || rank == m_record.firstFailedRank || exit.status == 0)
+    const int first = m_record.firstFailedRank;
+    if (first < 0 || rank == first || exit.status == 0 || !m_record.exits.contains(first))
         return false;
-    const auto error = m_firstErrors.constFind(rank);
-    return !failedOnItsOwn(exit, error != m_firstErrors.cend() ? &*error : nullptr, m_lastStderrLine.value(rank));
+    const auto ownFailure = [this](int r, const RankExit& e) {
+        const auto error = m_firstErrors.constFind(r);
+        return failedOnItsOwn(e, error != m_firstErrors.cend() ? &*error : nullptr, m_lastStderrLine.value(r));
+    };
+    return ownFailure(first, m_record.exits.value(first)) && !ownFailure(rank, exit);
 }
 
 void RunEngine::judgeExits(bool final) {
@@ -843,7 +846,6 @@ void RunEngine::noteFailure() {
         return;
     m_record.firstFailedRank = first->rank;
     m_record.failedAlike = first->alike;
-    m_firstFailedOnItsOwn = first->onItsOwn;
     m_record.summary = describeFirstFailure(*first, hostOfRank(first->rank), m_record.worldSize);
 }
 

@@ -204,8 +204,7 @@ private:
     std::map<int, LineSplitter> m_gpuErrSplitters; // by node
     QHash<int, QString> m_lastStderrLine; // what a rank that dies without an error event said last
     std::map<int, WatchdogLogParser> m_watchdogs; // by rank: its stderr, where PyTorch's NCCL watchdog writes
-    QHash<int, ErrorEvent> m_firstErrors; // the first fatal error event of each rank
-    bool m_firstFailedOnItsOwn = false;   // FirstFailure::onItsOwn of m_record.firstFailedRank
+    QHash<int, ErrorEvent> m_firstErrors;         // the first fatal error event of each rank
     RunDiagnostics m_diagnostics;
     bool m_watchNccl = false; // NCCL's lines on the ranks' stdout are read (not a Gloo job without NCCL_DEBUG)
     NcclNetworkWatch m_nccl;

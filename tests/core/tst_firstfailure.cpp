@@ -32,7 +32,7 @@ private slots:
     }
 
     // What makes a failure a rank's own, and what only a consequence of another's (RunEngine then reads the
-    // consequences of a culprit as stopped): the culprit found says which it is.
+    // consequences of a culprit as stopped).
     void whatFailedOnItsOwn_data() {
         QTest::addColumn<int>("status");
         QTest::addColumn<QString>("errorKind"); // empty: no error event
@@ -57,12 +57,14 @@ private slots:
         const RankExit exit{status, at(50)};
         const ErrorEvent error{at(40), errorKind, QStringLiteral("what it said")};
         QCOMPARE(failedOnItsOwn(exit, errorKind.isEmpty() ? nullptr : &error, lastWords), onItsOwn);
-        QHash<int, ErrorEvent> errors;
+        // findFirstFailure prefers such a rank to an earlier consequence.
+        const RankExit consequence{1, at(10)};
+        QHash<int, ErrorEvent> errors{{1, {at(5), QStringLiteral("collective"), QStringLiteral("peer closed")}}};
         if (!errorKind.isEmpty())
             errors.insert(0, error);
-        const auto first = findFirstFailure({{0, exit}}, errors, {{0, lastWords}});
+        const auto first = findFirstFailure({{0, exit}, {1, consequence}}, errors, {{0, lastWords}});
         QVERIFY(first);
-        QCOMPARE(first->onItsOwn, onItsOwn);
+        QCOMPARE(first->rank, onItsOwn ? 0 : 1);
     }
 
     void aLateExitStillCountsWhenItsErrorCameBeforeTheTeardown() {
