@@ -443,9 +443,12 @@ QString stackCaptureError(QByteArrayView out, QByteArrayView err, int exitStatus
     if (exitStatus == 127)
         return QStringLiteral("no debugger on the node (install gdb or elfutils' eu-stack)");
     QString first; // the debugger's first word, not the capture command's markers
-    for (const QString& line : QString::fromUtf8(err).split(QLatin1Char('\n'), Qt::SkipEmptyParts))
-        if (!line.startsWith(QLatin1String("rankscope-")) && !(first = line.trimmed()).isEmpty())
+    for (const QString& line : QString::fromUtf8(err).split(QLatin1Char('\n'))) {
+        first = line.trimmed();
+        if (!first.isEmpty() && !first.startsWith(QLatin1String("rankscope-")))
             break;
+        first.clear();
+    }
     return QStringLiteral("no stack in the debugger's output (exit %1%2)")
         .arg(exitStatus)
         .arg(first.isEmpty() ? QString() : QStringLiteral(": ") + first);

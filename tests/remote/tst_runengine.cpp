@@ -716,6 +716,57 @@ private slots:
     // One node dies whole (its supervisor too) while the other's rank fails in the collective it shared with it:
     // the lost rank is the cause. It is lost from when it was last seen alive, not from when the silence was long
     // enough to say so, which came after the peer's failure had started the teardown.
+    // The peer's end is read first (its collective failed), the culprit's after the teardown began (its own error
+    // came before it): the peer is judged again once the culprit is known, stopped, and the front ends are told
+    // (rankExitJudged), so a grid that showed it failed shows it stopped.
+    void aPeerSeenBeforeItsCulpritIsJudgedAgain() {
+        const QString fake = m_dir.filePath(QStringLiteral("peer first.sh"));
+        QFile script(fake);
+        QVERIFY(script.open(QIODevice::WriteOnly));
+        script.write("#!/bin/sh\n"
+                     "rank=0; events=\n"
+                     "while [ $# -gt 0 ]; do case \"$1\" in --rank) rank=$2;; --events) events=$2;; esac; shift; done\n"
+                     "say() { printf '@rankscope {\"v\":\"1.0\",\"type\":\"error\",\"rank\":%s,\"time\":%s,"
+                     "\"kind\":\"%s\",\"message\":\"%s\",\"fatal\":true}\\n' "
+                     "\"$rank\" \"$(date +%s.%N | cut -c1-14)\" \"$1\" \"$2\" >>\"$events\"; }\n"
+                     "if [ \"$rank\" = 1 ]; then\n"
+                     "  say injected 'its own error'\n"
+                     "  trap 'sleep 0.5; exit 1' TERM\n"
+                     "  sleep 30 & wait $!\n"
+                     "  exit 1\n"
+                     "fi\n"
+                     "sleep 1; say collective 'all-reduce failed: Connection reset by peer'; exit 1\n");
+        script.close();
+        script.setPermissions(script.permissions() | QFileDevice::ExeOwner);
+        const QJsonObject job{{"version", 1},
+                              {"name", "peer-first"},
+                              {"mode", "submit"},
+                              {"deploy", "binary"},
+                              {"master_port", 29611},
+                              {"nodes", QJsonArray{loopbackNode("loop")}},
+                              {"trainer", trainerJson(1)}};
+        RunStore store(m_dir.filePath(QStringLiteral("store-peer-first")));
+        remote::EngineOptions options = engineOptions();
+        options.localTrainer = fake;
+        options.failureGraceSeconds = 1;
+        remote::RunEngine engine(&store, options);
+        QSignalSpy exited(&engine, &remote::RunEngine::rankExited);
+        QSignalSpy judged(&engine, &remote::RunEngine::rankExitJudged);
+        QString error;
+        QVERIFY2(engine.launch(jobFrom(job), RunMode::Submit, &error), qPrintable(error));
+        const RunRecord record = waitForEnd(engine, 90000);
+        QCOMPARE(record.state, QStringLiteral("failed"));
+        QCOMPARE(record.firstFailedRank, 1);
+        QVERIFY(!record.exits.value(1).stopped);
+        QVERIFY(record.exits.value(0).stopped);
+        QVERIFY(!exited.isEmpty());
+        QCOMPARE(exited.front().at(0).toInt(), 0); // the peer's end, read first
+        QCOMPARE(exited.front().at(3).toBool(), false);
+        QCOMPARE(judged.size(), 1);
+        QCOMPARE(judged.front().at(0).toInt(), 0);
+        QCOMPARE(judged.front().at(3).toBool(), true);
+    }
+
     void aNodeThatDiesIsTheCauseOfItsPeersCollectiveError() {
         RunStore store(m_dir.filePath(QStringLiteral("store-node-dies")));
         remote::RunEngine engine(&store, quickToLoseNodes());
@@ -757,14 +808,11 @@ private slots:
         remote::RunEngine engine(&store, engineOptions());
         QSignalSpy events(&engine, &remote::RunEngine::events);
         RankStatusTracker live; // as the grid and the bridge follow it
-        connect(&engine, &remote::RunEngine::rankExited,
-                [&live](int rank, const QString& host, int status, bool stopped) {
-                    live.rankExited(rank, status, host, stopped);
-                });
-        connect(&engine, &remote::RunEngine::rankExitJudged,
-                [&live](int rank, const QString& host, int status, bool stopped) {
-                    live.rankExited(rank, status, host, stopped);
-                });
+        const auto exited = [&live](int rank, const QString& host, int status, bool stopped) {
+            live.rankExited(rank, status, host, stopped);
+        };
+        connect(&engine, &remote::RunEngine::rankExited, exited);
+        connect(&engine, &remote::RunEngine::rankExitJudged, exited);
         connect(&engine, &remote::RunEngine::events,
                 [&live](const QVector<TrainerEvent>& batch) { live.addEvents(batch); });
         const QJsonObject job{{"version", 1},

@@ -333,8 +333,7 @@ private slots:
             }
         });
         QTRY_VERIFY_WITH_TIMEOUT(steps >= 10, 90000);
-        const QString status = engine.record().nodes.value(0).runDir + QStringLiteral("/rank1.pid");
-        pid = readAll(status).trimmed();
+        pid = readAll(engine.record().nodes.value(0).runDir + QStringLiteral("/rank1.pid")).trimmed();
         QVERIFY(pid.toInt() > 0);
         QCOMPARE(::kill(pid.toInt(), SIGSTOP), 0);
         const auto hungRank = [&]() -> int {
