@@ -43,6 +43,13 @@ inline JobSpec jobFrom(const QJsonObject& json) {
     return result.job.value_or(JobSpec());
 }
 
+// A stand-in program (a fake trainer, a fake debugger): `text` written to `path`, executable by its owner.
+inline bool writeExecutable(const QString& path, const QByteArray& text) {
+    QFile file(path);
+    return file.open(QIODevice::WriteOnly) && file.write(text) == text.size() && file.flush() &&
+           file.setPermissions(file.permissions() | QFileDevice::ExeOwner);
+}
+
 inline QByteArray readAll(const QString& path) {
     QFile file(path);
     return file.open(QIODevice::ReadOnly) ? file.readAll() : QByteArray();

@@ -316,9 +316,8 @@ private slots:
     // and that it waited on rank 1, which the desync report blames and the hang finding holds at fault.
     void aRankTheWatchdogAbortedFailedOfWaiting() {
         const QString standIn = m_dir.filePath(QStringLiteral("nccl-watchdog-stand-in.sh"));
-        QFile script(standIn);
-        QVERIFY(script.open(QIODevice::WriteOnly));
-        script.write(
+        QVERIFY(writeExecutable(
+            standIn,
             "#!/bin/sh\n"
             "ulimit -c 0\n"
             "rank=0\n"
@@ -333,9 +332,7 @@ private slots:
             "'             [1] finished collective #609, but didn'\\''t join collective #610 (count from 1)' "
             "'         - Snapshot of ranks'\\'' latest states:' >&2\n"
             "sleep 0.5\n"
-            "kill -ABRT $$\n");
-        script.close();
-        QVERIFY(script.setPermissions(script.permissions() | QFile::ExeOwner));
+            "kill -ABRT $$\n"));
         remote::EngineOptions o = options();
         o.localTrainer = standIn;
         remote::RunEngine engine(&m_store, o);

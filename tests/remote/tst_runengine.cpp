@@ -496,23 +496,20 @@ private slots:
     // exit is not one the teardown caused.
     void lateExitOfTheCulpritIsNotTakenForTheTeardowns() {
         const QString fake = m_dir.filePath(QStringLiteral("late culprit.sh"));
-        QFile script(fake);
-        QVERIFY(script.open(QIODevice::WriteOnly));
-        script.write("#!/bin/sh\n"
-                     "rank=0; events=\n"
-                     "while [ $# -gt 0 ]; do case \"$1\" in --rank) rank=$2;; --events) events=$2;; esac; shift; done\n"
-                     "if [ \"$rank\" = 1 ]; then\n"
-                     "  printf '@rankscope {\"v\":\"1.0\",\"type\":\"error\",\"rank\":1,\"time\":%s,"
-                     "\"kind\":\"injected\",\"message\":\"its own error\",\"fatal\":true}\\n' "
-                     "\"$(date +%s.%N | cut -c1-14)\" >>\"$events\"\n"
-                     // It exits by itself, a little after the teardown's SIGTERM: its exit is read after it began.
-                     "  trap 'sleep 0.5; exit 1' TERM\n"
-                     "  sleep 30 & wait $!\n"
-                     "  exit 1\n"
-                     "fi\n"
-                     "sleep 1; kill -PIPE $$\n");
-        script.close();
-        script.setPermissions(script.permissions() | QFileDevice::ExeOwner);
+        QVERIFY(writeExecutable(
+            fake, "#!/bin/sh\n"
+                  "rank=0; events=\n"
+                  "while [ $# -gt 0 ]; do case \"$1\" in --rank) rank=$2;; --events) events=$2;; esac; shift; done\n"
+                  "if [ \"$rank\" = 1 ]; then\n"
+                  "  printf '@rankscope {\"v\":\"1.0\",\"type\":\"error\",\"rank\":1,\"time\":%s,"
+                  "\"kind\":\"injected\",\"message\":\"its own error\",\"fatal\":true}\\n' "
+                  "\"$(date +%s.%N | cut -c1-14)\" >>\"$events\"\n"
+                  // It exits by itself, a little after the teardown's SIGTERM: its exit is read after it began.
+                  "  trap 'sleep 0.5; exit 1' TERM\n"
+                  "  sleep 30 & wait $!\n"
+                  "  exit 1\n"
+                  "fi\n"
+                  "sleep 1; kill -PIPE $$\n"));
         QJsonObject job{{"version", 1},
                         {"name", "late-culprit"},
                         {"mode", "submit"},
@@ -539,11 +536,7 @@ private slots:
     void metacharactersReachTheTrainerUnchanged() {
         // The "trainer" here prints what it received, NUL-separated, so every byte can be compared.
         const QString dumper = m_dir.filePath(QStringLiteral("dump args.sh"));
-        QFile script(dumper);
-        QVERIFY(script.open(QIODevice::WriteOnly));
-        script.write("#!/bin/sh\nprintf '%s\\0' \"$@\"\nprintf 'ENV=%s\\0' \"$RS_WEIRD\"\n");
-        script.close();
-        script.setPermissions(script.permissions() | QFileDevice::ExeOwner);
+        QVERIFY(writeExecutable(dumper, "#!/bin/sh\nprintf '%s\\0' \"$@\"\nprintf 'ENV=%s\\0' \"$RS_WEIRD\"\n"));
         const QStringList weird = {"a b",         "it's",   "$HOME", "x;touch /tmp/rankscope-pwned",
                                    "`id`",        "l1\nl2", "*",     "\"q\"",
                                    "back\\slash", "$(id)"};
@@ -575,16 +568,13 @@ private slots:
     // prints what NCCL prints.)
     void ncclWarningsOnStdoutBecomeFindings() {
         const QString fake = m_dir.filePath(QStringLiteral("nccl says.sh"));
-        QFile script(fake);
-        QVERIFY(script.open(QIODevice::WriteOnly));
-        script.write("#!/bin/sh\n"
-                     "rank=0\n"
-                     "while [ $# -gt 0 ]; do [ \"$1\" = --rank ] && rank=$2; shift; done\n"
-                     "printf 'gpu-a:%s:%s [0] NCCL INFO NCCL version 2.18.1+cuda12.1\\n' $$ $$\n"
-                     "printf 'gpu-a:%s:%s [0] misc/ibvwrap.cc:63 NCCL WARN Failed to open libibverbs.so[.1]\\n' $$ $$\n"
-                     "sleep 1.5\n");
-        script.close();
-        script.setPermissions(script.permissions() | QFileDevice::ExeOwner);
+        QVERIFY(writeExecutable(
+            fake, "#!/bin/sh\n"
+                  "rank=0\n"
+                  "while [ $# -gt 0 ]; do [ \"$1\" = --rank ] && rank=$2; shift; done\n"
+                  "printf 'gpu-a:%s:%s [0] NCCL INFO NCCL version 2.18.1+cuda12.1\\n' $$ $$\n"
+                  "printf 'gpu-a:%s:%s [0] misc/ibvwrap.cc:63 NCCL WARN Failed to open libibverbs.so[.1]\\n' $$ $$\n"
+                  "sleep 1.5\n"));
         const auto runWith = [&](const QJsonObject& env, bool verbose = false) {
             QJsonObject job{{"version", 1},
                             {"name", "nccl-lines"},
@@ -647,17 +637,14 @@ private slots:
     void eventsAndLogLinesAreNeverMistakenForEachOther() {
         // A "trainer" that prints an event-looking line on stdout and writes a plain line into its events file.
         const QString fake = m_dir.filePath(QStringLiteral("two streams.sh"));
-        QFile script(fake);
-        QVERIFY(script.open(QIODevice::WriteOnly));
-        script.write("#!/bin/sh\n"
-                     "while [ \"$1\" != --events ]; do shift; done\n"
-                     "echo '@rankscope {\"v\":\"1.0\",\"type\":\"heartbeat\",\"rank\":9,\"time\":1,\"phase\":\"init\","
-                     "\"step\":0,\"collective_started\":0,\"collective_finished\":0}'\n"
-                     "printf '%s\\n' '@rankscope {\"v\":\"1.0\",\"type\":\"heartbeat\",\"rank\":0,\"time\":2,"
-                     "\"phase\":\"init\",\"step\":0,\"collective_started\":0,\"collective_finished\":0}' "
-                     "'not an event' >\"$2\"\n");
-        script.close();
-        script.setPermissions(script.permissions() | QFileDevice::ExeOwner);
+        QVERIFY(writeExecutable(
+            fake, "#!/bin/sh\n"
+                  "while [ \"$1\" != --events ]; do shift; done\n"
+                  "echo '@rankscope {\"v\":\"1.0\",\"type\":\"heartbeat\",\"rank\":9,\"time\":1,\"phase\":\"init\","
+                  "\"step\":0,\"collective_started\":0,\"collective_finished\":0}'\n"
+                  "printf '%s\\n' '@rankscope {\"v\":\"1.0\",\"type\":\"heartbeat\",\"rank\":0,\"time\":2,"
+                  "\"phase\":\"init\",\"step\":0,\"collective_started\":0,\"collective_finished\":0}' "
+                  "'not an event' >\"$2\"\n"));
         QJsonObject job{{"version", 1},
                         {"name", "streams"},
                         {"mode", "debug"},
@@ -713,31 +700,25 @@ private slots:
         QVERIFY2(record.summary.contains(QLatin1String("lost")), qPrintable(record.summary));
     }
 
-    // One node dies whole (its supervisor too) while the other's rank fails in the collective it shared with it:
-    // the lost rank is the cause. It is lost from when it was last seen alive, not from when the silence was long
-    // enough to say so, which came after the peer's failure had started the teardown.
     // The peer's end is read first (its collective failed), the culprit's after the teardown began (its own error
     // came before it): the peer is judged again once the culprit is known, stopped, and the front ends are told
     // (rankExitJudged), so a grid that showed it failed shows it stopped.
     void aPeerSeenBeforeItsCulpritIsJudgedAgain() {
         const QString fake = m_dir.filePath(QStringLiteral("peer first.sh"));
-        QFile script(fake);
-        QVERIFY(script.open(QIODevice::WriteOnly));
-        script.write("#!/bin/sh\n"
-                     "rank=0; events=\n"
-                     "while [ $# -gt 0 ]; do case \"$1\" in --rank) rank=$2;; --events) events=$2;; esac; shift; done\n"
-                     "say() { printf '@rankscope {\"v\":\"1.0\",\"type\":\"error\",\"rank\":%s,\"time\":%s,"
-                     "\"kind\":\"%s\",\"message\":\"%s\",\"fatal\":true}\\n' "
-                     "\"$rank\" \"$(date +%s.%N | cut -c1-14)\" \"$1\" \"$2\" >>\"$events\"; }\n"
-                     "if [ \"$rank\" = 1 ]; then\n"
-                     "  say injected 'its own error'\n"
-                     "  trap 'sleep 0.5; exit 1' TERM\n"
-                     "  sleep 30 & wait $!\n"
-                     "  exit 1\n"
-                     "fi\n"
-                     "sleep 1; say collective 'all-reduce failed: Connection reset by peer'; exit 1\n");
-        script.close();
-        script.setPermissions(script.permissions() | QFileDevice::ExeOwner);
+        QVERIFY(writeExecutable(
+            fake, "#!/bin/sh\n"
+                  "rank=0; events=\n"
+                  "while [ $# -gt 0 ]; do case \"$1\" in --rank) rank=$2;; --events) events=$2;; esac; shift; done\n"
+                  "say() { printf '@rankscope {\"v\":\"1.0\",\"type\":\"error\",\"rank\":%s,\"time\":%s,"
+                  "\"kind\":\"%s\",\"message\":\"%s\",\"fatal\":true}\\n' "
+                  "\"$rank\" \"$(date +%s.%N | cut -c1-14)\" \"$1\" \"$2\" >>\"$events\"; }\n"
+                  "if [ \"$rank\" = 1 ]; then\n"
+                  "  say injected 'its own error'\n"
+                  "  trap 'sleep 0.5; exit 1' TERM\n"
+                  "  sleep 30 & wait $!\n"
+                  "  exit 1\n"
+                  "fi\n"
+                  "sleep 1; say collective 'all-reduce failed: Connection reset by peer'; exit 1\n"));
         const QJsonObject job{{"version", 1},
                               {"name", "peer-first"},
                               {"mode", "submit"},
@@ -767,6 +748,9 @@ private slots:
         QCOMPARE(judged.front().at(3).toBool(), true);
     }
 
+    // One node dies whole (its supervisor too) while the other's rank fails in the collective it shared with it:
+    // the lost rank is the cause. It is lost from when it was last seen alive, not from when the silence was long
+    // enough to say so, which came after the peer's failure had started the teardown.
     void aNodeThatDiesIsTheCauseOfItsPeersCollectiveError() {
         RunStore store(m_dir.filePath(QStringLiteral("store-node-dies")));
         remote::RunEngine engine(&store, quickToLoseNodes());

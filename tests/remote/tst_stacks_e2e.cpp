@@ -92,9 +92,7 @@ struct GdbFirstOnPath {
     bool installed = false;
 
     GdbFirstOnPath(const QString& dir, const QByteArray& script) {
-        QFile gdb(dir + QStringLiteral("/gdb"));
-        installed = QDir().mkpath(dir) && gdb.open(QIODevice::WriteOnly) && gdb.write("#!/bin/sh\n" + script) > 0 &&
-                    gdb.setPermissions(gdb.permissions() | QFileDevice::ExeOwner);
+        installed = QDir().mkpath(dir) && writeExecutable(dir + QStringLiteral("/gdb"), "#!/bin/sh\n" + script);
         qputenv("PATH", dir.toUtf8() + ':' + path);
     }
     ~GdbFirstOnPath() { qputenv("PATH", path); }
