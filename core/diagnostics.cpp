@@ -220,11 +220,18 @@ void RunDiagnostics::applyStep(const TrainerEvent& event, RankState& state) {
     const double waitMs = event.number(schema::step::kCommWaitMs, 0.0);
     if (!std::isfinite(stepMs))
         return;
-    state.computeMs.push_back(stepMs - (std::isfinite(waitMs) ? waitMs : 0.0));
     state.stepMs.push_back(stepMs);
-    while (static_cast<int>(state.computeMs.size()) > m_options.stragglerWindow) {
-        state.computeMs.pop_front();
+    if (static_cast<int>(state.stepMs.size()) > m_options.stragglerWindow)
         state.stepMs.pop_front();
+    state.window.push_back({stepMs - (std::isfinite(waitMs) ? waitMs : 0.0), stepMs});
+    state.windowMs += stepMs;
+    // The oldest step leaves once the window holds enough steps and enough time without it.
+    const double spanMs = m_options.stragglerSeconds * 1000.0;
+    while (static_cast<int>(state.window.size()) > m_options.stragglerMaxSteps ||
+           (static_cast<int>(state.window.size()) > m_options.stragglerWindow &&
+            state.windowMs - state.window.front().stepMs >= spanMs)) {
+        state.windowMs -= state.window.front().stepMs;
+        state.window.pop_front();
     }
 }
 
@@ -592,15 +599,23 @@ void RunDiagnostics::checkStragglers(double now, QVector<Diagnosis>& changed) {
     struct Window {
         double median = 0.0;
         double lowerQuartile = 0.0;
+        int steps = 0;
+        double seconds = 0.0;
     };
     QMap<int, Window> windows;
     double slowest = 0.0;
+    std::vector<double> values;
     for (auto it = m_ranks.cbegin(); it != m_ranks.cend(); ++it) {
-        if (static_cast<int>(it->computeMs.size()) < m_options.stragglerWindow)
+        const int steps = static_cast<int>(it->window.size());
+        // A full window only: enough steps and enough time (or the most steps kept, whatever they took).
+        if (steps < m_options.stragglerWindow ||
+            (steps < m_options.stragglerMaxSteps && it->windowMs < m_options.stragglerSeconds * 1000.0))
             continue;
-        std::vector<double> values(it->computeMs.begin(), it->computeMs.end());
+        values.clear();
+        for (const RankState::Step& step : it->window)
+            values.push_back(step.computeMs);
         std::sort(values.begin(), values.end());
-        const Window window{median(values), values[values.size() / 4]};
+        const Window window{median(values), values[values.size() / 4], steps, it->windowMs / 1000.0};
         windows.insert(it.key(), window);
         slowest = std::max(slowest, window.median);
     }
@@ -622,14 +637,19 @@ void RunDiagnostics::checkStragglers(double now, QVector<Diagnosis>& changed) {
         const bool sustained = it->lowerQuartile / reference >= m_options.stragglerFactor;
         const bool waitedFor = it->median >= m_options.stragglerSlowestShare * slowest;
         if (ratio >= m_options.stragglerFactor && sustained && waitedFor)
-            report({DiagnosisKind::Straggler, key, {it.key()}, m_hosts.value(it.key()), now,
+            report({DiagnosisKind::Straggler,
+                    key,
+                    {it.key()},
+                    m_hosts.value(it.key()),
+                    now,
                     QStringLiteral("%1 is a straggler: it computes %2x as long as the median of the others "
-                                   "(%3 ms vs %4 ms per step over its last %5 steps); the others wait for it")
+                                   "(%3 ms vs %4 ms per step over its last %5 steps, %6 s); the others wait for it")
                         .arg(where(it.key()))
                         .arg(ratio, 0, 'f', 2)
                         .arg(it->median, 0, 'f', 0)
                         .arg(reference, 0, 'f', 0)
-                        .arg(m_options.stragglerWindow),
+                        .arg(it->steps)
+                        .arg(it->seconds, 0, 'f', 1),
                     false},
                    changed);
         else if (ratio < m_options.stragglerRecovered)

@@ -65,11 +65,15 @@ struct DiagnosticsOptions {
     // hang only past this many seconds. A rank missing from the collective is still named at once.
     double setupGraceSeconds = 30.0;
     // A straggler's compute time per step (step time without the wait for others) stays above this factor
-    // times the median of the other ranks over the last `stragglerWindow` steps (its median and three quarters
-    // of its steps).
+    // times the median of the other ranks over its window (its median and three quarters of its steps). The
+    // window is a rank's last `stragglerWindow` steps, or more where those take less than `stragglerSeconds`:
+    // at 50 steps a second, 20 steps are a blip (a neighbour's burst on a shared core), not a sustained window.
+    // At most `stragglerMaxSteps`.
     double stragglerFactor = 1.2;
     double stragglerRecovered = 1.1;
     int stragglerWindow = 20;
+    double stragglerSeconds = 5.0;
+    int stragglerMaxSteps = 1000;
     // Only a rank within this share of the slowest rank's compute time is flagged: the one the others wait for.
     double stragglerSlowestShare = 0.9;
 };
@@ -152,8 +156,13 @@ private:
         double knownUntil = std::numeric_limits<double>::infinity(); // see setRankKnownUntil
         bool seenHeartbeat = false;
         bool ended = false;
-        std::deque<double> computeMs; // the last stragglerWindow steps
-        std::deque<double> stepMs;
+        struct Step {
+            double computeMs = 0.0;
+            double stepMs = 0.0;
+        };
+        std::deque<Step> window;   // the straggler's window (DiagnosticsOptions::stragglerSeconds)
+        double windowMs = 0.0;     // the sum of its steps' stepMs
+        std::deque<double> stepMs; // the last stragglerWindow steps, for the hang's patience
         std::deque<double> heartbeatGaps;
         std::optional<double> endChecksum;
     };

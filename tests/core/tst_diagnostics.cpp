@@ -290,6 +290,48 @@ private slots:
         QVERIFY(replay(mild, close, DiagnosisKind::Straggler).isEmpty());
     }
 
+    // At 40 steps a second, 20 steps are half a second: four ranks on two shared cores, one of them slowed for a
+    // second by a neighbour's burst, is no straggler (seen on two namespace nodes: flagged at 1.32x, resolved a
+    // second later). The window spans 5 s of steps. Slow for longer than that, the rank is flagged, and the
+    // finding says how many steps and seconds it looked at.
+    void aBlipOfFastStepsIsNoStraggler() {
+        const auto run = [](int slowFrom, int slowTo, int steps) {
+            QVector<TrainerEvent> events;
+            for (int s = 1; s <= steps; ++s) {
+                const double t = 1000.0 + s * 0.025;
+                const bool slow = s >= slowFrom && s < slowTo;
+                for (int rank = 0; rank < 4; ++rank)
+                    events << step(rank, t, s, 25, rank == 0 ? (slow ? 0 : 5) : (slow ? 13 : 5)); // 25 vs 12: 2x
+            }
+            return events;
+        };
+        RunDiagnostics blip;
+        const QVector<Diagnosis> none = replay(blip, run(100, 140, 600), DiagnosisKind::Straggler); // 1 s slow
+        for (const Diagnosis& d : none)
+            qWarning("unexpected: %s", qPrintable(d.toString()));
+        QVERIFY(none.isEmpty());
+
+        RunDiagnostics sustained;
+        const QVector<Diagnosis> found = replay(sustained, run(100, 500, 600), DiagnosisKind::Straggler); // 10 s
+        QVERIFY(!found.isEmpty());
+        QCOMPARE(found.front().ranks, QVector<int>{0});
+        // Flagged once half of a 5 s window (200 steps of 25 ms) was slow, not before: from then on the others'
+        // median is their waiting steps' (12 ms), and even the rank's fast steps (20 ms) are 1.2x that.
+        QVERIFY2(found.front().time >= 1000.0 + 200 * 0.025, qPrintable(QString::number(found.front().time, 'f', 3)));
+        QVERIFY2(found.front().message.contains(QLatin1String("over its last 200 steps, 5.0 s")),
+                 qPrintable(found.front().message));
+
+        // Steps of 1 ms: the window stops at 1,000 steps (1 s) rather than growing to 5,000.
+        RunDiagnostics tiny;
+        QVector<TrainerEvent> quick;
+        for (int s = 1; s <= 1200; ++s)
+            quick << step(0, 1000.0 + s * 0.001, s, 1, 0) << step(1, 1000.0 + s * 0.001, s, 1, 0.5);
+        const QVector<Diagnosis> capped = replay(tiny, quick, DiagnosisKind::Straggler);
+        QCOMPARE(capped.size(), 1);
+        QVERIFY2(capped.front().message.contains(QLatin1String("over its last 1000 steps, 1.0 s")),
+                 qPrintable(capped.front().message));
+    }
+
     // Every running rank inside the same collective, none missing: no rank is blamed.
     void everyRankInsideOneCollectiveBlamesNoRank() {
         const QVector<TrainerEvent> events = threeRanksInsideCollective12();

@@ -400,7 +400,7 @@ private slots:
         QSignalSpy diagnoses(&engine, &remote::RunEngine::diagnoses);
         QSignalSpy finished(&engine, &remote::RunEngine::finished);
         QString error;
-        QVERIFY2(engine.launch(jobFrom(debugJob("slow", 60, {"--slow-rank", "1", "--slow-ms", "40"})), RunMode::Debug,
+        QVERIFY2(engine.launch(jobFrom(debugJob("slow", 200, {"--slow-rank", "1", "--slow-ms", "40"})), RunMode::Debug,
                                &error),
                  qPrintable(error));
         QVERIFY(finished.wait(120000));
@@ -462,7 +462,7 @@ private slots:
     // the live line may be screens away by then (a stack tree prints dozens of lines).
     void cliSummaryRepeatsTheStandingFindings() {
         QProcess cli;
-        QVERIFY(startCliRun(cli, QStringLiteral("slow-cli"), 60, {"--slow-rank", "1", "--slow-ms", "40"}));
+        QVERIFY(startCliRun(cli, QStringLiteral("slow-cli"), 200, {"--slow-rank", "1", "--slow-ms", "40"}));
         QVERIFY(cli.waitForFinished(120000));
         const QString out = QString::fromUtf8(cli.readAllStandardOutput() + cli.readAllStandardError());
         QVERIFY2(cli.exitCode() == 0, qPrintable(out));

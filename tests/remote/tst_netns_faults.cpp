@@ -116,7 +116,9 @@ private:
                            {"nodes", nodes},
                            {"trainer", QJsonObject{{"dataset", "synthetic"},
                                                    {"model", "mlp"},
-                                                   {"epochs", 1},
+                                                   // The synthetic set's 4,096 samples make 64 steps of 16 a
+                                                   // rank: enough epochs for `steps`, which end the run.
+                                                   {"epochs", steps / 64 + 1},
                                                    {"max_steps", steps},
                                                    {"batch_size", 16},
                                                    {"backend", "gloo"},
@@ -249,7 +251,7 @@ private slots:
         QSignalSpy diagnoses(&engine, &remote::RunEngine::diagnoses);
         QSignalSpy finished(&engine, &remote::RunEngine::finished);
         QString error;
-        QVERIFY2(engine.launch(jobFrom(job(QStringLiteral("slow"), kRanksPerNode, 60,
+        QVERIFY2(engine.launch(jobFrom(job(QStringLiteral("slow"), kRanksPerNode, 200,
                                            {"--slow-rank", QString::number(kSlowRank), "--slow-ms", "40"})),
                                RunMode::Submit, &error),
                  qPrintable(error));
