@@ -71,6 +71,23 @@ void fitAxis(QValueAxis* axis, double lo, double hi) {
     axis->applyNiceNumbers();
 }
 
+void endStepAxisAt(QValueAxis* axis, double end) {
+    if (end <= 0.0 || axis->max() <= end) {
+        axis->setTickType(QValueAxis::TicksFixed);
+        return;
+    }
+    const double span = end - axis->min();
+    // The nice step nearest a quarter of the span: 1, 2 or 5 times a power of ten, and a whole step.
+    const double raw = span / 4.0;
+    const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
+    const double fraction = raw / magnitude;
+    const double nice = fraction < 1.5 ? 1.0 : fraction < 3.0 ? 2.0 : fraction < 7.0 ? 5.0 : 10.0;
+    axis->setRange(axis->min(), end);
+    axis->setTickType(QValueAxis::TicksDynamic);
+    axis->setTickAnchor(0.0);
+    axis->setTickInterval(std::max(1.0, std::round(nice * magnitude)));
+}
+
 void setPaddedRange(QValueAxis* axis, double lo, double hi, bool fromZero) {
     const auto [low, high] = paddedRange(lo, hi, fromZero);
     fitAxis(axis, low, high);

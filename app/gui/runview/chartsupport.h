@@ -44,5 +44,8 @@ void setPaddedRange(QValueAxis* axis, double lo, double hi, bool fromZero = fals
 void fitAxis(QValueAxis* axis, double lo, double hi);
 // Whether fitAxis(axis, lo, hi) leaves the axis as it is.
 [[nodiscard]] bool axisHolds(const QValueAxis* axis, double lo, double hi);
+// A step axis that fitAxis() rounded up past the run's last step (`end`, > 0) ends there instead, ticked in whole
+// steps from 0 (0, 50, … for an end of 220); under `end` its ticks are fixed again (fitAxis's nice numbers).
+void endStepAxisAt(QValueAxis* axis, double end);
 
 } // namespace rankscope::gui

@@ -49,15 +49,23 @@ QString stepPartShortName(StepPart part) {
 // first: Qt Charts rebuilds every series' geometry when an axis moves and again when its points are replaced, so
 // a move would cost each series twice (the slowest ticks of the GUI pipeline benchmark were those). forgetAll()
 // empties them; it runs only on a move, so a tick that keeps its axes does no extra work.
+// The step axis ends at the run's last step (`lastStep`, 0 when the start events did not say) where its nice
+// numbers would go past it: a run of 220 steps was drawn on 0 to 400, its right half empty for good.
 template <typename ForgetAll>
-void fitAxes(QValueAxis* x, QValueAxis* y, const Range& range, bool yFromZero, ForgetAll forgetAll) {
+void fitAxes(QValueAxis* x, QValueAxis* y, const Range& range, bool yFromZero, qint64 lastStep, ForgetAll forgetAll) {
     const double xLo = std::min(range.xLo, 0.0);
     const double xHi = std::max(range.xHi, range.xLo + 1.0);
+    const double end = xHi <= double(lastStep) ? double(lastStep) : 0.0;
     const auto [yLo, yHi] = paddedRange(range.yLo, range.yHi, yFromZero);
-    if (axisHolds(x, xLo, xHi) && axisHolds(y, yLo, yHi))
+    const bool xMoves = !axisHolds(x, xLo, xHi) || (end > 0.0 && x->max() > end);
+    if (!xMoves && axisHolds(y, yLo, yHi))
         return;
     forgetAll();
-    fitAxis(x, xLo, xHi);
+    if (xMoves) {
+        x->setRange(xLo, xHi);
+        x->applyNiceNumbers();
+        endStepAxisAt(x, end);
+    }
     fitAxis(y, yLo, yHi);
 }
 
@@ -336,7 +344,7 @@ void RunCharts::refreshRankChart(Chart which) {
     if (!range.valid())
         return;
     Panel& panel = m_panels[size_t(which)];
-    fitAxes(panel.x, panel.y, range, which == ThroughputChart, [this, loss] {
+    fitAxes(panel.x, panel.y, range, which == ThroughputChart, m_metrics->totalSteps(), [this, loss] {
         for (RankLines& lines : m_ranks)
             forgetSeries(loss ? lines.loss : lines.throughput);
     });
@@ -369,7 +377,7 @@ void RunCharts::refreshStepTime() {
             drawn.series->clear();
         return;
     }
-    fitAxes(panel.x, panel.y, range, true, [this] {
+    fitAxes(panel.x, panel.y, range, true, m_metrics->totalSteps(), [this] {
         for (DrawnSeries& part : m_stepTime)
             forgetSeries(part);
     });

@@ -206,6 +206,13 @@ void RunMetrics::rankExited(int rank, int status) {
     emit changed();
 }
 
+qint64 RunMetrics::totalSteps() const {
+    qint64 total = 0;
+    for (const RankState& state : m_summary.ranks())
+        total = std::max(total, state.totalSteps);
+    return total;
+}
+
 RunProgress RunMetrics::progress(std::optional<double> now) const {
     RunProgress p;
     bool anyRunning = false;

@@ -89,6 +89,8 @@ public:
     // measured up to then (less a step's time), so that it falls, and the time left grows, while no step comes (a
     // hang); without it, or between steps, up to the newest step.
     [[nodiscard]] RunProgress progress(std::optional<double> now = std::nullopt) const;
+    // The run's last step, as its start events say (progress().totalSteps), 0 before they do.
+    [[nodiscard]] qint64 totalSteps() const;
 
     [[nodiscard]] bool hasGpuSamples() const { return !m_gpus.isEmpty(); }
     // Series per GPU, named "node/gpuN", x: seconds since the first sample.

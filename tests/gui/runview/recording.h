@@ -48,4 +48,26 @@ inline TrainerEvent syntheticStep(int rank, double time, qint64 step, double los
     return *r.event;
 }
 
+// A start event of schema 1.0: a GPU rank of a run of `totalSteps` steps in 5 epochs, 8 ranks a node.
+inline TrainerEvent syntheticStart(int rank, int worldSize, double time, const QString& host, int totalSteps) {
+    const TrainerEventResult r = decodeTrainerEvent(QJsonObject{{"v", "1.0"},
+                                                                {"type", "start"},
+                                                                {"rank", rank},
+                                                                {"time", time},
+                                                                {"world_size", worldSize},
+                                                                {"local_rank", rank % 8},
+                                                                {"local_world_size", 8},
+                                                                {"host", host},
+                                                                {"pid", 1000 + rank},
+                                                                {"backend", "nccl"},
+                                                                {"device", "cuda"},
+                                                                {"torch_version", "2.5.1"},
+                                                                {"steps_per_epoch", totalSteps / 5},
+                                                                {"total_steps", totalSteps},
+                                                                {"config", QJsonObject{{"epochs", 5}}}});
+    if (!r.ok())
+        qFatal("bad synthetic start: %s", qPrintable(r.error));
+    return *r.event;
+}
+
 } // namespace rankscope::test

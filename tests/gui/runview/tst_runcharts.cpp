@@ -74,6 +74,66 @@ private Q_SLOTS:
             QVERIFY2(wholeTicks(which), qPrintable(QString::number(int(which))));
     }
 
+    // A run of 220 steps ended on a step axis of 0 to 400 (nice numbers round 201 up): half of each chart stayed
+    // empty. The axis ends at the run's last step instead, ticked in whole steps from 0; a run that does not say
+    // its length keeps the nice numbers.
+    void stepAxesEndAtTheRunsLastStep() {
+        RunMetrics metrics;
+        RunCharts charts(&metrics);
+        charts.setTickDriven(true);
+        charts.resize(1200, 700);
+        charts.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&charts));
+        const auto axis = [&charts](RunCharts::Chart which) {
+            return qobject_cast<QValueAxis*>(charts.chart(which)->axes(Qt::Horizontal).first());
+        };
+        const auto addSteps = [&metrics](qint64 from, qint64 to) {
+            QVector<TrainerEvent> events;
+            for (int rank = 0; rank < 2; ++rank)
+                for (qint64 step = from; step <= to; ++step)
+                    events.append(
+                        rankscope::test::syntheticStep(rank, 1000.0 + double(step), step, 1.0 / double(step)));
+            metrics.addEvents(events);
+        };
+        metrics.addEvents({rankscope::test::syntheticStart(0, 2, 1000.0, QStringLiteral("node-a"), 220),
+                           rankscope::test::syntheticStart(1, 2, 1000.0, QStringLiteral("node-a"), 220)});
+        for (const qint64 last : {30, 120, 201, 220}) {
+            addSteps(last < 120 ? 1 : last == 120 ? 31 : last == 201 ? 121 : 202, last);
+            charts.tick();
+            for (const auto which : {RunCharts::LossChart, RunCharts::ThroughputChart, RunCharts::StepTimeChart}) {
+                const QValueAxis* x = axis(which);
+                const QString where = QStringLiteral("chart %1 at step %2: %3 to %4, tick type %5, interval %6")
+                                          .arg(int(which))
+                                          .arg(last)
+                                          .arg(x->min())
+                                          .arg(x->max())
+                                          .arg(int(x->tickType()))
+                                          .arg(x->tickInterval());
+                QVERIFY2(x->max() >= double(last) && x->max() <= 220.0, qPrintable(where));
+                if (last >= 201) {
+                    QVERIFY2(x->max() == 220.0 && x->tickType() == QValueAxis::TicksDynamic, qPrintable(where));
+                    QVERIFY2(x->tickAnchor() == 0.0 && x->tickInterval() == 50.0, qPrintable(where));
+                }
+            }
+        }
+        QCOMPARE(charts.lossSeries(0)->at(charts.lossSeries(0)->count() - 1).x(), 220.0);
+
+        // No start event: the same steps on the nice numbers' axis, past the last step.
+        RunMetrics unsaid;
+        RunCharts plain(&unsaid);
+        plain.setTickDriven(true);
+        plain.resize(1200, 700);
+        plain.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&plain));
+        QVector<TrainerEvent> events;
+        for (qint64 step = 1; step <= 220; ++step)
+            events.append(rankscope::test::syntheticStep(0, 1000.0 + double(step), step, 1.0 / double(step)));
+        unsaid.addEvents(events);
+        plain.tick();
+        const auto* x = qobject_cast<QValueAxis*>(plain.chart(RunCharts::LossChart)->axes(Qt::Horizontal).first());
+        QVERIFY2(x->max() > 220.0 && x->tickType() == QValueAxis::TicksFixed, qPrintable(QString::number(x->max())));
+    }
+
     void longSeriesAreDownsampled() {
         RunMetrics metrics;
         metrics.setWindow(200000);

@@ -31,24 +31,6 @@ TrainerEvent decoded(const QJsonObject& object) {
     return *r.event;
 }
 
-TrainerEvent start(int rank, int worldSize, double time, const QString& host, int totalSteps) {
-    return decoded({{"v", "1.0"},
-                    {"type", "start"},
-                    {"rank", rank},
-                    {"time", time},
-                    {"world_size", worldSize},
-                    {"local_rank", rank % 8},
-                    {"local_world_size", 8},
-                    {"host", host},
-                    {"pid", 1000 + rank},
-                    {"backend", "nccl"},
-                    {"device", "cuda"},
-                    {"torch_version", "2.5.1"},
-                    {"steps_per_epoch", totalSteps / 5},
-                    {"total_steps", totalSteps},
-                    {"config", QJsonObject{{"epochs", 5}}}});
-}
-
 TrainerEvent heartbeat(int rank, double time, int step) {
     return decoded({{"v", "1.0"},
                     {"type", "heartbeat"},
@@ -66,7 +48,7 @@ QVector<TrainerEvent> syntheticRun(int ranks, int steps) {
     QVector<TrainerEvent> events;
     QRandomGenerator random(42);
     for (int rank = 0; rank < ranks; ++rank)
-        events.append(start(rank, ranks, 1000.0, QStringLiteral("gpu-node-%1").arg(rank / 8), 2000));
+        events.append(test::syntheticStart(rank, ranks, 1000.0, QStringLiteral("gpu-node-%1").arg(rank / 8), 2000));
     for (int step = 1; step <= steps; ++step) {
         const double time = 1000.0 + step * 0.25;
         for (int rank = 0; rank < ranks; ++rank) {
