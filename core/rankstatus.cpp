@@ -239,8 +239,12 @@ QVector<int> RankStatusTracker::update(double now) {
             if (!isTerminal(state) || state == RankLiveState::Finished) // a finished rank's reason is only a finding
                 it->reason.clear();
         }
-        if (state != it->state) {
+        const RankEnding ending = history.finished  ? RankEnding::Finished
+                                  : history.stopped ? RankEnding::Stopped
+                                                    : RankEnding::Running;
+        if (state != it->state || ending != it->ending) {
             it->state = state;
+            it->ending = ending;
             changed.append(it.key());
         }
     }

@@ -19,6 +19,9 @@ enum class RankLiveState { Starting, Running, Slow, Diverged, Hung, Failed, Lost
 // "starting", "running", ...: the word the grid and the CSV use.
 [[nodiscard]] QString rankLiveStateName(RankLiveState state);
 
+// Whether a rank still runs, for the states a finding decides (hung, diverged), which hold after its end too.
+enum class RankEnding { Running, Finished, Stopped };
+
 struct RankStatusOptions {
     double rateWindowSeconds = 30.0; // the span stepsPerSecond is measured over
 };
@@ -36,6 +39,7 @@ struct RankLiveStatus {
     std::optional<double> lastProgress;   // Unix seconds: last new step, or a heartbeat that moved
     std::optional<double> stepsPerSecond; // over the rate window, measured up to `now`
     std::optional<int> exitStatus;
+    RankEnding ending = RankEnding::Running; // finished: it said so or exited 0; stopped: the teardown ended it
     // Why failed/lost/hung/slow, one line: "collective: ...", "exit status 1", or the finding that decided it.
     QString reason;
     QString diagnosisKey; // the finding behind a hung, slow or failed state ("hang:41", "root-cause"); empty: none

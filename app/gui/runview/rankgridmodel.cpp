@@ -102,6 +102,13 @@ QVariant RankGridModel::display(const RankLiveStatus& status, int column) const 
         // A straggler that ran to the end: finished, and the one the others waited for.
         if (status.state == RankLiveState::Finished && status.diagnosisKey.startsWith(QLatin1String("straggler")))
             return tr("finished, slow");
+        // A diverged replica may train on, or have ended; a hung rank stays hung when the teardown ends it.
+        if (status.state == RankLiveState::Diverged)
+            return status.ending == RankEnding::Finished  ? tr("diverged, finished")
+                   : status.ending == RankEnding::Stopped ? tr("diverged, stopped")
+                                                          : tr("diverged, running");
+        if (status.state == RankLiveState::Hung && status.ending == RankEnding::Stopped)
+            return tr("hung, stopped");
         return rankLiveStateName(status.state);
     case StepColumn:
         return QString::number(status.step);

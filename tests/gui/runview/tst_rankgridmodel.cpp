@@ -74,6 +74,10 @@ private Q_SLOTS:
         const QModelIndex beat = model.index(model.rowOfRank(1), RankGridModel::HeartbeatColumn);
         QCOMPARE(beat.data(RankGridModel::SortRole).toDouble(), 1795315920.692);
         QCOMPARE(beat.data().toString(), QStringLiteral("18 s ago"));
+        // Ended by the teardown, the hung rank stays hung, and says it no longer runs.
+        model.rankExited(1, QStringLiteral("node-a"), 128 + 15, true);
+        QCOMPARE(cell(model, 1, RankGridModel::StateColumn), QStringLiteral("hung, stopped"));
+        QCOMPARE(state.data(RankGridModel::SortRole).toInt(), int(RankLiveState::Hung));
     }
 
     // Every rank of a failed run reads failed; the one the root cause names reads "failed first".
@@ -122,10 +126,16 @@ private Q_SLOTS:
         QCOMPARE(cell(model, 0, RankGridModel::StateColumn), QStringLiteral("finished"));
     }
 
-    // A replica found apart reads "diverged" in a colour of its own, the finding as its tooltip, after its end too.
+    // A replica found apart reads "diverged" in a colour of its own, the finding as its tooltip, after its end too;
+    // and whether it still trains: "diverged, running", then "diverged, finished" (or "diverged, stopped").
     void divergedReplicaIsToldApart() {
         RankGridModel model;
-        model.addEvents(recordedEvents(QStringLiteral("recorded-ok")));
+        QVector<TrainerEvent> running;
+        QVector<TrainerEvent> ends;
+        for (const TrainerEvent& event : recordedEvents(QStringLiteral("recorded-ok")))
+            (event.type == TrainerEventType::End ? ends : running).append(event);
+        QVERIFY(!ends.isEmpty());
+        model.addEvents(running);
         Diagnosis divergence;
         divergence.kind = DiagnosisKind::Divergence;
         divergence.key = QStringLiteral("divergence:check");
@@ -133,9 +143,13 @@ private Q_SLOTS:
         divergence.message = QStringLiteral("replicas diverged at step 5: rank 1 on node-a (checksum 1.5) differs from "
                                             "rank 0 (checksum 2.5)");
         model.addDiagnoses({divergence});
+        QCOMPARE(cell(model, 1, RankGridModel::StateColumn), QStringLiteral("diverged, running"));
+        QSignalSpy changed(&model, &QAbstractItemModel::dataChanged);
+        model.addEvents(ends);
+        QVERIFY(changed.count() >= 1); // the state stays diverged; its words change
         model.rankExited(0, QStringLiteral("node-a"), 0, false);
         model.rankExited(1, QStringLiteral("node-a"), 0, false);
-        QCOMPARE(cell(model, 1, RankGridModel::StateColumn), QStringLiteral("diverged"));
+        QCOMPARE(cell(model, 1, RankGridModel::StateColumn), QStringLiteral("diverged, finished"));
         QCOMPARE(cell(model, 1, RankGridModel::StateColumn, Qt::ToolTipRole), divergence.message);
         QCOMPARE(cell(model, 0, RankGridModel::StateColumn), QStringLiteral("finished"));
         const QColor diverged = rankStateColor(RankLiveState::Diverged);
@@ -144,6 +158,13 @@ private Q_SLOTS:
         for (int state = 0; state <= int(RankLiveState::Stopped); ++state)
             QVERIFY(RankLiveState(state) == RankLiveState::Diverged ||
                     rankStateColor(RankLiveState(state)) != diverged);
+
+        // Ended by the teardown while it trained on.
+        RankGridModel stopped;
+        stopped.addEvents(running);
+        stopped.addDiagnoses({divergence});
+        stopped.rankExited(1, QStringLiteral("node-a"), 128 + 15, true);
+        QCOMPARE(cell(stopped, 1, RankGridModel::StateColumn), QStringLiteral("diverged, stopped"));
     }
 
     void sortRoleHoldsRawValues() {
