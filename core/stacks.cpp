@@ -454,6 +454,51 @@ QString stackCaptureError(QByteArrayView out, QByteArrayView err, int exitStatus
         .arg(first.isEmpty() ? QString() : QStringLiteral(": ") + first);
 }
 
+QVector<std::optional<StackCaptureOutput>> splitStackCaptures(QByteArrayView text, int count) {
+    QVector<std::optional<StackCaptureOutput>> captures(std::max(count, 0));
+    QVector<int> seen(captures.size(), 0); // bit 0: out, 1: err, 2: rc
+    static constexpr QByteArrayView kHeader("rankscope-capture ");
+    qsizetype at = text.startsWith(kHeader) ? 0 : text.indexOf(QByteArrayView("\nrankscope-capture "));
+    if (at > 0)
+        ++at; // past the newline
+    while (at >= 0 && at < text.size() && text.sliced(at).startsWith(kHeader)) {
+        const qsizetype end = text.indexOf('\n', at);
+        if (end < 0)
+            break;
+        const QList<QByteArray> words =
+            text.sliced(at + kHeader.size(), end - at - kHeader.size()).toByteArray().split(' ');
+        bool indexOk = false;
+        bool sizeOk = false;
+        const int index = words.size() == 3 ? words[0].toInt(&indexOk) : -1;
+        const qsizetype size = words.size() == 3 ? words[2].trimmed().toLongLong(&sizeOk) : -1;
+        if (!indexOk || !sizeOk || size < 0 || size > text.size() - end - 1)
+            break; // a header cut short, or a size past the text: nothing after it can be trusted
+        const QByteArrayView bytes = text.sliced(end + 1, size);
+        at = end + 1 + size;
+        if (index < 0 || index >= captures.size())
+            continue;
+        StackCaptureOutput& capture = captures[index] ? *captures[index] : captures[index].emplace();
+        if (words[1] == "out") {
+            capture.out = bytes.toByteArray();
+            seen[index] |= 1;
+        } else if (words[1] == "err") {
+            capture.err = bytes.toByteArray();
+            seen[index] |= 2;
+        } else if (words[1] == "rc") {
+            bool statusOk = false;
+            const int status = bytes.trimmed().toInt(&statusOk);
+            if (statusOk) {
+                capture.exitStatus = status;
+                seen[index] |= 4;
+            }
+        }
+    }
+    for (qsizetype i = 0; i < captures.size(); ++i)
+        if (seen[i] != 7)
+            captures[i].reset(); // whole or not at all
+    return captures;
+}
+
 QString stackCaptureNote(QByteArrayView err) {
     const QString said = QString::fromUtf8(err);
     static const QRegularExpression state(QStringLiteral("rankscope-process-state=(\\S)"));

@@ -62,6 +62,17 @@ enum class WaitKind { None, C10d, Gloo, Nccl, Sleep };
 // (t) is said so. Empty for a process that was running or sleeping.
 [[nodiscard]] QString stackCaptureNote(QByteArrayView err);
 
+// What one rank's capture printed, as a node's capture of several ranks at once frames it on its stdout: for each
+// rank in turn, each of its streams as a header line "rankscope-capture INDEX out|err|rc SIZE" followed by SIZE
+// bytes (rc: the capture's exit status as text). splitStackCaptures returns `count` entries, in index order; an
+// index the text does not hold (whole) is empty. Whatever precedes the first header is skipped.
+struct StackCaptureOutput {
+    QByteArray out;
+    QByteArray err;
+    int exitStatus = -1;
+};
+[[nodiscard]] QVector<std::optional<StackCaptureOutput>> splitStackCaptures(QByteArrayView text, int count);
+
 // One node of the merged tree: a frame (by normalised function name) reached by the same path of outer
 // frames, with the ranks whose threads pass through it.
 struct StackNode {

@@ -38,37 +38,82 @@ QVector<ExitLine> parseExitLines(const QByteArray& completeLines) {
     return lines;
 }
 
-QString stackCaptureCommand(const QString& pidFile, int timeoutSeconds) {
-    // The rank's pid file holds the trainer's own pid (the supervisor execs it). kill -0 fails with EPERM
-    // for another user's live process, so /proc decides whether it is gone. The ptrace scope is reported so
-    // that a refusal can name it.
-    // A debugger stops the rank to attach (PTRACE_ATTACH sends SIGSTOP). One killed before it detaches, by its
-    // timeout on a loaded node or by a write to a closed channel, leaves that stop behind, and the whole run
-    // waits for the stopped rank for good. So the rank is sent SIGCONT once the debugger has ended, however it
-    // ended (to a running process, SIGCONT does nothing). The subshell does it even when the shell that
-    // started it is killed (a capture given up). But not a rank that was stopped before (state T: SIGSTOP, Ctrl-Z):
-    // that stop is the hang the capture looks into, and resuming it would change what is being diagnosed.
+namespace {
+
+// The capture of the process whose pid is in the file "$f", its debugger under `timeout "$t"`.
+// The rank's pid file holds the trainer's own pid (the supervisor execs it). kill -0 fails with EPERM
+// for another user's live process, so /proc decides whether it is gone. The ptrace scope is reported so
+// that a refusal can name it.
+// A debugger stops the rank to attach (PTRACE_ATTACH sends SIGSTOP). One killed before it detaches, by its
+// timeout on a loaded node or by a write to a closed channel, leaves that stop behind, and the whole run
+// waits for the stopped rank for good. So the rank is sent SIGCONT once the debugger has ended, however it
+// ended (to a running process, SIGCONT does nothing). The subshell does it even when the shell that
+// started it is killed (a capture given up). But not a rank that was stopped before (state T: SIGSTOP, Ctrl-Z):
+// that stop is the hang the capture looks into, and resuming it would change what is being diagnosed.
+QString stackCaptureBody() {
     return QStringLiteral(
-               "f=%1; t=%2\n"
-               "pid=$(cat \"$f\" 2>/dev/null)\n"
-               "[ -n \"$pid\" ] || { echo \"rankscope: no pid file $f (the rank never started)\" >&2; exit 3; }\n"
-               "kill -0 \"$pid\" 2>/dev/null || [ -d \"/proc/$pid\" ] || "
-               "{ echo \"rankscope: process $pid is gone (the rank ended)\" >&2; exit 3; }\n"
-               "scope=$(cat /proc/sys/kernel/yama/ptrace_scope 2>/dev/null)\n"
-               // The state is the field after the command name, which may hold spaces and parentheses.
-               "st=$(sed 's/.*) //' \"/proc/$pid/stat\" 2>/dev/null | cut -c1)\n"
-               "echo \"rankscope-process-state=$st rankscope-pid=$pid\" >&2\n"
-               "if command -v gdb >/dev/null 2>&1; then\n"
-               "  set -- gdb -nx -p \"$pid\" -batch -ex 'set pagination off' -ex 'set width 0' -ex 'thread apply all "
-               "bt'\n"
-               "elif command -v eu-stack >/dev/null 2>&1; then\n"
-               "  set -- eu-stack -p \"$pid\" -s -m\n"
-               "else echo 'rankscope: neither gdb nor eu-stack on the node (install gdb)' >&2; exit 3; fi\n"
-               "(timeout -k 5 \"$t\" \"$@\" </dev/null; s=$?\n"
-               " case $st in T|t) ;; *) kill -CONT \"$pid\" 2>/dev/null;; esac; exit $s)\n"
-               "s=$?; echo \"rankscope-ptrace-scope=$scope\" >&2; exit $s\n")
-        .arg(shellQuote(pidFile))
-        .arg(timeoutSeconds);
+        "pid=$(cat \"$f\" 2>/dev/null)\n"
+        "[ -n \"$pid\" ] || { echo \"rankscope: no pid file $f (the rank never started)\" >&2; exit 3; }\n"
+        "kill -0 \"$pid\" 2>/dev/null || [ -d \"/proc/$pid\" ] || "
+        "{ echo \"rankscope: process $pid is gone (the rank ended)\" >&2; exit 3; }\n"
+        "scope=$(cat /proc/sys/kernel/yama/ptrace_scope 2>/dev/null)\n"
+        // The state is the field after the command name, which may hold spaces and parentheses.
+        "st=$(sed 's/.*) //' \"/proc/$pid/stat\" 2>/dev/null | cut -c1)\n"
+        "echo \"rankscope-process-state=$st rankscope-pid=$pid\" >&2\n"
+        "if command -v gdb >/dev/null 2>&1; then\n"
+        "  set -- gdb -nx -p \"$pid\" -batch -ex 'set pagination off' -ex 'set width 0' -ex 'thread apply all "
+        "bt'\n"
+        "elif command -v eu-stack >/dev/null 2>&1; then\n"
+        "  set -- eu-stack -p \"$pid\" -s -m\n"
+        "else echo 'rankscope: neither gdb nor eu-stack on the node (install gdb)' >&2; exit 3; fi\n"
+        "(timeout -k 5 \"$t\" \"$@\" </dev/null; s=$?\n"
+        " case $st in T|t) ;; *) kill -CONT \"$pid\" 2>/dev/null;; esac; exit $s)\n"
+        "s=$?; echo \"rankscope-ptrace-scope=$scope\" >&2; exit $s\n");
+}
+
+// Debuggers a node's capture runs at once: each holds the symbols of the rank's libraries (LibTorch's CUDA
+// library alone is about a gigabyte), so a CPU node with dozens of ranks takes them eight at a time.
+constexpr int kParallelCaptures = 8;
+
+} // namespace
+
+QString stackCaptureCommand(const QString& pidFile, int timeoutSeconds) {
+    // One arg() for both: a "%2" in the path is not a placeholder.
+    return QStringLiteral("f=%1; t=%2\n").arg(shellQuote(pidFile), QString::number(timeoutSeconds)) +
+           stackCaptureBody();
+}
+
+QString stackCapturesCommand(const QString& runDir, const QStringList& pidFiles, int timeoutSeconds) {
+    QStringList quoted;
+    for (const QString& pidFile : pidFiles)
+        quoted << shellQuote(pidFile);
+    // Each rank's capture runs in a subshell of its own (its `exit` ends only that one), its streams and status
+    // kept in a directory of the run's, then framed on stdout in rank order for splitStackCaptures(). A capture given
+    // up (its shell killed) leaves that directory behind, in the run's directory.
+    return QStringLiteral("capture() {\nf=$1; t=$2\n") + stackCaptureBody() +
+           QStringLiteral(
+               "}\n"
+               "d=$(mktemp -d %4/stacks.XXXXXX) || "
+               "{ echo 'rankscope: cannot make a directory for the capture in the run directory' >&2; exit 3; }\n"
+               "trap 'rm -rf \"$d\"' EXIT\n"
+               "trap 'exit 1' HUP PIPE INT TERM\n"
+               "i=0\n"
+               "for f in %1; do\n"
+               "  ( (capture \"$f\" %2) >\"$d/$i.out\" 2>\"$d/$i.err\"; echo $? >\"$d/$i.rc\") </dev/null &\n"
+               "  i=$((i + 1)); [ $((i % %3)) -ne 0 ] || wait\n"
+               "done\n"
+               "wait\n"
+               "j=0\n"
+               "while [ $j -lt $i ]; do\n"
+               "  for s in out err rc; do\n"
+               "    [ -f \"$d/$j.$s\" ] || : >\"$d/$j.$s\"\n"
+               "    printf 'rankscope-capture %s %s %s\\n' $j $s $(wc -c <\"$d/$j.$s\")\n"
+               "    cat \"$d/$j.$s\"\n"
+               "  done\n"
+               "  j=$((j + 1))\n"
+               "done\n")
+               .arg(quoted.join(QLatin1Char(' ')), QString::number(timeoutSeconds), QString::number(kParallelCaptures),
+                    shellQuote(runDir));
 }
 
 NodeWorker::NodeWorker(int nodeIndex, std::unique_ptr<Transport> transport, NodeWorkerOptions options)
@@ -559,36 +604,63 @@ void NodeWorker::stop(int graceSeconds) {
 }
 
 void NodeWorker::captureStacks(int job, int timeoutSeconds) {
-    QVector<RankStackCapture> captures;
+    QMap<int, RankStackCapture> captures;
+    QVector<int> traced;
+    QStringList pidFiles;
     for (const int rank : std::as_const(m_ranks)) {
-        RankStackCapture capture{rank, {}, {}};
         if (rank == m_debugRank) {
             // gdbserver traces it already, and a second tracer is refused: its debugger shows its stacks.
-            capture.error =
-                QStringLiteral("under the debugger (gdbserver): take its stacks there (thread apply all bt)");
-            captures.append(capture);
+            captures.insert(rank, {rank,
+                                   {},
+                                   QStringLiteral("under the debugger (gdbserver): take its stacks there "
+                                                  "(thread apply all bt)"),
+                                   {}});
             continue;
         }
+        traced.append(rank);
+        pidFiles.append(m_runDir + QStringLiteral("/rank%1.pid").arg(rank));
+    }
+    if (!traced.isEmpty()) {
         try {
             if (!m_transport->isConnected())
                 m_transport->connect();
-            const QString pidFile = m_runDir + QStringLiteral("/rank%1.pid").arg(rank);
+            // Eight at a time, each bounded by its `timeout` and the SIGKILL 5 s after it.
+            const qsizetype rounds = (traced.size() + 7) / 8;
             const ExecResult result =
-                m_transport->exec(stackCaptureCommand(pidFile, timeoutSeconds), {},
-                                  std::chrono::seconds(timeoutSeconds + 15), CommandEffect::ReadsOnly);
-            capture.error = stackCaptureError(result.out, result.err, result.exitStatus);
-            if (capture.error.isEmpty())
-                capture.stacks = parseStacks(result.out);
-            capture.note = stackCaptureNote(result.err);
+                m_transport->exec(stackCapturesCommand(m_runDir, pidFiles, timeoutSeconds), {},
+                                  std::chrono::seconds(rounds * (timeoutSeconds + 5) + 15), CommandEffect::ReadsOnly);
+            const QVector<std::optional<StackCaptureOutput>> outputs =
+                splitStackCaptures(result.out, int(traced.size()));
+            for (qsizetype i = 0; i < traced.size(); ++i) {
+                RankStackCapture capture{traced[i], {}, {}, {}};
+                if (const std::optional<StackCaptureOutput>& output = outputs[i]) {
+                    capture.error = stackCaptureError(output->out, output->err, output->exitStatus);
+                    if (capture.error.isEmpty())
+                        capture.stacks = parseStacks(output->out);
+                    capture.note = stackCaptureNote(output->err);
+                } else {
+                    // The node's script failed as a whole (its own sentence: no temporary directory), or was cut
+                    // short before this rank's output.
+                    capture.error =
+                        result.err.contains("rankscope: ")
+                            ? stackCaptureError({}, result.err, result.exitStatus)
+                            : QStringLiteral("the node's capture said nothing of this rank (exit status %1)")
+                                  .arg(result.exitStatus);
+                }
+                captures.insert(capture.rank, capture);
+            }
         } catch (const TransportError& error) {
             if (error.kind() == TransportErrorKind::Abandoned)
                 return; // the run is being left: no tree of half its ranks
-            capture.error = error.message();
+            for (const int rank : std::as_const(traced))
+                captures.insert(rank, {rank, {}, error.message(), {}});
             linkFailedBesidePolling(error);
         }
-        captures.append(capture);
     }
-    emit stacksCaptured(m_node, job, captures);
+    QVector<RankStackCapture> inOrder;
+    for (const int rank : std::as_const(m_ranks))
+        inOrder.append(captures.value(rank));
+    emit stacksCaptured(m_node, job, inOrder);
 }
 
 void NodeWorker::readKernelLog(int job, double since, int timeoutSeconds, qint64 maxBytes) {

@@ -202,6 +202,11 @@ struct ExitLine {
 // The shell command that prints the native stacks of the process whose pid is in `pidFile`: gdb, else
 // eu-stack, under `timeout`; when it cannot, one "rankscope: ..." sentence on stderr (see stackCaptureError).
 [[nodiscard]] QString stackCaptureCommand(const QString& pidFile, int timeoutSeconds);
+// The same for several ranks of one node at once (eight debuggers at a time), so that their stacks are taken at
+// the same moment and a node's capture takes about as long as one rank's: each rank's output framed on stdout,
+// in the order of `pidFiles`, for splitStackCaptures() (core/stacks.h). The outputs wait in a directory made in
+// `runDir` and removed at the end.
+[[nodiscard]] QString stackCapturesCommand(const QString& runDir, const QStringList& pidFiles, int timeoutSeconds);
 
 } // namespace rankscope::remote
 

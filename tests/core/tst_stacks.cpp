@@ -285,6 +285,67 @@ private slots:
         QCOMPARE(stackCaptureNote(err), expected);
     }
 
+    // A node's capture of several ranks at once frames each rank's streams by size: what a debugger prints (even a
+    // line that looks like a header) is kept byte for byte; a rank whose three streams are not all there whole is
+    // missing rather than half read.
+    void splitCaptures_data() {
+        const auto framed = [](int index, const QByteArray& out, const QByteArray& err, const QByteArray& rc) {
+            QByteArray text;
+            for (const auto& [stream, bytes] : {std::pair{"out", out}, std::pair{"err", err}, std::pair{"rc", rc}})
+                text += QByteArray("rankscope-capture ") + QByteArray::number(index) + ' ' + stream + ' ' +
+                        QByteArray::number(bytes.size()) + '\n' + bytes;
+            return text;
+        };
+        const QByteArray gdb0("Thread 1 (LWP 5):\n#0  main () at main.cpp:49\n");
+        const QByteArray lookalike("rankscope-capture 0 out 3\nabc"); // a debugger's output, not a header
+        QTest::addColumn<QByteArray>("text");
+        QTest::addColumn<int>("count");
+        QTest::addColumn<QStringList>("expected"); // "out|err|status" per index, "-" for none
+
+        QTest::newRow("two ranks") << framed(0, gdb0, "rankscope-pid=5\n", "0\n") + framed(1, "", "gone\n", "3\n") << 2
+                                   << QStringList{QString::fromUtf8(gdb0) + "|rankscope-pid=5\n|0", "|gone\n|3"};
+        QTest::newRow("a header in the output is content")
+            << framed(0, lookalike, "", "0\n") << 1 << QStringList{QString::fromUtf8(lookalike) + "||0"};
+        QTest::newRow("chatter before the first header")
+            << QByteArray("motd\n") + framed(0, "x", "y", "124") << 1 << QStringList{"x|y|124"};
+        QTest::newRow("cut short: the second rank is missing")
+            << framed(0, "x", "", "0\n") + framed(1, "y", "", "0\n").chopped(2) << 2 << QStringList{"x||0", "-"};
+        QTest::newRow("no status: missing") << framed(0, "x", "", "") << 1 << QStringList{"-"};
+        QTest::newRow("a status that is no number: missing") << framed(0, "x", "", "killed") << 1 << QStringList{"-"};
+        QTest::newRow("fewer ranks than asked") << framed(1, "x", "", "0") << 3 << QStringList{"-", "x||0", "-"};
+        QTest::newRow("an index out of range is skipped")
+            << framed(5, "x", "", "0") + framed(0, "y", "", "1") << 1 << QStringList{"y||1"};
+        QTest::newRow("a size past the end") << QByteArray("rankscope-capture 0 out 99\nabc") << 1 << QStringList{"-"};
+        QTest::newRow("nothing") << QByteArray() << 2 << QStringList{"-", "-"};
+    }
+    void splitCaptures() {
+        QFETCH(QByteArray, text);
+        QFETCH(int, count);
+        QFETCH(QStringList, expected);
+        QStringList got;
+        for (const std::optional<StackCaptureOutput>& capture : splitStackCaptures(text, count))
+            got << (capture ? QStringLiteral("%1|%2|%3")
+                                  .arg(QString::fromUtf8(capture->out), QString::fromUtf8(capture->err),
+                                       QString::number(capture->exitStatus))
+                            : QStringLiteral("-"));
+        QCOMPARE(got, expected);
+    }
+
+    // A node's framed capture of two ranks: the first's stacks and markers, the second's gdb error, each whole.
+    void splitRecordedNodeCapture() {
+        const QVector<std::optional<StackCaptureOutput>> captures =
+            splitStackCaptures(data(QStringLiteral("node-capture.framed")), 2);
+        QCOMPARE(captures.size(), 2);
+        QVERIFY(captures[0] && captures[1]);
+        QCOMPARE(captures[0]->out, data(QStringLiteral("gloo-hang-rank0.gdb.txt")));
+        QCOMPARE(captures[0]->exitStatus, 0);
+        QCOMPARE(stackCaptureError(captures[0]->out, captures[0]->err, 0), QString());
+        QVERIFY(!parseStacks(captures[0]->out).threads.isEmpty());
+        QCOMPARE(captures[1]->err, data(QStringLiteral("process-gone.gdb.err")));
+        QCOMPARE(stackCaptureError(captures[1]->out, captures[1]->err, captures[1]->exitStatus),
+                 QStringLiteral("the process is gone"));
+    }
+
     void rankSets() {
         QCOMPARE(formatRankList({0, 2, 3, 4, 5, 6, 7}), QStringLiteral("0,2-7"));
         QCOMPARE(formatRankList({5}), QStringLiteral("5"));

@@ -307,6 +307,54 @@ private slots:
         QTRY_VERIFY_WITH_TIMEOUT(steps >= stepsAfterCapture + 10, 30000);
     }
 
+    // A node's ranks are captured at once, not one after the other: on a loaded node gdb takes seconds per rank,
+    // so eight ranks in turn took eight times as long, and the last rank's stacks were taken that much later than
+    // the first's. The debugger here answers only once both ranks' debuggers have started (it gives up after
+    // 20 s): one at a time, the first would give up, and its rank would have no stacks.
+    void aNodesRanksAreCapturedAtOnce() {
+        const QString started = m_dir.filePath(QStringLiteral("together-started"));
+        QVERIFY(QDir().mkpath(started));
+        const GdbFirstOnPath gdb(
+            m_dir.filePath(QStringLiteral("together-gdb")),
+            QStringLiteral("# gdb -nx -p PID ...\n"
+                           "touch '%1'/\"$3\"\n"
+                           "n=0\n"
+                           "while [ \"$(ls '%1' | wc -l)\" -lt 2 ]; do\n"
+                           "  n=$((n + 1)); [ $n -lt 200 ] || { echo 'alone' >&2; exit 1; }; sleep 0.1\n"
+                           "done\n"
+                           "cat '%2'\n")
+                .arg(started, QStringLiteral(RANKSCOPE_SOURCE_DIR "/tests/data/stacks/gloo-hang-rank0.gdb.txt"))
+                .toUtf8());
+        QVERIFY(gdb.installed);
+
+        remote::EngineOptions o = options();
+        o.captureStacksOnHang = false;
+        remote::RunEngine engine(&m_store, o);
+        int steps = 0;
+        countSteps(engine, steps);
+        QSignalSpy captured(&engine, &remote::RunEngine::stacksCaptured);
+        QSignalSpy finished(&engine, &remote::RunEngine::finished);
+        QString error;
+        QVERIFY2(engine.launch(jobFrom(hangJob({"--slow-ms", "20", "--slow-rank", "0"})), RunMode::Debug, &error),
+                 qPrintable(error));
+        const auto stopRun = qScopeGuard([&engine, &finished] {
+            if (engine.isActive()) {
+                engine.stop();
+                finished.wait(60000);
+            }
+        });
+        QTRY_VERIFY_WITH_TIMEOUT(steps >= 10, 90000);
+        QVERIFY(engine.captureStacks(&error));
+        QTRY_VERIFY_WITH_TIMEOUT(!captured.isEmpty(), 60000);
+        const StackTree tree = captured.front().at(0).value<StackTree>();
+        QVERIFY2(tree.errors().isEmpty(), qPrintable(tree.render()));
+        QCOMPARE(tree.ranks(), (QVector<int>{0, 1}));
+        QCOMPARE(QDir(started).entryList(QDir::Files).size(), 2);
+        // The outputs' directory in the run's is gone.
+        const QString runDir = engine.record().nodes.value(0).runDir;
+        QCOMPARE(QDir(runDir).entryList({QStringLiteral("stacks.*")}, QDir::Dirs), QStringList());
+    }
+
     // A rank stopped by a signal (SIGSTOP here; Ctrl-Z in the terminal that started it sends SIGTSTP) hangs its
     // peers like any hung rank. The capture the hang sets off names it as stopped, with how to resume it, and leaves
     // it stopped: the capture's SIGCONT, there for a debugger that died attached, must not end the very stop
