@@ -77,19 +77,14 @@ constexpr int kParallelCaptures = 8;
 
 } // namespace
 
-QString stackCaptureCommand(const QString& pidFile, int timeoutSeconds) {
-    // One arg() for both: a "%2" in the path is not a placeholder.
-    return QStringLiteral("f=%1; t=%2\n").arg(shellQuote(pidFile), QString::number(timeoutSeconds)) +
-           stackCaptureBody();
-}
-
 QString stackCapturesCommand(const QString& runDir, const QStringList& pidFiles, int timeoutSeconds) {
     QStringList quoted;
     for (const QString& pidFile : pidFiles)
         quoted << shellQuote(pidFile);
     // Each rank's capture runs in a subshell of its own (its `exit` ends only that one), its streams and status
     // kept in a directory of the run's, then framed on stdout in rank order for splitStackCaptures(). A capture given
-    // up (its shell killed) leaves that directory behind, in the run's directory.
+    // up (its shell killed) leaves that directory behind, in the run's directory. One arg() for all: a "%2" in a
+    // path is not a placeholder.
     return QStringLiteral("capture() {\nf=$1; t=$2\n") + stackCaptureBody() +
            QStringLiteral(
                "}\n"

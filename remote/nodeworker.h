@@ -199,13 +199,12 @@ struct ExitLine {
 };
 [[nodiscard]] QVector<ExitLine> parseExitLines(const QByteArray& completeLines);
 
-// The shell command that prints the native stacks of the process whose pid is in `pidFile`: gdb, else
-// eu-stack, under `timeout`; when it cannot, one "rankscope: ..." sentence on stderr (see stackCaptureError).
-[[nodiscard]] QString stackCaptureCommand(const QString& pidFile, int timeoutSeconds);
-// The same for several ranks of one node at once (eight debuggers at a time), so that their stacks are taken at
-// the same moment and a node's capture takes about as long as one rank's: each rank's output framed on stdout,
-// in the order of `pidFiles`, for splitStackCaptures() (core/stacks.h). The outputs wait in a directory made in
-// `runDir` and removed at the end.
+// The shell command that prints the native stacks of the processes whose pids are in `pidFiles` (ranks of one node):
+// gdb, else eu-stack, each under `timeout`; for a rank it cannot take, one "rankscope: ..." sentence on that rank's
+// stderr (see stackCaptureError). The ranks are taken at once (eight debuggers at a time), so that their stacks
+// show the same moment and a node's capture takes about as long as one rank's. Each rank's output is framed on
+// stdout, in the order of `pidFiles`, for splitStackCaptures() (core/stacks.h); the outputs wait in a directory
+// made in `runDir` and removed at the end.
 [[nodiscard]] QString stackCapturesCommand(const QString& runDir, const QStringList& pidFiles, int timeoutSeconds);
 
 } // namespace rankscope::remote
