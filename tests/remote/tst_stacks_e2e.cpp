@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <csignal>
+#include <functional>
 #include <optional>
 
 using namespace rankscope;
@@ -114,6 +115,30 @@ private:
         o.localTrainer = kTrainer;
         o.sshConfigPath = QStringLiteral("none");
         return o;
+    }
+
+    // Launches a healthy 2-rank run (rank 0 a little slow), takes one capture by hand once it has made 10 steps, and
+    // calls `check` with the engine, the capture's tree and the steps counted so far; the run is stopped after.
+    void withOneCapture(const remote::EngineOptions& o,
+                        const std::function<void(remote::RunEngine&, const StackTree&, const int& steps)>& check) {
+        remote::RunEngine engine(&m_store, o);
+        int steps = 0;
+        countSteps(engine, steps);
+        QSignalSpy captured(&engine, &remote::RunEngine::stacksCaptured);
+        QSignalSpy finished(&engine, &remote::RunEngine::finished);
+        QString error;
+        QVERIFY2(engine.launch(jobFrom(hangJob({"--slow-ms", "20", "--slow-rank", "0"})), RunMode::Debug, &error),
+                 qPrintable(error));
+        const auto stopRun = qScopeGuard([&engine, &finished] {
+            if (engine.isActive()) {
+                engine.stop();
+                finished.wait(60000);
+            }
+        });
+        QTRY_VERIFY_WITH_TIMEOUT(steps >= 10, 90000);
+        QVERIFY(engine.captureStacks(&error));
+        QTRY_VERIFY_WITH_TIMEOUT(!captured.isEmpty(), 60000);
+        check(engine, captured.front().at(0).value<StackTree>(), steps);
     }
 
 private slots:
@@ -274,37 +299,21 @@ private slots:
         remote::EngineOptions o = options();
         o.stackTimeoutSeconds = 2;
         o.captureStacksOnHang = false;
-        remote::RunEngine engine(&m_store, o);
-        int steps = 0;
-        countSteps(engine, steps);
-        QSignalSpy captured(&engine, &remote::RunEngine::stacksCaptured);
-        QSignalSpy finished(&engine, &remote::RunEngine::finished);
-        QString error;
-        QVERIFY2(engine.launch(jobFrom(hangJob({"--slow-ms", "20", "--slow-rank", "0"})), RunMode::Debug, &error),
-                 qPrintable(error));
-        const auto stopRun = qScopeGuard([&engine, &finished] {
-            if (engine.isActive()) {
-                engine.stop();
-                finished.wait(60000);
-            }
-        });
-        QTRY_VERIFY_WITH_TIMEOUT(steps >= 10, 90000);
-        QVERIFY(engine.captureStacks(&error));
-        QTRY_VERIFY_WITH_TIMEOUT(!captured.isEmpty(), 60000);
-        const StackTree tree = captured.front().at(0).value<StackTree>();
-        QVERIFY2(tree.isEmpty() && tree.errors().size() == 2, qPrintable(tree.render())); // no stacks: it timed out
+        withOneCapture(o, [](remote::RunEngine& engine, const StackTree& tree, const int& steps) {
+            QVERIFY2(tree.isEmpty() && tree.errors().size() == 2, qPrintable(tree.render())); // it timed out
 
-        // Both ranks run on: neither is left stopped, and the training goes on.
-        const QString runDir = engine.record().nodes.value(0).runDir;
-        for (int rank : {0, 1}) {
-            const QByteArray pid = readAll(runDir + QStringLiteral("/rank%1.pid").arg(rank)).trimmed();
-            QVERIFY(!pid.isEmpty());
-            QTRY_VERIFY2_WITH_TIMEOUT(
-                !readAll(QStringLiteral("/proc/%1/status").arg(QString::fromLatin1(pid))).contains("State:\tT"),
-                qPrintable(QStringLiteral("rank %1 (pid %2) is stopped").arg(rank).arg(pid)), 10000);
-        }
-        const int stepsAfterCapture = steps;
-        QTRY_VERIFY_WITH_TIMEOUT(steps >= stepsAfterCapture + 10, 30000);
+            // Both ranks run on: neither is left stopped, and the training goes on.
+            const QString runDir = engine.record().nodes.value(0).runDir;
+            for (int rank : {0, 1}) {
+                const QByteArray pid = readAll(runDir + QStringLiteral("/rank%1.pid").arg(rank)).trimmed();
+                QVERIFY(!pid.isEmpty());
+                QTRY_VERIFY2_WITH_TIMEOUT(
+                    !readAll(QStringLiteral("/proc/%1/status").arg(QString::fromLatin1(pid))).contains("State:\tT"),
+                    qPrintable(QStringLiteral("rank %1 (pid %2) is stopped").arg(rank).arg(pid)), 10000);
+            }
+            const int stepsAfterCapture = steps;
+            QTRY_VERIFY_WITH_TIMEOUT(steps >= stepsAfterCapture + 10, 30000);
+        });
     }
 
     // A node's ranks are captured at once, not one after the other: on a loaded node gdb takes seconds per rank,
@@ -329,30 +338,14 @@ private slots:
 
         remote::EngineOptions o = options();
         o.captureStacksOnHang = false;
-        remote::RunEngine engine(&m_store, o);
-        int steps = 0;
-        countSteps(engine, steps);
-        QSignalSpy captured(&engine, &remote::RunEngine::stacksCaptured);
-        QSignalSpy finished(&engine, &remote::RunEngine::finished);
-        QString error;
-        QVERIFY2(engine.launch(jobFrom(hangJob({"--slow-ms", "20", "--slow-rank", "0"})), RunMode::Debug, &error),
-                 qPrintable(error));
-        const auto stopRun = qScopeGuard([&engine, &finished] {
-            if (engine.isActive()) {
-                engine.stop();
-                finished.wait(60000);
-            }
+        withOneCapture(o, [&started](remote::RunEngine& engine, const StackTree& tree, const int&) {
+            QVERIFY2(tree.errors().isEmpty(), qPrintable(tree.render()));
+            QCOMPARE(tree.ranks(), (QVector<int>{0, 1}));
+            QCOMPARE(QDir(started).entryList(QDir::Files).size(), 2);
+            // The outputs' directory in the run's is gone.
+            const QString runDir = engine.record().nodes.value(0).runDir;
+            QCOMPARE(QDir(runDir).entryList({QStringLiteral("stacks.*")}, QDir::Dirs), QStringList());
         });
-        QTRY_VERIFY_WITH_TIMEOUT(steps >= 10, 90000);
-        QVERIFY(engine.captureStacks(&error));
-        QTRY_VERIFY_WITH_TIMEOUT(!captured.isEmpty(), 60000);
-        const StackTree tree = captured.front().at(0).value<StackTree>();
-        QVERIFY2(tree.errors().isEmpty(), qPrintable(tree.render()));
-        QCOMPARE(tree.ranks(), (QVector<int>{0, 1}));
-        QCOMPARE(QDir(started).entryList(QDir::Files).size(), 2);
-        // The outputs' directory in the run's is gone.
-        const QString runDir = engine.record().nodes.value(0).runDir;
-        QCOMPARE(QDir(runDir).entryList({QStringLiteral("stacks.*")}, QDir::Dirs), QStringList());
     }
 
     // A rank stopped by a signal (SIGSTOP here; Ctrl-Z in the terminal that started it sends SIGTSTP) hangs its
