@@ -224,8 +224,9 @@ int runRunCommand(const QString& jobPath, const QString& mode, bool detach, cons
         });
     }
     const int code = follow(engine, monitor, OnInterrupt::Stop);
-    if (code != kExitOk && !engine.record().summary.isEmpty())
-        printError(QStringLiteral("run"), engine.record().summary);
+    // The last line, the one read first: the whole verdict, with the hung rank a failure waited on.
+    if (const QString verdict = monitor.verdict(engine.record()); code != kExitOk && !verdict.isEmpty())
+        printError(QStringLiteral("run"), verdict);
     return code;
 }
 

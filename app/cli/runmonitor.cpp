@@ -233,11 +233,8 @@ void RunMonitor::printSummary(const RunRecord& record) {
     std::fputs(qPrintable(formatTable(rows, {Align::Right, Align::Left, Align::Right, Align::Right, Align::Right,
                                              Align::Right, Align::Left})),
                m_out);
-    // The run's summary line, unless a finding says it and more (the root cause with what the kernel log or a
-    // hang before it adds): that finding is listed below.
-    const bool saidByFinding = std::any_of(m_findings.cbegin(), m_findings.cend(), [&record](const Diagnosis& finding) {
-        return !finding.resolved && !record.summary.isEmpty() && finding.message.startsWith(record.summary);
-    });
+    // The run's summary line, unless a finding says it and more: that finding is listed below.
+    const bool saidByFinding = findingSaying(record) != nullptr;
     if (!record.summary.isEmpty() && !saidByFinding)
         std::fprintf(m_out, "%s\n", qPrintable(record.summary));
     // What was found and still stands, again: said once as it happened, it may be screens away by now. A finding
@@ -253,6 +250,20 @@ void RunMonitor::printSummary(const RunRecord& record) {
     }
     std::fprintf(m_out, "logs: rankscope-cli logs %s [--rank R]\n", qPrintable(record.id));
     std::fflush(m_out);
+}
+
+const Diagnosis* RunMonitor::findingSaying(const RunRecord& record) const {
+    if (record.summary.isEmpty())
+        return nullptr;
+    const auto found = std::find_if(m_findings.cbegin(), m_findings.cend(), [&record](const Diagnosis& finding) {
+        return !finding.resolved && finding.message.startsWith(record.summary);
+    });
+    return found != m_findings.cend() ? &*found : nullptr;
+}
+
+QString RunMonitor::verdict(const RunRecord& record) const {
+    const Diagnosis* finding = findingSaying(record);
+    return finding ? finding->message : record.summary;
 }
 
 } // namespace rankscope::cli

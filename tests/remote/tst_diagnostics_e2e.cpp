@@ -474,6 +474,23 @@ private slots:
         QVERIFY2(!out.mid(findings).contains(QLatin1String("rank 0 on localhost is a straggler")), qPrintable(out));
     }
 
+    // `rankscope-cli run`'s last line, the one a user reads first, gives the whole verdict: rank 0 failed first,
+    // of waiting on the hung rank 1. It used to stop at rank 0's timeout, the hang only in the findings above it.
+    void cliLastLineNamesTheHungRankAFailureWaitedOn() {
+        QProcess cli;
+        QVERIFY(startCliRun(cli, QStringLiteral("hang-fail-cli"), 1000,
+                            {"--hang-at-step", "4", "--hang-rank", "1", "--timeout-s", "4"}));
+        QVERIFY(cli.waitForFinished(120000));
+        const QByteArray err = cli.readAllStandardError();
+        const QString out = QString::fromUtf8(cli.readAllStandardOutput() + err);
+        QVERIFY2(cli.exitCode() != 0, qPrintable(out));
+        const QString last = QString::fromUtf8(err.trimmed()).split(QLatin1Char('\n')).constLast();
+        QVERIFY2(last.startsWith(QLatin1String("rankscope-cli run: rank 0 on localhost failed first")),
+                 qPrintable(out));
+        QVERIFY2(last.contains(QLatin1String("it was waiting on a hung rank: rank 1 on localhost stuck at step 4")),
+                 qPrintable(out));
+    }
+
     // A debug run whose rank 1 hangs: rank 0's collective times out (4 s) and it fails. The hung rank is ended
     // then, as in a submitted run, instead of holding the run open until its own timeout or a Ctrl-C; the root
     // cause names rank 0, which failed first, and the hang it was waiting on.
