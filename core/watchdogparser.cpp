@@ -40,7 +40,8 @@ constexpr Needle kNumelIn{"NumelIn="};
 constexpr Needle kNumelOut{"NumelOut="};
 constexpr Needle kTimeoutMs{"Timeout(ms)="};
 constexpr Needle kRanFor{"ran for "};
-constexpr Needle kLastEnqueuedText{"last enqueued"};
+// "ast": PyTorch writes "last enqueued" in its timeout and progress lines, "Last enqueued" in its dump lines.
+constexpr Needle kLastEnqueuedText{"ast enqueued"};
 constexpr Needle kLastCompleted{"last completed"};
 constexpr Needle kAtWorkSequenceId{"at work sequence id:"};
 constexpr Needle kAtWork{"at work:"};
@@ -180,7 +181,7 @@ bool isErrorLine(const LogLine& line) {
 WatchdogLogParser::WatchdogLogParser() : m_scanner({this}) {}
 
 QList<QByteArray> WatchdogLogParser::keywords() const {
-    return {QByteArrayLiteral("atchdog caught"), QByteArrayLiteral("last enqueued"),
+    return {QByteArrayLiteral("atchdog caught"), QByteArrayLiteral("ast enqueued"),
             QByteArrayLiteral("caused the desync are:"), QByteArrayLiteral("NCCL error in:"),
             QByteArrayLiteral("async exception: NCCL error"), QByteArrayLiteral("DistBackendError:"),
             // Not "atchdog got stuck": its fingerprint let the search stop at 12 % more places of the bench's log.
@@ -301,7 +302,10 @@ void WatchdogLogParser::takeTimeout(QByteArrayView text, LinePrefix prefix, qsiz
 
 // "… Rank 1] Exception (either an error or timeout) detected by watchdog at work: 808, last enqueued NCCL work:
 // 811, last completed NCCL work: 807." (2.2 to 2.4) and "… failure detected by watchdog at work sequence id: 241
-// PG status: last enqueued work: 315, last completed work: 183" (2.5 and later).
+// PG status: last enqueued work: 315, last completed work: 183" (2.5 and later); and the dump a timeout sets off, on
+// the rank that timed out or any other: "[PG ID 0 PG GUID 0(default_pg) Rank 3] Received a dump signal due to a
+// collective timeout from this local rank and we will try our best to dump the debug info. Last enqueued NCCL work:
+// 4, last completed NCCL work: 3." (also "Received a global timeout from another rank …").
 void WatchdogLogParser::takeProgress(QByteArrayView text, LinePrefix prefix) {
     const qsizetype enqueued = findBytes(text, kLastEnqueuedText);
     const qsizetype enqueuedColon = text.indexOf(':', enqueued);

@@ -1028,6 +1028,24 @@ void tst_LogParsers::messyLines_data() {
     QTest::newRow("watchdog rank: another group's, no prefix, progress kept")
         << groupTimeout + groupProgress << "timeouts.0.last_enqueued"
         << "616";
+    // The dump a timeout sets off says the rank's progress with a capital L (PyTorch 2.4 and later): a timeout with
+    // no progress line of its own takes it.
+    const QByteArray dumpProgress =
+        "[rank0]:[E1125 02:19:06.000 ProcessGroupNCCL.cpp:1595] [PG ID 0 PG GUID 0(default_pg) Rank 0] Received a "
+        "dump signal due to a collective timeout from this local rank and we will try our best to dump the debug "
+        "info. Last enqueued NCCL work: 612, last completed NCCL work: 609.This is most likely caused by incorrect "
+        "usages of collectives.\n";
+    QTest::newRow("watchdog progress from the dump line")
+        << "[rank0]:" + QByteArray(groupTimeout).replace("SeqNum=610", "SeqNum=611") + dumpProgress << "timeouts"
+        << R"([{"last_completed":609,"last_enqueued":612,"numel_in":56320,"numel_out":450560,"op":"COALESCED",)"
+           R"("ran_ms":600086,"rank":0,"seq":611,"timeout_ms":600000}])";
+    QTest::newRow("watchdog progress from a global timeout's dump line")
+        << "[rank0]:" + groupTimeout +
+               QByteArray(dumpProgress)
+                   .replace("dump signal due to a collective timeout from this local rank and we will try our best to",
+                            "global timeout from another rank and will start to")
+        << "timeouts.0.last_completed"
+        << "609";
     QTest::newRow("watchdog rank: the default group's")
         << groupTimeout + QByteArray(groupProgress).replace("PG ID 2", "PG ID 0") << "timeouts.0.rank"
         << "0";
