@@ -619,8 +619,8 @@ void NodeWorker::captureStacks(int job, int timeoutSeconds) {
         try {
             if (!m_transport->isConnected())
                 m_transport->connect();
-            // Eight at a time, each bounded by its `timeout` and the SIGKILL 5 s after it.
-            const qsizetype rounds = (traced.size() + 7) / 8;
+            // kParallelCaptures at a time, each bounded by its `timeout` and the SIGKILL 5 s after it.
+            const qsizetype rounds = (traced.size() + kParallelCaptures - 1) / kParallelCaptures;
             const ExecResult result =
                 m_transport->exec(stackCapturesCommand(m_runDir, pidFiles, timeoutSeconds), {},
                                   std::chrono::seconds(rounds * (timeoutSeconds + 5) + 15), CommandEffect::ReadsOnly);

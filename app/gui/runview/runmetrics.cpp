@@ -120,6 +120,10 @@ void RunMetrics::addEvents(const QVector<TrainerEvent>& events) {
     if (events.isEmpty())
         return;
     m_summary.add(events);
+    if (std::any_of(events.cbegin(), events.cend(),
+                    [](const TrainerEvent& e) { return e.type == TrainerEventType::Start; }))
+        for (const RankState& state : m_summary.ranks())
+            m_totalSteps = std::max(m_totalSteps, state.totalSteps);
     for (const TrainerEvent& event : events) {
         RankSeries& series = ensure(event.rank);
         m_lastTime = std::max(m_lastTime, event.time);
@@ -206,13 +210,6 @@ void RunMetrics::rankExited(int rank, int status) {
     emit changed();
 }
 
-qint64 RunMetrics::totalSteps() const {
-    qint64 total = 0;
-    for (const RankState& state : m_summary.ranks())
-        total = std::max(total, state.totalSteps);
-    return total;
-}
-
 RunProgress RunMetrics::progress(std::optional<double> now) const {
     RunProgress p;
     bool anyRunning = false;
@@ -292,6 +289,7 @@ void RunMetrics::clear() {
     m_valAccuracy.clear();
     m_rateSamples.clear();
     m_lastTime = 0.0;
+    m_totalSteps = 0;
     m_gpus.clear();
     emit changed();
 }

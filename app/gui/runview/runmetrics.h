@@ -89,8 +89,9 @@ public:
     // measured up to then (less a step's time), so that it falls, and the time left grows, while no step comes (a
     // hang); without it, or between steps, up to the newest step.
     [[nodiscard]] RunProgress progress(std::optional<double> now = std::nullopt) const;
-    // The run's last step, as its start events say (progress().totalSteps), 0 before they do.
-    [[nodiscard]] qint64 totalSteps() const;
+    // The run's last step, as its start events say (progress().totalSteps), 0 before they do. Kept as start events
+    // come: the charts ask at every tick.
+    [[nodiscard]] qint64 totalSteps() const { return m_totalSteps; }
 
     [[nodiscard]] bool hasGpuSamples() const { return !m_gpus.isEmpty(); }
     // Series per GPU, named "node/gpuN", x: seconds since the first sample.
@@ -125,6 +126,7 @@ private:
     QVector<QPointF> m_valAccuracy;
     std::deque<QPair<double, qint64>> m_rateSamples; // (time, furthest step), the last rate window
     double m_lastTime = 0.0;
+    qint64 m_totalSteps = 0;
     QMap<QString, GpuSeries> m_gpus;
     double m_gpuEpoch = 0.0;
     int m_window = 5000;
