@@ -42,6 +42,12 @@ struct NcclWarning {
     int localRank = -1; // torchrun's "[default3]:" before the line (LogLine::localRank)
 };
 
+} // namespace rankscope
+
+Q_DECLARE_TYPEINFO(rankscope::NcclWarning, Q_RELOCATABLE_TYPE); // as LogError: a log can hold thousands
+
+namespace rankscope {
+
 // What one process ("host:pid" in its records' headers) said about its own set-up: where each process may choose
 // differently (an interface, a network, its NCCL), the log's summed facts cannot say which.
 struct NcclProcess {

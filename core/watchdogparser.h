@@ -57,6 +57,14 @@ struct LogError {
     }
 };
 
+} // namespace rankscope
+
+// Lists of errors grow by moving their bytes (a parser can keep tens of thousands): no copy of each string's
+// reference and no fresh pages where a block can grow in place.
+Q_DECLARE_TYPEINFO(rankscope::LogError, Q_RELOCATABLE_TYPE);
+
+namespace rankscope {
+
 // The text an error keeps of `text`: at most kMaxErrorText characters as it is shown, whichever parser found it.
 inline constexpr qsizetype kMaxErrorText = 1000;
 [[nodiscard]] QByteArray errorText(QByteArrayView text);
