@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Log parser throughput: LogInspector (every log parser behind one scanner, fed in 1 MiB chunks) over a large
-// mixed log built from the recorded logs in tests/data, against `grep -c NCCL` and `grep -c -F NCCL` over the
+// mixed log built from the recorded logs in tests/data that mixed-log.list names, against `grep -c NCCL` and `grep -c -F NCCL` over the
 // same file as the floor. Rounds are interleaved; medians are reported. Run it on one core
 // (`tests/bench/run parsers` uses taskset -c 0; grep inherits the affinity).
 //
@@ -25,28 +25,37 @@ using namespace rankscope;
 
 namespace {
 
-QByteArray mixedSample() {
+// The recorded logs listed in mixed-log.list (paths under tests/data, one a line), each ending with a newline.
+// A fixed list, not every file there: a parser test's new sample must not change the log the figures are
+// measured on. An error names the list or the file when one cannot be read.
+QByteArray mixedSample(QString* error) {
+    QFile list(QStringLiteral(RANKSCOPE_MIXED_LOG_LIST));
+    if (!list.open(QIODevice::ReadOnly)) {
+        *error = QStringLiteral("%1: %2").arg(list.fileName(), list.errorString());
+        return {};
+    }
     const QDir data(QStringLiteral(RANKSCOPE_TEST_DATA_DIR));
     QByteArray sample;
-    const QList<QPair<QString, QStringList>> sources = {{QStringLiteral("logs/public"), {QStringLiteral("*")}},
-                                                        {QStringLiteral("logs"), {QStringLiteral("*")}},
-                                                        {QStringLiteral("events"), {QStringLiteral("*.out")}}};
-    for (const auto& [folder, filters] : sources) {
-        const QDir dir(data.filePath(folder));
-        for (const QString& name : dir.entryList(filters, QDir::Files, QDir::Name)) {
-            QFile file(dir.filePath(name));
-            if (file.open(QIODevice::ReadOnly)) {
-                sample += file.readAll();
-                if (!sample.endsWith('\n'))
-                    sample += '\n';
-            }
+    for (const QByteArray& line : list.readAll().split('\n')) {
+        const QByteArray name = line.trimmed();
+        if (name.isEmpty() || name.startsWith('#'))
+            continue;
+        QFile file(data.filePath(QString::fromUtf8(name)));
+        if (!file.open(QIODevice::ReadOnly)) {
+            *error = QStringLiteral("%1 (listed in %2): %3").arg(file.fileName(), list.fileName(), file.errorString());
+            return {};
         }
+        sample += file.readAll();
+        if (!sample.endsWith('\n'))
+            sample += '\n';
     }
+    if (sample.isEmpty())
+        *error = QStringLiteral("%1 lists no file").arg(list.fileName());
     return sample;
 }
 
-bool writeMixedLog(QFile& file, qint64 bytes) {
-    const QByteArray sample = mixedSample();
+bool writeMixedLog(QFile& file, qint64 bytes, QString* error) {
+    const QByteArray sample = mixedSample(error);
     if (sample.isEmpty())
         return false;
     qint64 written = 0;
@@ -126,9 +135,10 @@ int main(int argc, char** argv) {
     QString path = option("--log", {});
     QTemporaryFile temp(QDir::temp().filePath(QStringLiteral("rankscope-parser-bench-XXXXXX.log")));
     if (path.isEmpty()) {
-        if (!temp.open() || !writeMixedLog(temp, sizeMiB * 1024 * 1024)) {
+        QString error;
+        if (!temp.open() || !writeMixedLog(temp, sizeMiB * 1024 * 1024, &error)) {
             std::fprintf(stderr, "rankscope_parser_bench: cannot write the mixed log: %s\n",
-                         qPrintable(temp.errorString()));
+                         qPrintable(error.isEmpty() ? temp.errorString() : error));
             return 1;
         }
         path = temp.fileName();

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """Writes a large log in which the recorded samples of tests/data are sparse, for rankscope_parser_bench --log.
 
-The bench's own log is the samples end to end: a third of its lines hold "NCCL". A long training log is mostly
+The bench's own log is the samples that mixed-log.list names, end to end: a third of its lines hold "NCCL". A long training log is mostly
 the trainer's progress. This one holds one line of the samples in EVERY, in runs of RUN lines in their order (from
 the start again when they run out), so that tracebacks and failure tables mostly stay whole, among lines of
 background:
@@ -24,12 +24,13 @@ DATA = pathlib.Path(__file__).resolve().parents[2] / "data"
 
 
 def samples():
-    """The lines of the recorded samples, in the bench's order: logs/public, logs, events/*.out."""
+    """The lines of the recorded samples that mixed-log.list names, in its order, as the bench's own log has them."""
     lines = []
-    for folder, pattern in (("logs/public", "*"), ("logs", "*"), ("events", "*.out")):
-        for path in sorted((DATA / folder).glob(pattern)):
-            if path.is_file():
-                lines += path.read_bytes().splitlines()
+    listed = pathlib.Path(__file__).resolve().parent / "mixed-log.list"
+    for entry in listed.read_text().splitlines():
+        entry = entry.strip()
+        if entry and not entry.startswith("#"):
+            lines += (DATA / entry).read_bytes().splitlines()
     return lines
 
 
