@@ -439,6 +439,24 @@ void foldFindings(QVector<Diagnosis>& known, const QVector<Diagnosis>& changed) 
     }
 }
 
+QString runVerdict(const RunRecord& record, const QVector<Diagnosis>& findings) {
+    if (!record.ended.isValid() || record.state == QLatin1String("finished"))
+        return {};
+    for (const Diagnosis& finding : findings)
+        if (finding.kind == DiagnosisKind::RootCause && !finding.resolved && !record.summary.isEmpty() &&
+            finding.message.size() > record.summary.size() && finding.message.startsWith(record.summary))
+            return finding.message;
+    // A failed run's hang is in its root cause where it explains the failure (RunDiagnostics::runEnded); where the
+    // failed rank is the hung one, the root cause names it already.
+    if (record.state != QLatin1String("stopped") && record.state != QLatin1String("lost"))
+        return {};
+    for (const Diagnosis& finding : findings)
+        if (finding.kind == DiagnosisKind::Hang && !finding.resolved)
+            return (record.summary.isEmpty() ? record.state : record.summary) + QStringLiteral("; ") +
+                   finding.toString();
+    return {};
+}
+
 void RunDiagnostics::report(Diagnosis diagnosis, QVector<Diagnosis>& changed) {
     const auto it = std::find_if(m_all.begin(), m_all.end(), [&](const Diagnosis& d) { return d.key == diagnosis.key; });
     if (it != m_all.end() && !it->resolved)

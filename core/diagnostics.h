@@ -53,6 +53,13 @@ struct Diagnosis {
 // one is appended. What a front end that follows the diagnoses signal lists at the end.
 void foldFindings(QVector<Diagnosis>& known, const QVector<Diagnosis>& changed);
 
+// The whole verdict on an ended run (RunRecord::verdict) from the findings that stand at its end: the root cause
+// where it says the record's summary and more (the hung rank a failure waited on, what the kernel log said); for a
+// run stopped or lost while a hang stood, the summary and that hang ("stopped by the user; hang: rank 1 on node-b
+// stuck at step 5 …"), which a listing would otherwise lose. Empty where the findings add nothing to the summary,
+// and for a run that has not ended or that finished.
+[[nodiscard]] QString runVerdict(const RunRecord& record, const QVector<Diagnosis>& findings);
+
 struct DiagnosticsOptions {
     // A hang is reported once the waiting ranks and the rank they wait for have shown no progress for this
     // many heartbeat intervals (the interval is measured from the heartbeats themselves), or for two typical

@@ -134,6 +134,8 @@ QJsonObject RunRecord::toJson() const {
             alike.append(rank);
         object.insert("failed_alike", alike);
     }
+    if (!verdict.isEmpty())
+        object.insert("verdict", verdict);
     if (debugRank >= 0)
         object.insert("debug_rank", debugRank);
     return object;
@@ -174,6 +176,7 @@ std::optional<RunRecord> RunRecord::fromJson(const QJsonObject& object) {
     for (const QJsonValue rank : object.value("failed_alike").toArray())
         record.failedAlike.append(rank.toInt());
     record.summary = object.value("summary").toString();
+    record.verdict = object.value("verdict").toString();
     record.debugRank = object.value("debug_rank").toInt(-1);
     return record;
 }
@@ -339,14 +342,18 @@ QVector<RunRecord> RunStore::list() const {
 
 void RunStore::saveIndex() const {
     QJsonArray entries;
-    for (const RunRecord& run : list())
-        entries.append(QJsonObject{{"id", run.id},
-                                   {"name", run.name},
-                                   {"mode", run.mode},
-                                   {"state", run.state},
-                                   {"created", run.created.toString(Qt::ISODateWithMs)},
-                                   {"world_size", run.worldSize},
-                                   {"summary", run.summary}});
+    for (const RunRecord& run : list()) {
+        QJsonObject entry{{"id", run.id},
+                          {"name", run.name},
+                          {"mode", run.mode},
+                          {"state", run.state},
+                          {"created", run.created.toString(Qt::ISODateWithMs)},
+                          {"world_size", run.worldSize},
+                          {"summary", run.summary}};
+        if (!run.verdict.isEmpty())
+            entry.insert("verdict", run.verdict);
+        entries.append(entry);
+    }
     writeJson(m_root + QStringLiteral("/runs/index.json"), QJsonObject{{"runs", entries}}, nullptr);
 }
 

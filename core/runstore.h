@@ -79,7 +79,15 @@ struct RunRecord {
     int firstFailedRank = -1;
     QVector<int> failedAlike; // ranks that failed as firstFailedRank did, on their own (FirstFailure::alike)
     QString summary;    // one line for listings, e.g. "rank 1 on node-b killed by SIGKILL"
+    // The whole verdict once the run ended, where its diagnoses say more than `summary` (runVerdict in
+    // core/diagnostics.h): the root cause with the hung rank the failed one waited on, or the hang a stopped run
+    // was stopped in. Empty where the summary says it all; `summary` itself stays the engine's first failure, which
+    // the root cause is built from.
+    QString verdict;
     int debugRank = -1; // the rank started under gdbserver (`run --debug-rank`); -1: none
+
+    // What a listing shows of the run: its verdict, or its summary where it has none.
+    [[nodiscard]] const QString& headline() const { return verdict.isEmpty() ? summary : verdict; }
 
     // Its end was seen: every rank's exit, or a failure that ended the run. A "lost" run ended for this machine
     // only (its nodes could not be followed): its ranks may still run.

@@ -994,8 +994,9 @@ void RunEngine::finish(const QString& state) {
         return;
     m_finished = true;
     // A run whose end was seen before it was attached to (to read its logs, or by a late stop) keeps the end that
-    // is stored: its state, time and summary.
-    if (!m_record.endSeen()) {
+    // is stored: its state, time, summary and verdict.
+    const bool endedHere = !m_record.endSeen();
+    if (endedHere) {
         m_record.state = state;
         m_record.ended = QDateTime::currentDateTimeUtc();
         if (state == QLatin1String("stopped") && m_record.summary.isEmpty())
@@ -1008,6 +1009,15 @@ void RunEngine::finish(const QString& state) {
     m_diagnosisTimer->stop();
     m_diagnostics.runEnded(m_record, firstFailedRankLastLines());
     diagnose(static_cast<double>(m_record.ended.toMSecsSinceEpoch()) / 1000.0);
+    // What listings show of the run (`rankscope-cli runs`, the app's history, the bridge): the findings at its end
+    // say more than the summary the record was saved with above (the hung rank a failure waited on).
+    if (endedHere) {
+        const QString verdict = runVerdict(m_record, m_diagnostics.all());
+        if (verdict != m_record.verdict) {
+            m_record.verdict = verdict;
+            saveRecord();
+        }
+    }
     emit finished(m_record);
 }
 

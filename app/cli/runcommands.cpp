@@ -400,7 +400,7 @@ int runRunsCommand(bool json) {
                    .arg(run.mode, -7)
                    .arg(run.state, -9)
                    .arg(run.worldSize, 5)
-                   .arg(run.summary);
+                   .arg(run.headline());
     if (runs.isEmpty())
         out << "(no runs in " << store.root() << ")\n";
     return kExitOk;

@@ -261,9 +261,4 @@ const Diagnosis* RunMonitor::findingSaying(const RunRecord& record) const {
     return found != m_findings.cend() ? &*found : nullptr;
 }
 
-QString RunMonitor::verdict(const RunRecord& record) const {
-    const Diagnosis* finding = findingSaying(record);
-    return finding ? finding->message : record.summary;
-}
-
 } // namespace rankscope::cli

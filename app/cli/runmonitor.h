@@ -32,9 +32,10 @@ public:
     // 0 when the run finished, 1 when it failed or was stopped; set when finished() was seen.
     [[nodiscard]] int exitCode() const { return m_exitCode; }
     [[nodiscard]] const RunSummary& summary() const { return m_summary; }
-    // The run's verdict in one line: its summary, or the standing finding that says it and more (the root cause with
-    // what the kernel log or a hang before it adds: "…; it was waiting on a hung rank: rank 1 on node-b stuck at …").
-    [[nodiscard]] QString verdict(const RunRecord& record) const;
+    // The run's verdict in one line, as the engine stored it when the run ended (RunRecord::headline()): its
+    // summary, or the standing finding that says it and more (the root cause with what the kernel log or a hang
+    // before it adds: "…; it was waiting on a hung rank: rank 1 on node-b stuck at …"; a stopped run's hang).
+    [[nodiscard]] QString verdict(const RunRecord& record) const { return record.headline(); }
 
 signals:
     void done(int exitCode);
@@ -46,7 +47,7 @@ private:
     // Text as it is (each line ending in '\n'), below the bars, flushed.
     void printBlock(const QString& text);
     void printSummary(const RunRecord& record);
-    // The standing finding whose message starts with the run's summary, if any (see verdict()).
+    // The standing finding whose message starts with the run's summary, if any: printSummary prints it in its place.
     [[nodiscard]] const Diagnosis* findingSaying(const RunRecord& record) const;
     // `hostWidth`: the widest host name of the run's ranks, so that the bars line up.
     [[nodiscard]] QString rankLine(int rank, int hostWidth) const;

@@ -54,7 +54,7 @@ QVariant HistoryModel::data(const QModelIndex& index, int role) const {
         case Ranks:
             return run.worldSize;
         case Summary:
-            return run.summary;
+            return run.headline();
         default:
             return {};
         }
@@ -66,7 +66,7 @@ QVariant HistoryModel::data(const QModelIndex& index, int role) const {
             return QBrush(QColor(0x15, 0x65, 0xc0));
     }
     if (role == Qt::ToolTipRole)
-        return run.summary.isEmpty() ? run.id : run.summary;
+        return run.headline().isEmpty() ? run.id : run.headline();
     return {};
 }
 

@@ -527,8 +527,10 @@ void MainWindow::onFinished(const RunRecord& record) {
     if (m_debugDialog)
         m_debugDialog->close(); // its address went with the run
     m_runLabel->setText(QStringLiteral("%1 · %2 · %3").arg(record.id, record.mode, record.state));
-    showMessage(record.summary.isEmpty() ? QStringLiteral("run %1 %2").arg(record.id, record.state) : record.summary,
-                record.state == QLatin1String("failed") || record.state == QLatin1String("lost"));
+    // A verdict is a finding that outlived the run (a stopped run's hang): it stays, as a failure does.
+    showMessage(
+        record.headline().isEmpty() ? QStringLiteral("run %1 %2").arg(record.id, record.state) : record.headline(),
+        record.state == QLatin1String("failed") || record.state == QLatin1String("lost") || !record.verdict.isEmpty());
     m_historyModel->refresh();
     updateActions();
 }

@@ -531,6 +531,72 @@ private slots:
         QCOMPARE(known[2].key, QStringLiteral("root-cause"));
     }
 
+    // What listings show of an ended run (RunRecord::verdict): the root cause where it says the summary and more, a
+    // stopped or lost run's standing hang after its summary; nothing where the findings add nothing.
+    void verdictSaysWhatTheSummaryLeavesOut_data() {
+        QTest::addColumn<QString>("state");
+        QTest::addColumn<QString>("summary");
+        QTest::addColumn<QStringList>("findings"); // "kind|message" or "kind|message|resolved"
+        QTest::addColumn<bool>("ended");
+        QTest::addColumn<QString>("verdict");
+        const QString failed = QStringLiteral("rank 0 on node-a failed first: exit status 1");
+        const QString waited =
+            failed + QStringLiteral("; it was waiting on a hung rank: rank 1 on node-a stuck at step 3");
+        const QString hang = QStringLiteral("rank 1 on node-a stuck at step 3 in phase forward (collective #5)");
+        QTest::newRow("failed: the root cause with the hang it waited on")
+            << "failed" << failed << QStringList{"hang|" + hang, "root-cause|" + waited} << true << waited;
+        QTest::newRow("failed: a root cause that only repeats the summary")
+            << "failed" << failed << QStringList{"root-cause|" + failed} << true << QString();
+        QTest::newRow("failed: a hang the root cause leaves out (the failed rank is the hung one)")
+            << "failed" << failed << QStringList{"hang|" + hang, "root-cause|" + failed} << true << QString();
+        QTest::newRow("failed: a root cause about another summary")
+            << "failed" << failed << QStringList{"root-cause|rank 2 on node-b failed first; more"} << true << QString();
+        QTest::newRow("stopped while hung")
+            << "stopped"
+            << "stopped by the user" << QStringList{"hang|" + hang} << true << "stopped by the user; hang: " + hang;
+        QTest::newRow("stopped after the hang moved on")
+            << "stopped"
+            << "stopped by the user" << QStringList{"hang|" + hang + "|resolved"} << true << QString();
+        QTest::newRow("stopped with a straggler only")
+            << "stopped"
+            << "stopped by the user" << QStringList{"straggler|rank 1 on node-a is a straggler"} << true << QString();
+        QTest::newRow("lost while hung, no summary")
+            << "lost"
+            << "" << QStringList{"hang|" + hang} << true << "lost; hang: " + hang;
+        QTest::newRow("finished") << "finished"
+                                  << "" << QStringList{"hang|" + hang} << true << QString();
+        QTest::newRow("not ended") << "running"
+                                   << "" << QStringList{"hang|" + hang} << false << QString();
+    }
+
+    void verdictSaysWhatTheSummaryLeavesOut() {
+        QFETCH(QString, state);
+        QFETCH(QString, summary);
+        QFETCH(QStringList, findings);
+        QFETCH(bool, ended);
+        QFETCH(QString, verdict);
+        RunRecord record;
+        record.state = state;
+        record.summary = summary;
+        if (ended)
+            record.ended = QDateTime::currentDateTimeUtc();
+        QVector<Diagnosis> standing;
+        for (const QString& finding : std::as_const(findings)) {
+            const QStringList parts = finding.split(QLatin1Char('|'));
+            Diagnosis d;
+            d.kind = parts[0] == QLatin1String("hang")        ? DiagnosisKind::Hang
+                     : parts[0] == QLatin1String("straggler") ? DiagnosisKind::Straggler
+                                                              : DiagnosisKind::RootCause;
+            d.key = parts[0];
+            d.message = parts[1];
+            d.resolved = parts.size() > 2;
+            standing.append(d);
+        }
+        QCOMPARE(runVerdict(record, standing), verdict);
+        record.verdict = runVerdict(record, standing);
+        QCOMPARE(record.headline(), verdict.isEmpty() ? summary : verdict);
+    }
+
     void stillnessOfRanksBeingEndedIsNoHang() {
         const QVector<TrainerEvent> events = threeRanksInsideCollective12();
         RunDiagnostics ending;

@@ -52,6 +52,8 @@ RunRecord fullRecord(const QString& id) {
     record.firstFailedRank = 2;
     record.failedAlike = {3};
     record.summary = QStringLiteral("rank 2 on node-b killed by SIGKILL");
+    record.verdict =
+        record.summary + QStringLiteral("; it was waiting on a hung rank: rank 1 on 127.0.0.1 stuck at step 5");
     return record;
 }
 
@@ -94,6 +96,7 @@ void compareRecords(const RunRecord& actual, const RunRecord& expected) {
     QCOMPARE(actual.firstFailedRank, expected.firstFailedRank);
     QCOMPARE(actual.failedAlike, expected.failedAlike);
     QCOMPARE(actual.summary, expected.summary);
+    QCOMPARE(actual.verdict, expected.verdict);
 }
 
 QByteArray readAll(const QString& path) {
@@ -376,6 +379,8 @@ void tst_RunStore::indexContent() {
     QCOMPARE(second.value(QStringLiteral("id")).toString(), older.id);
     QCOMPARE(second.value(QStringLiteral("state")).toString(), QStringLiteral("failed"));
     QCOMPARE(second.value(QStringLiteral("summary")).toString(), older.summary);
+    // A listing reads the verdict from the index too; a run without one (the newer) has no key for it (above).
+    QCOMPARE(second.value(QStringLiteral("verdict")).toString(), older.verdict);
     // The index is for listings: the job and the nodes stay in run.json only.
     QVERIFY(!second.contains(QStringLiteral("job")));
     QVERIFY(!second.contains(QStringLiteral("nodes")));

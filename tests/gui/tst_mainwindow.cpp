@@ -403,6 +403,14 @@ private slots:
         window.stopRun();
         QVERIFY(finished.wait(60000));
         QVERIFY(!panel->captureButton()->isEnabled());
+        // Stopped while rank 1 hung: the status bar and the history say so, not "stopped by the user" alone.
+        const RunRecord record = finished.front().front().value<RunRecord>();
+        const QString verdict = QStringLiteral("stopped by the user; hang: rank 1 on localhost stuck at step 5");
+        QVERIFY2(window.statusBar()->toolTip().startsWith(verdict), qPrintable(window.statusBar()->toolTip()));
+        const int row = window.historyModel()->rowOf(record.id);
+        QVERIFY(row >= 0);
+        const QString listed = window.historyModel()->index(row, HistoryModel::Summary).data().toString();
+        QVERIFY2(listed.startsWith(verdict), qPrintable(listed));
     }
 
     // The session's NCCL snapshot fills the NCCL dock (sorted by rank, the odd network marked); a click on

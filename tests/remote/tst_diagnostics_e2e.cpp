@@ -76,6 +76,18 @@ private:
         cli.start(kCli, {QStringLiteral("run"), jobPath});
         return true;
     }
+    // The line `rankscope-cli runs` lists the (only) run of job `name` on.
+    QString cliRunsLine(const QString& name) const {
+        QProcess cli;
+        cli.setProcessEnvironment(cliEnvironment());
+        cli.start(kCli, {QStringLiteral("runs")});
+        cli.waitForFinished(60000);
+        for (const QString& line : QString::fromUtf8(cli.readAllStandardOutput()).split(QLatin1Char('\n')))
+            if (line.section(QLatin1Char(' '), 0, 0, QString::SectionSkipEmpty).size() > 0 &&
+                line.section(QLatin1Char(' '), 1, 1, QString::SectionSkipEmpty) == name)
+                return line;
+        return {};
+    }
     QString cliDiagnose(const QString& run) const {
         QProcess cli;
         cli.setProcessEnvironment(cliEnvironment());
@@ -456,6 +468,14 @@ private slots:
         QVERIFY2(rank0.last().contains(QLatin1String("step 2/")), out.constData()); // rank 0 waits in step 3
         QVERIFY2(rank0.count(rank0.last()) == 1, out.constData());
         QVERIFY2(out.contains("stopped by the user"), out.constData());
+        // The run was stopped while rank 1 hung: its listing says so after the stop, as the CLI's last line did.
+        const QByteArray hang = "hang: rank 1 on localhost stuck at step 3";
+        const QByteArray last = out.trimmed().split('\n').constLast();
+        QVERIFY2(last.startsWith("rankscope-cli run: stopped by the user; " + hang), out.constData());
+        const QString listed = cliRunsLine(QStringLiteral("stuck-cli"));
+        QVERIFY2(listed.contains(QLatin1String(" stopped ")) &&
+                     listed.contains(QLatin1String("stopped by the user; ") + QLatin1String(hang)),
+                 qPrintable(listed));
     }
 
     // `rankscope-cli run` says a finding as it happens, and again under the summary at the end, as it last stood:
@@ -489,6 +509,15 @@ private slots:
                  qPrintable(out));
         QVERIFY2(last.contains(QLatin1String("it was waiting on a hung rank: rank 1 on localhost stuck at step 4")),
                  qPrintable(out));
+        // `runs` lists the run by the same verdict, not by rank 0's timeout alone, and the record keeps it.
+        const QString listed = cliRunsLine(QStringLiteral("hang-fail-cli"));
+        QVERIFY2(listed.endsWith(last.section(QLatin1String("rankscope-cli run: "), 1)),
+                 qPrintable(listed + "\n" + last));
+        const QString run = listed.section(QLatin1Char(' '), 0, 0);
+        const std::optional<RunRecord> record = m_store.load(run);
+        QVERIFY(record);
+        QVERIFY2(record->verdict.startsWith(record->summary + QLatin1String("; it was waiting on a hung rank: ")),
+                 qPrintable(record->verdict));
     }
 
     // A debug run whose rank 1 hangs: rank 0's collective times out (4 s) and it fails. The hung rank is ended
