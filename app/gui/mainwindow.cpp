@@ -753,6 +753,19 @@ bool MainWindow::exportRankStreams(int rank, const QString& dir, QString* error)
     return true;
 }
 
+QString MainWindow::fitStatusText(const QString& text, const QFontMetrics& metrics, int room) {
+    if (metrics.horizontalAdvance(text) <= room)
+        return text;
+    const qsizetype clause = text.indexOf(QLatin1String("; "));
+    const QString rest = clause > 0 ? text.mid(clause) : QString();
+    const int restWidth = metrics.horizontalAdvance(rest);
+    const int headRoom =
+        std::min(room / 3, metrics.horizontalAdvance(QStringLiteral("rank 12 on node-a failed first…")));
+    return clause > 0 && restWidth <= room - headRoom
+               ? metrics.elidedText(text.left(clause), Qt::ElideRight, room - restWidth) + rest
+               : metrics.elidedText(text, Qt::ElideMiddle, room);
+}
+
 void MainWindow::showMessage(const QString& text, bool error) {
     QStatusBar* bar = statusBar();
     bar->setStyleSheet(error ? QStringLiteral("QStatusBar { color: #b71c1c; }") : QString());
@@ -761,7 +774,8 @@ void MainWindow::showMessage(const QString& text, bool error) {
     for (const QLabel* label : {m_runLabel, m_bridgeLabel})
         if (label && label->isVisible())
             room -= label->sizeHint().width() + 8;
-    bar->showMessage(bar->fontMetrics().elidedText(text, Qt::ElideRight, std::max(room, 80)), error ? 0 : 8000);
+    const QString shown = fitStatusText(text, bar->fontMetrics(), std::max(room, 80));
+    bar->showMessage(shown, error ? 0 : 8000);
     bar->setToolTip(text);
 }
 

@@ -6,6 +6,7 @@
 #include "remote/runengine.h"
 
 #include <QDialog>
+#include <QFontMetrics>
 #include <QMainWindow>
 #include <QPointer>
 
@@ -57,6 +58,10 @@ public:
     // In the status bar, left of the run's label: elided to the room there (whole in its tooltip); an error stays
     // until the next message, anything else for 8 s.
     void showMessage(const QString& text, bool error = false);
+    // `text` cut to `room` pixels for the status bar (its tooltip keeps it whole). A verdict's clauses after its first
+    // say the most ("…; it was waiting on a hung rank: rank 1 on node-b stuck at …"): where they leave the first
+    // clause room for its start (who failed), that clause is cut instead of them; any other text loses its middle.
+    [[nodiscard]] static QString fitStatusText(const QString& text, const QFontMetrics& metrics, int room);
     // The editor's job, with `debugNode` ("local" or a node's name) for a debug run; `debugRank` starts that
     // rank under gdbserver, and its address and a gdb command line are shown once it waits.
     bool debugRun(QString* error, const QString& debugNode = QString(), std::optional<int> debugRank = std::nullopt);

@@ -592,6 +592,36 @@ private slots:
         QTRY_COMPARE(editor.state(), QAbstractSocket::UnconnectedState);
     }
 
+    // The status bar's cut of a long verdict keeps who failed first and the hung rank it waited on, the clause the
+    // end of the line says; a text without clauses, or whose later clauses would not leave room, loses its middle.
+    void statusTextKeepsTheVerdictsLastClauses() {
+        const QFontMetrics metrics(QApplication::font());
+        const QString detail =
+            QStringLiteral(" (collective: gradient all-reduce in backward (collective #34) failed on rank 0: "
+                           "[./gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting 6000ms)");
+        const QString hang =
+            QStringLiteral("; it was waiting on a hung rank: rank 1 on localhost stuck at step 30 in phase "
+                           "forward (collective #33); ranks 0,2 waiting in collective #34");
+        const QString verdict = QStringLiteral("rank 0 on localhost failed first: exit status 1") + detail + hang;
+        const int room =
+            metrics.horizontalAdvance(hang) + metrics.horizontalAdvance(QStringLiteral("rank 0 on localhost "
+                                                                                       "failed first: exit"));
+        const QString shown = MainWindow::fitStatusText(verdict, metrics, room);
+        QVERIFY2(metrics.horizontalAdvance(shown) <= room, qPrintable(shown));
+        QVERIFY2(shown.startsWith(QLatin1String("rank 0 on localhost failed")) && shown.endsWith(hang),
+                 qPrintable(shown));
+        QCOMPARE(MainWindow::fitStatusText(verdict, metrics, 100000), verdict); // room enough: whole
+        // Too little room for the clause after the first: the middle goes, both ends stay.
+        const QString narrow = MainWindow::fitStatusText(verdict, metrics, room / 3);
+        QVERIFY2(metrics.horizontalAdvance(narrow) <= room / 3, qPrintable(narrow));
+        QVERIFY2(narrow.startsWith(QLatin1String("rank 0")) && narrow.endsWith(QLatin1String("collective #34")) &&
+                     narrow.contains(QChar(0x2026)),
+                 qPrintable(narrow));
+        const QString plain = QStringLiteral("node-b: cannot connect to 10.0.0.2:22 (connection refused) ") + detail;
+        const QString cut = MainWindow::fitStatusText(plain, metrics, metrics.horizontalAdvance(plain) / 2);
+        QVERIFY2(cut.startsWith(QLatin1String("node-b")) && cut.endsWith(QLatin1String("6000ms)")), qPrintable(cut));
+    }
+
     void submitWithoutNodesNamesTheField() {
         MainWindow window(options());
         window.jobEditor()->setJsonText(localDebugJob());
