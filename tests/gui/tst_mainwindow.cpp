@@ -215,7 +215,9 @@ private slots:
         QStatusBar* bar = window.statusBar();
         const QLabel* runLabel = window.findChild<QLabel*>(QStringLiteral("runLabel"));
         QVERIFY(runLabel);
-        QVERIFY2(bar->currentMessage().endsWith(QChar(0x2026)), qPrintable(bar->currentMessage()));
+        QVERIFY2(bar->currentMessage().contains(QChar(0x2026)) &&
+                     bar->currentMessage().startsWith(QLatin1String("root-cause: rank 1 on node-b")),
+                 qPrintable(bar->currentMessage()));
         QVERIFY(bar->fontMetrics().horizontalAdvance(bar->currentMessage()) <=
                 bar->width() - runLabel->sizeHint().width());
         QCOMPARE(bar->toolTip(), finding);
