@@ -430,6 +430,7 @@ bool NodeWorker::pollOnce() {
     const bool allEndedBefore = m_exits.size() == m_ranks.size();
     const QByteArray exitBytes =
         m_transport->readFrom(m_runDir + QStringLiteral("/exits"), m_offsets.exits, m_options.maxReadBytes);
+    QVector<ExitLine> newExits;
     if (!exitBytes.isEmpty()) {
         m_offsets.exits += exitBytes.size();
         m_exitsTail += exitBytes;
@@ -438,30 +439,43 @@ bool NodeWorker::pollOnce() {
             for (const ExitLine& exit : parseExitLines(m_exitsTail.left(end + 1))) {
                 if (!m_exits.contains(exit.rank) && m_ranks.contains(exit.rank)) {
                     m_exits.insert(exit.rank, exit.status);
-                    emit rankExited(m_node, exit.rank, exit.status, exit.time);
+                    newExits.append(exit);
                 }
             }
             m_exitsTail = m_exitsTail.mid(end + 1);
         }
     }
-    if (!allEndedBefore)
-        checkPulse();
-    for (const int rank : std::as_const(m_ranks)) {
-        for (const RankStream stream : kRankStreams) {
-            const auto key = qMakePair(rank, static_cast<int>(stream));
-            const QString path = m_runDir + QStringLiteral("/rank%1.%2").arg(rank).arg(rankStreamSuffix(stream));
-            while (true) {
-                const qint64 offset = m_offsets.streams.value(key);
-                const QByteArray bytes = m_transport->readFrom(path, offset, m_options.maxReadBytes);
-                if (bytes.isEmpty())
-                    break;
-                m_offsets.streams.insert(key, offset + bytes.size());
-                emit data(m_node, rank, static_cast<int>(stream), offset, bytes);
-                if (bytes.size() < m_options.maxReadBytes)
-                    break;
+    // The exits read are said after the bytes the ranks wrote before they ended, which the reads below deliver: a
+    // front end shows a rank's error before its exit, as it happened. Also when a read fails: none goes unsaid.
+    const auto sayExits = [&] {
+        for (const ExitLine& exit : std::as_const(newExits))
+            emit rankExited(m_node, exit.rank, exit.status, exit.time);
+        newExits.clear();
+    };
+    try {
+        if (!allEndedBefore)
+            checkPulse();
+        for (const int rank : std::as_const(m_ranks)) {
+            for (const RankStream stream : kRankStreams) {
+                const auto key = qMakePair(rank, static_cast<int>(stream));
+                const QString path = m_runDir + QStringLiteral("/rank%1.%2").arg(rank).arg(rankStreamSuffix(stream));
+                while (true) {
+                    const qint64 offset = m_offsets.streams.value(key);
+                    const QByteArray bytes = m_transport->readFrom(path, offset, m_options.maxReadBytes);
+                    if (bytes.isEmpty())
+                        break;
+                    m_offsets.streams.insert(key, offset + bytes.size());
+                    emit data(m_node, rank, static_cast<int>(stream), offset, bytes);
+                    if (bytes.size() < m_options.maxReadBytes)
+                        break;
+                }
             }
         }
+    } catch (...) {
+        sayExits();
+        throw;
     }
+    sayExits();
     if (!m_followGpu) // attached: the run directory says whether this node samples its GPUs
         m_followGpu = m_transport->fileSize(m_runDir + QStringLiteral("/gpus")).has_value();
     if (*m_followGpu) {
@@ -588,6 +602,14 @@ void NodeWorker::stop(int graceSeconds) {
         const ExecResult result = m_transport->exec(command, {}, std::chrono::seconds(graceSeconds + 30));
         const qsizetype at = result.out.lastIndexOf("left=");
         const int left = at < 0 ? -1 : result.out.mid(at + 5).trimmed().toInt();
+        // The ranks' ends, and what they wrote last, before the stop's own report: a front end shows "rank 1 stopped:
+        // SIGTERM" before "teardown verified". A read that fails here is the poll's next pass to meet.
+        if (!m_drained) {
+            try {
+                pollOnce();
+            } catch (const TransportError&) {
+            }
+        }
         emit stopped(m_node, left,
                      at < 0 ? QStringLiteral("stop did not report: %1").arg(QString::fromUtf8(result.err).trimmed())
                             : QString());

@@ -545,6 +545,47 @@ private slots:
                  qPrintable(causes.front().message));
     }
 
+    // A failing rank's error (its event and its stderr line) reaches the front ends before its exit, as it happened:
+    // `run` printed "rank 0 on localhost ended: exit 1" and then the error it ended of, which the node's worker read
+    // in the same pass, after the exit. Ranks 0 and 2 time out waiting on the hung rank 1 at once and exit at once;
+    // the teardown then ends rank 1, whose end comes before the teardown's report (it came after).
+    void aRanksErrorComesBeforeItsExit() {
+        remote::RunEngine engine(&m_store, options());
+        QSignalSpy finished(&engine, &remote::RunEngine::finished);
+        QHash<int, QStringList> seen; // per rank
+        connect(&engine, &remote::RunEngine::events, this, [&seen](const QVector<TrainerEvent>& events) {
+            for (const TrainerEvent& event : events)
+                if (event.type == TrainerEventType::Error)
+                    seen[event.rank].append(QStringLiteral("error event"));
+        });
+        connect(&engine, &remote::RunEngine::logLines, this, [&seen](const QVector<RankLogLine>& lines) {
+            for (const RankLogLine& line : lines)
+                if (line.text.startsWith(QStringLiteral("[rank %1] error: ").arg(line.rank)))
+                    seen[line.rank].append(QStringLiteral("error line"));
+        });
+        connect(&engine, &remote::RunEngine::rankExited, this,
+                [&seen](int rank) { seen[rank].append(QStringLiteral("exit")); });
+        QStringList order; // exits and the teardown's report
+        connect(&engine, &remote::RunEngine::rankExited, this,
+                [&order](int rank) { order.append(QStringLiteral("exit %1").arg(rank)); });
+        connect(&engine, &remote::RunEngine::stopped, this, [&order] { order.append(QStringLiteral("stopped")); });
+        QString error;
+        QVERIFY2(engine.launch(jobFrom(debugJob("error-then-exit", 1000,
+                                                {"--hang-at-step", "4", "--hang-rank", "1", "--timeout-s", "4"}, 3)),
+                               RunMode::Debug, &error),
+                 qPrintable(error));
+        QVERIFY(finished.wait(120000));
+        QCOMPARE(engine.record().state, QStringLiteral("failed"));
+        for (const int rank : {0, 2}) {
+            const QStringList& said = seen[rank];
+            QVERIFY2(said.count(QStringLiteral("error event")) == 1 && said.count(QStringLiteral("error line")) == 1 &&
+                         said.count(QStringLiteral("exit")) == 1 && said.constLast() == QLatin1String("exit"),
+                     qPrintable(QStringLiteral("rank %1: ").arg(rank) + said.join(QLatin1String(", "))));
+        }
+        QVERIFY2(order.size() == 4 && order.constLast() == QLatin1String("stopped"),
+                 qPrintable(order.join(QLatin1String(", "))));
+    }
+
     void failingRankIsTheRootCause() {
         remote::RunEngine engine(&m_store, options());
         QSignalSpy diagnoses(&engine, &remote::RunEngine::diagnoses);
