@@ -175,7 +175,7 @@ class RankScopeMagics(Magics):
             state = record.get("state", "") + (" (followed)" if record.get("active") else "")
             rows.append(tuple(str(value) for value in (record.get("id", ""), record.get("name", ""),
                                                        record.get("mode", ""), state, record.get("world_size", ""),
-                                                       record.get("created", ""), record.get("summary", ""))))
+                                                       record.get("created", ""), render.run_verdict(record))))
         widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
         for row in rows:
             print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())

@@ -95,11 +95,17 @@ def diagnosis_lines(snapshot):
     return lines
 
 
+def run_verdict(record):
+    """What a listing shows of a run: its verdict (the whole one, once it ended: the root cause with the hung rank it
+    waited on, a stopped run's hang), or its summary; "" while it has neither."""
+    return record.get("verdict") or record.get("summary") or ""
+
+
 def summary_lines(snapshot):
-    """The final summary: state, each rank's final loss (and exit), the run's summary line."""
+    """The final summary: state, each rank's final loss (and exit), the run's verdict or summary."""
     record = snapshot.record
     lines = [f"run {snapshot.run} {record.get('state', 'ended')}"
-             + (f": {record['summary']}" if record.get("summary") else "")]
+             + (f": {run_verdict(record)}" if run_verdict(record) else "")]
     for rank in all_ranks(snapshot):
         state = snapshot.ranks.get(rank, {})
         last = snapshot.last_loss.get(rank)

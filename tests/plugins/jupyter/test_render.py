@@ -82,6 +82,16 @@ class RenderTest(unittest.TestCase):
         self.assertIn("run 20261122-090102-3fa1 finished: 2 ranks finished in 3.1 s", text)
         self.assertIn("validation after epoch 1: loss 0.4100, accuracy 0.8750", text)
 
+    def test_the_summary_line_is_the_verdict_where_the_run_has_one(self):
+        view = RunView("r3")
+        verdict = ("stopped by the user; hang: rank 1 on node-b stuck at step 5 in phase forward (collective #12); "
+                   "ranks 0 waiting in collective #13")
+        view.apply_get({"run": {"id": "r3", "state": "stopped", "world_size": 2, "summary": "stopped by the user",
+                                "verdict": verdict}, "ranks": [], "diagnoses": []})
+        self.assertIn(f"run r3 stopped: {verdict}", render.summary_lines(view.snapshot()))
+        self.assertEqual(render.run_verdict({"summary": "stopped by the user"}), "stopped by the user")
+        self.assertEqual(render.run_verdict({"summary": "", "verdict": ""}), "")
+
     def test_a_root_cause_shows_what_its_rank_said_last(self):
         view = RunView("r2")
         view.apply_get({"run": {"id": "r2", "state": "failed", "world_size": 2}, "ranks": [],

@@ -65,6 +65,11 @@ export interface RunRecord {
   first_failed_rank: number;
   /** "" until there is one. */
   summary: string;
+  /**
+   * Once the run ended, where its findings say more than `summary` (the root cause with the hung rank it waited
+   * on, a stopped run's hang); absent otherwise.
+   */
+  verdict?: string;
   /** The job; run.get, run.subscribe and run.finished carry it, runs.list leaves it out. */
   job?: unknown;
   /** Only in runs.list: followed by this bridge. */
@@ -253,6 +258,11 @@ export function isTerminal(state: RunState | undefined): boolean {
 export function firstFailedRank(record: RunRecord | undefined): number | undefined {
   const rank = record?.first_failed_rank;
   return typeof rank === 'number' && rank >= 0 ? rank : undefined;
+}
+
+/** What a listing shows of a run: its verdict, or its summary; undefined while it has neither. */
+export function headline(record: RunRecord|undefined): string|undefined {
+    return known(record?.verdict) ?? known(record?.summary);
 }
 
 /** A string field the bridge leaves "" until it is known (`ended`, `summary`, a rank's `host`): undefined then. */

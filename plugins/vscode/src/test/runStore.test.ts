@@ -3,8 +3,21 @@
 // recorded-shape inputs (the same shapes the real bridge sends; bridge.test.ts checks them live).
 
 import assert from 'node:assert/strict';
-import { describe, test } from 'node:test';
-import { firstFailedRank, known, LogBatch, LogFollower, LogLine, LossSeries, NotifiedLogLine, RunChange, RunStore, Stream } from '../client';
+import {describe, test} from 'node:test';
+
+import {
+    firstFailedRank,
+    headline,
+    known,
+    LogBatch,
+    LogFollower,
+    LogLine,
+    LossSeries,
+    NotifiedLogLine,
+    RunChange,
+    RunStore,
+    Stream
+} from '../client';
 
 const record = (state: string) => ({
   id: 'r1',
@@ -94,6 +107,16 @@ describe('run store', () => {
     assert.equal(firstFailedRank(running), undefined);
     assert.equal(firstFailedRank({ ...running, state: 'failed', first_failed_rank: 1 }), 1);
     assert.equal(firstFailedRank({ ...running, first_failed_rank: 0 }), 0);
+  });
+
+  test("a run's headline is its verdict where it has one, else its summary", () => {
+      const stopped = {...record('stopped'), summary : 'stopped by the user'};
+      assert.equal(headline(stopped), 'stopped by the user');
+      const verdict = 'stopped by the user; hang: rank 1 on node-b stuck at step 5 in phase forward (collective #12)';
+      assert.equal(headline({...stopped, verdict}), verdict);
+      assert.equal(headline({...stopped, verdict : ''}), 'stopped by the user');
+      assert.equal(headline(record('running')), undefined);
+      assert.equal(headline(undefined), undefined);
   });
 
   test('loss series are bounded and keep recent steps exact', () => {

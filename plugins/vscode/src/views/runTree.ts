@@ -3,8 +3,10 @@
 // Live updates are coalesced: at most one tree refresh every 250 ms.
 
 import * as vscode from 'vscode';
-import { firstFailedRank, isTerminal, known, RankView, RunRecord, RunStore } from '../client';
-import { formatLoss } from './format';
+
+import {firstFailedRank, headline, isTerminal, known, RankView, RunRecord, RunStore} from '../client';
+
+import {formatLoss} from './format';
 
 export type RunNode = { kind: 'run'; run: string };
 export type RankNode = { kind: 'rank'; run: string; rank: number };
@@ -129,7 +131,7 @@ export class RunTreeProvider implements vscode.TreeDataProvider<TreeNode>, vscod
       if (ended) tooltip.appendMarkdown(` · ended ${ended}`);
       const failed = firstFailedRank(record);
       if (failed !== undefined) tooltip.appendMarkdown(`\n\nfirst failed rank: ${failed}`);
-      const summary = known(record.summary); // "" until there is one
+      const summary = headline(record); // the whole verdict of an ended run, else its summary, once there is one
       if (summary) tooltip.appendMarkdown('\n\n').appendText(summary);
     }
     for (const [host, message] of view?.progress ?? []) tooltip.appendMarkdown(`\n\n${host}: ${message}`);
