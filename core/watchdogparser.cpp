@@ -10,7 +10,9 @@ namespace rankscope {
 
 namespace {
 
-constexpr int kMaxWrappedLines = 3;
+// Lines after a timeout's first that a terminal's hard wrap may have put the rest of its message on: the ~200 bytes
+// from "Watchdog caught" to "timing out." at 40 columns and more.
+constexpr int kMaxWrappedLines = 6;
 constexpr int kMaxErrorDetailLines = 8; // lines of any rank after an NCCL error that may hold its detail
 
 bool isDigit(char c) { return c >= '0' && c <= '9'; }
@@ -167,8 +169,14 @@ enum Keyword {
     kAsyncNcclError,
     kDistBackendError,
     kWatchdogStuck,
-    kTerminating
+    kTerminating,
+    kProcessGroupSource,
+    kWithException
 };
+
+// How far into the next line "Watchdog caught" may start for that line to go on with a cut timeout's message: past
+// the rest of a cut "[PG 0 Rank 3] ", not past a header of its own.
+constexpr qsizetype kMaxLeadAfterCut = 40;
 
 bool isErrorLine(const LogLine& line) {
     return line.holds(kNcclErrorIn) || line.holds(kAsyncNcclError) ||
@@ -186,11 +194,34 @@ QList<QByteArray> WatchdogLogParser::keywords() const {
             QByteArrayLiteral("async exception: NCCL error"), QByteArrayLiteral("DistBackendError:"),
             // Not "atchdog got stuck": its fingerprint let the search stop at 12 % more places of the bench's log.
             // The line is checked for the rest (takeWatchdogEnd).
-            QByteArrayLiteral("got stuck for"), QByteArrayLiteral("after attempting")};
+            QByteArrayLiteral("got stuck for"), QByteArrayLiteral("after attempting"),
+            // Where a timeout's line starts when a terminal cut "Watchdog caught" in two (see takeLine).
+            QByteArrayLiteral("ProcessGroupNCCL.cpp:"), QByteArrayLiteral("with exception:")};
 }
 
 void WatchdogLogParser::takeLine(const LogLine& line) {
     const QByteArrayView text = line.text;
+    if (m_headLine >= 0) {
+        // The line after a timeout's header that a terminal may have cut before its "Watchdog caught" or inside it
+        // ("…ProcessGroupNCCL.cpp:616] [Rank" + " 3] Watchdog caught …", "… [Rank 3] W" + "atchdog caught …"): where
+        // this line goes on with those words, without a prefix or header of its own, the two are one message,
+        // whose rank the first line's prefix and text say.
+        const bool next = line.number == m_headLine + 1 && line.rank < 0 && line.pid < 0;
+        const qsizetype seam = m_head.size();
+        m_headLine = -1;
+        if (next) {
+            m_head.append(text.data(), text.size());
+            const qsizetype at = findBytes(m_head, kWatchdogCaught, std::max<qsizetype>(0, seam - 13));
+            if (at >= 0 && at - seam <= kMaxLeadAfterCut &&
+                !containsBytes(QByteArrayView(m_head).sliced(seam, std::max<qsizetype>(0, at - seam)),
+                               QByteArrayView("ProcessGroupNCCL"))) {
+                takeWatchdogLine(m_head, m_headPrefix, at);
+                m_head.clear();
+                return;
+            }
+        }
+        m_head.clear();
+    }
     if (m_joinLines > 0) {
         m_joined.append(text.data(), text.size()); // a terminal's hard wrap: the pieces join without a space
         if (--m_joinLines == 0 || containsBytes(m_joined, kTimingOut)) {
@@ -208,15 +239,12 @@ void WatchdogLogParser::takeLine(const LogLine& line) {
     if (!m_details.isEmpty() && takeErrorDetail(line))
         return;
     const qsizetype watchdog = line.indexOf(kWatchdog);
-    if (watchdog >= 0) {
-        if (endsTimingOut(text) || findBytes(text, kTimingOut, watchdog) >= 0 ||
-            findBytes(text, kMilliseconds, watchdog) >= 0) {
-            takeTimeout(text, {line.rank, line.rankKind}, watchdog);
-        } else {
-            m_joined = text.toByteArray();
-            m_joinLines = kMaxWrappedLines;
-            m_joinPrefix = {line.rank, line.rankKind};
-        }
+    if (watchdog >= 0)
+        takeWatchdogLine(text, {line.rank, line.rankKind}, watchdog);
+    else if ((line.holds(kProcessGroupSource) || line.holds(kWithException)) && m_joinLines == 0) {
+        m_head = text.toByteArray();
+        m_headLine = line.number;
+        m_headPrefix = {line.rank, line.rankKind};
     }
     if (line.holds(kLastEnqueued))
         takeProgress(text, {line.rank, line.rankKind});
@@ -388,7 +416,21 @@ QByteArray errorText(QByteArrayView text) {
     return text.size() <= kMaxErrorText ? text.toByteArray() : QString::fromUtf8(text).left(kMaxErrorText).toUtf8();
 }
 
+// A line with "atchdog caught" at `watchdog`: a timeout, or the first piece of one that a terminal wrapped.
+void WatchdogLogParser::takeWatchdogLine(QByteArrayView text, LinePrefix prefix, qsizetype watchdog) {
+    if (endsTimingOut(text) || findBytes(text, kTimingOut, watchdog) >= 0 ||
+        findBytes(text, kMilliseconds, watchdog) >= 0) {
+        takeTimeout(text, prefix, watchdog);
+    } else {
+        m_joined = text.toByteArray();
+        m_joinLines = kMaxWrappedLines;
+        m_joinPrefix = prefix;
+    }
+}
+
 void WatchdogLogParser::endOfStream() {
+    m_headLine = -1;
+    m_head.clear();
     if (m_joinLines > 0)
         takeTimeout(m_joined, m_joinPrefix);
     m_joinLines = 0;

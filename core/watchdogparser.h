@@ -98,7 +98,7 @@ public:
 
     [[nodiscard]] QList<QByteArray> keywords() const override;
     [[nodiscard]] bool wantsEveryLine() const override {
-        return m_joinLines > 0 || m_inDesyncReport || !m_details.isEmpty();
+        return m_joinLines > 0 || m_headLine >= 0 || m_inDesyncReport || !m_details.isEmpty();
     }
     void takeLine(const LogLine& line) override;
     void endOfStream() override;
@@ -122,6 +122,7 @@ private:
     static RankSaid rankBefore(QByteArrayView text, qsizetype before, LinePrefix prefix);
     // watchdog: where "atchdog caught" starts in text; -1: search for it.
     void takeTimeout(QByteArrayView text, LinePrefix prefix, qsizetype watchdog = -1);
+    void takeWatchdogLine(QByteArrayView text, LinePrefix prefix, qsizetype watchdog);
     void takeProgress(QByteArrayView text, LinePrefix prefix);
     void takeDesyncLine(const LogLine& line);
     void takeWatchdogEnd(const LogLine& line);
@@ -144,6 +145,11 @@ private:
     QByteArray m_joined; // a timeout message that a terminal wrapped over several lines
     int m_joinLines = 0; // continuation lines still allowed
     LinePrefix m_joinPrefix;
+    // A line that may end inside "Watchdog caught", a terminal having cut the words in two: its text, number and
+    // prefix, kept for the next line (m_headLine -1: none).
+    QByteArray m_head;
+    qint64 m_headLine = -1;
+    LinePrefix m_headPrefix;
     bool m_inDesyncReport = false;
     // NCCL errors whose "Last error:" detail may still come: each error's index in m_errors, its rank, how many more
     // lines (of any rank) may hold it, and whether the next line of its rank is the detail itself.

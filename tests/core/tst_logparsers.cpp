@@ -79,6 +79,9 @@ private slots:
     void runRankIsPyTorchsPrefix();
     void watchdogParserForgetsErrorsNotTimeouts();
     void desyncReportBlamesItsRanks();
+    void aTimeoutCutByATerminalKeepsItsRank_data();
+    void aTimeoutCutByATerminalKeepsItsRank();
+    void aCutHeaderTakesNoOtherRanksLine();
     void terminalArtifacts();
     void publicLogs_data();
     void publicLogs();
@@ -220,6 +223,69 @@ void tst_LogParsers::desyncReportBlamesItsRanks() {
     QCOMPARE(blames[0].text,
              QStringLiteral("[7] finished collective #182, but didn't join collective #183 (count from 1)"));
     QCOMPARE(blames[1].ranks, (QVector<int>{1, 3}));
+}
+
+// A timeout's line hard-wrapped by a terminal (`fold`, a narrow tmux pane, a copied scrollback) at any width from 45
+// columns: the same timeout, rank included, as from the line whole. At 70 and 80 columns PyTorch 2's header ends
+// in "… [Rank 4] W" or "… Watchdog ca", which cut the search's "atchdog caught" in two: the timeout was lost, or
+// its rank. The lines are the recorded logs' own.
+void tst_LogParsers::aTimeoutCutByATerminalKeepsItsRank_data() {
+    QTest::addColumn<QByteArray>("line");
+    QTest::addColumn<int>("width");
+    for (const char* name : {"diffsynth-458-coalesced-group-timeout.log", "pytorch-152623-desync-report.log",
+                             "../nccl-public-samples.log", "catalyst-rl-15-nccl-watchdog-terminated.log",
+                             "instructlab-520-pg-guid.log", "sglang-1693-allgather-base.log"}) {
+        QFile file(kPublicDir + QString::fromLatin1(name));
+        QVERIFY(file.open(QIODevice::ReadOnly));
+        QByteArray line;
+        for (const QByteArray& candidate : file.readAll().split('\n'))
+            if (candidate.contains("Watchdog caught") && candidate.contains("timing out") && line.isEmpty())
+                line = candidate;
+        QVERIFY2(!line.isEmpty(), name);
+        for (int width = 45; width <= line.size() + 1; ++width)
+            QTest::addRow("%s at %d", name, width) << line << width;
+    }
+}
+
+void tst_LogParsers::aTimeoutCutByATerminalKeepsItsRank() {
+    QFETCH(QByteArray, line);
+    QFETCH(int, width);
+    const auto timeoutOf = [](const QByteArray& text) {
+        WatchdogLogParser parser;
+        parser.feed(text);
+        parser.finish();
+        const QList<CollectiveTimeout> timeouts = parser.timeouts();
+        return timeouts.size() == 1 ? std::optional<CollectiveTimeout>(timeouts.front()) : std::nullopt;
+    };
+    const std::optional<CollectiveTimeout> whole = timeoutOf(line + '\n');
+    QVERIFY(whole && whole->rank >= 0 && whole->seq >= 0);
+    QByteArray folded;
+    for (qsizetype at = 0; at < line.size(); at += width)
+        folded += line.mid(at, width) + '\n';
+    const std::optional<CollectiveTimeout> cut = timeoutOf(folded);
+    QVERIFY2(cut, folded.constData());
+    QCOMPARE(cut->rank, whole->rank);
+    QCOMPARE(cut->seq, whole->seq);
+    QCOMPARE(cut->op, whole->op);
+    QCOMPARE(cut->numelIn, whole->numelIn);
+    QCOMPARE(cut->timeoutMs, whole->timeoutMs);
+    QCOMPARE(cut->ranMs, whole->ranMs);
+}
+
+// A line that may end inside a cut "Watchdog caught" is joined only to a line that goes on with it: not to another
+// rank's timeout that follows (its own header, or its own launcher prefix), which keeps its rank.
+void tst_LogParsers::aCutHeaderTakesNoOtherRanksLine() {
+    const QByteArray timeout = "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE, "
+                               "Timeout(ms)=5) ran for 6 milliseconds before timing out.\n";
+    for (const QByteArray& next :
+         {QByteArray("[E ProcessGroupNCCL.cpp:458] [Rank 2] "), QByteArray("[rank2]:[Rank 2] ")}) {
+        WatchdogLogParser parser;
+        parser.feed("[rank3]:[E ProcessGroupNCCL.cpp:458] [Rank 3] W\n" + next + timeout);
+        parser.finish();
+        const QList<CollectiveTimeout> timeouts = parser.timeouts();
+        QCOMPARE(timeouts.size(), 1);
+        QCOMPARE(timeouts.front().rank, 2);
+    }
 }
 
 void tst_LogParsers::terminalArtifacts() {
