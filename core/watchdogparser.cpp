@@ -216,11 +216,11 @@ void WatchdogLogParser::takeLine(const LogLine& line) {
                 !containsBytes(QByteArrayView(m_head).sliced(seam, std::max<qsizetype>(0, at - seam)),
                                QByteArrayView("ProcessGroupNCCL"))) {
                 takeWatchdogLine(m_head, m_headPrefix, at);
-                m_head.clear();
+                m_head.resize(0);
                 return;
             }
         }
-        m_head.clear();
+        m_head.resize(0); // keeps its room: every c10 line of the log passes through it
     }
     if (m_joinLines > 0) {
         m_joined.append(text.data(), text.size()); // a terminal's hard wrap: the pieces join without a space
@@ -242,7 +242,8 @@ void WatchdogLogParser::takeLine(const LogLine& line) {
     if (watchdog >= 0)
         takeWatchdogLine(text, {line.rank, line.rankKind}, watchdog);
     else if ((line.holds(kProcessGroupSource) || line.holds(kWithException)) && m_joinLines == 0) {
-        m_head = text.toByteArray();
+        m_head.resize(0);
+        m_head.append(text.data(), text.size());
         m_headLine = line.number;
         m_headPrefix = {line.rank, line.rankKind};
     }

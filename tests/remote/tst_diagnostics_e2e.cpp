@@ -83,8 +83,7 @@ private:
         cli.start(kCli, {QStringLiteral("runs")});
         cli.waitForFinished(60000);
         for (const QString& line : QString::fromUtf8(cli.readAllStandardOutput()).split(QLatin1Char('\n')))
-            if (line.section(QLatin1Char(' '), 0, 0, QString::SectionSkipEmpty).size() > 0 &&
-                line.section(QLatin1Char(' '), 1, 1, QString::SectionSkipEmpty) == name)
+            if (line.section(QLatin1Char(' '), 1, 1, QString::SectionSkipEmpty) == name)
                 return line;
         return {};
     }
