@@ -19,9 +19,16 @@ bool failedOnItsOwn(const RankExit& exit, const ErrorEvent* error, const QString
     return !lastStderrLine.isEmpty() && exit.signal() == 0; // ended by itself, saying why
 }
 
+bool killedBeforeTheTeardownCould(const RankExit& exit, const QDateTime& teardownAt, qint64 graceMs) {
+    constexpr int kSigkill = 9;
+    return exit.signal() == kSigkill && teardownAt.isValid() && exit.seenAt >= teardownAt &&
+           exit.seenAt < teardownAt.addMSecs(graceMs);
+}
+
 std::optional<FirstFailure> findFirstFailure(const QMap<int, RankExit>& exits,
                                              const QHash<int, ErrorEvent>& firstErrors,
-                                             const QHash<int, QString>& lastStderrLines, const QDateTime& teardownAt) {
+                                             const QHash<int, QString>& lastStderrLines, const QDateTime& teardownAt,
+                                             qint64 teardownGraceMs) {
     struct Candidate {
         int rank = -1;
         QDateTime time;
@@ -37,7 +44,8 @@ std::optional<FirstFailure> findFirstFailure(const QMap<int, RankExit>& exits,
         const auto error = firstErrors.constFind(it.key());
         const bool hasError = error != firstErrors.cend();
         const QDateTime failedAt = hasError ? std::min(error->time, exit.seenAt) : exit.seenAt;
-        if (teardownAt.isValid() && failedAt >= teardownAt)
+        if (teardownAt.isValid() && failedAt >= teardownAt &&
+            !killedBeforeTheTeardownCould(exit, teardownAt, teardownGraceMs))
             continue;
         const QString said = lastStderrLines.value(it.key());
         Candidate candidate{it.key(), exit.seenAt, failedOnItsOwn(exit, hasError ? &*error : nullptr, said),

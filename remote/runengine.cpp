@@ -750,7 +750,9 @@ void RunEngine::onRankExited(int /*node*/, int rank, int status, double unixTime
     const QDateTime when = QDateTime::fromMSecsSinceEpoch(static_cast<qint64>(unixTime * 1000), Qt::UTC);
     if (status != 0)
         noticeStopRequest();
-    const bool genuine = status != 0 && !m_stopRequested && (!m_tearingDown || when < m_teardownAt);
+    const bool genuine = status != 0 && !m_stopRequested &&
+                         (!m_tearingDown || when < m_teardownAt ||
+                          killedBeforeTheTeardownCould(RankExit{status, when}, m_teardownAt, teardownGraceMs()));
     const bool stopped =
         endedByTeardown(rank, RankExit{status, when}) || consequenceOfFirstFailure(rank, RankExit{status, when});
     m_record.exits.insert(rank, RankExit{status, when, stopped});
@@ -802,7 +804,13 @@ bool RunEngine::endedByTeardown(int rank, const RankExit& exit) const {
         return false;
     if (erredBefore(rank, from))
         return false;
-    return m_stopRequested || exit.seenAt >= from;
+    if (m_stopRequested)
+        return true;
+    return exit.seenAt >= from && !killedBeforeTheTeardownCould(exit, from, teardownGraceMs());
+}
+
+qint64 RunEngine::teardownGraceMs() const {
+    return qint64(m_teardownGraceSeconds) * 1000;
 }
 
 bool RunEngine::erredBefore(int rank, const QDateTime& time) const {
@@ -841,7 +849,7 @@ void RunEngine::judgeExits(bool final) {
 
 void RunEngine::noteFailure() {
     const std::optional<FirstFailure> first =
-        findFirstFailure(m_record.exits, m_firstErrors, m_lastStderrLine, endsFrom());
+        findFirstFailure(m_record.exits, m_firstErrors, m_lastStderrLine, endsFrom(), teardownGraceMs());
     if (!first)
         return;
     m_record.firstFailedRank = first->rank;
@@ -953,6 +961,7 @@ void RunEngine::teardown(int graceSeconds) {
         return;
     m_tearingDown = true;
     m_teardownAt = QDateTime::currentDateTimeUtc();
+    m_teardownGraceSeconds = graceSeconds;
     for (int i = 0; i < m_workers.size(); ++i) {
         NodeWorker* worker = m_workers[i];
         if (!worker || m_stoppedNodes.contains(i))

@@ -175,8 +175,10 @@ private:
     // exit), for RunDiagnostics::setEndingSince. Unix seconds; infinity: not ending.
     [[nodiscard]] double endingSince() const;
     // A non-zero exit the teardown caused: after it began (any exit once a stop was asked for), and not a rank
-    // whose own error came before it (a culprit whose exit is seen late still failed).
+    // whose own error came before it (a culprit whose exit is seen late still failed), nor one killed by SIGKILL
+    // before the teardown's own SIGKILL could come (killedBeforeTheTeardownCould).
     [[nodiscard]] bool endedByTeardown(int rank, const RankExit& exit) const;
+    [[nodiscard]] qint64 teardownGraceMs() const;                          // m_teardownGraceSeconds in ms
     [[nodiscard]] bool erredBefore(int rank, const QDateTime& time) const; // its first error event, if any
     // A rank that failed only as a consequence (failedOnItsOwn is false: its collective failed with a dead peer, its
     // node's supervisor ended it) of the rank that failed first on its own: ended by that failure, not by itself.
@@ -226,6 +228,7 @@ private:
     QSet<int> m_stoppedNodes;
     int m_processesLeft = 0;
     QDateTime m_teardownAt;
+    int m_teardownGraceSeconds = 0; // after the teardown's SIGTERM, its SIGKILL
     QDateTime m_offlineEndingSince; // open(): see endingSince()
     bool m_stopRequested = false;
     QDateTime m_stopRequestedAt; // by this front end or another (the run store's mark)

@@ -78,6 +78,47 @@ private slots:
         QCOMPARE(first->rank, 1);
     }
 
+    // The teardown sends SIGKILL only its grace period after it began: a SIGKILL recorded before then was the OOM
+    // killer's or a kill -9, whatever the order in which a busy node's supervisor noted the deaths.
+    void killedBeforeTheTeardownCould_data() {
+        QTest::addColumn<int>("status");
+        QTest::addColumn<int>("seenMs"); // the teardown began at 60 ms, its grace is 3 s
+        QTest::addColumn<bool>("killedBefore");
+        QTest::newRow("SIGKILL just after the teardown began") << 137 << 80 << true;
+        QTest::newRow("SIGKILL as it began") << 137 << 60 << true;
+        QTest::newRow("SIGKILL just before its own could") << 137 << 3059 << true;
+        QTest::newRow("SIGKILL when its own came") << 137 << 3060 << false;
+        QTest::newRow("SIGKILL before the teardown") << 137 << 50 << false; // no question: before it began
+        QTest::newRow("SIGTERM just after the teardown began") << 143 << 80 << false;
+        QTest::newRow("SIGSEGV just after the teardown began") << 139 << 80 << false;
+        QTest::newRow("exit 1 just after the teardown began") << 1 << 80 << false;
+    }
+    void killedBeforeTheTeardownCould() {
+        QFETCH(int, status);
+        QFETCH(int, seenMs);
+        QFETCH(bool, killedBefore);
+        QCOMPARE(rankscope::killedBeforeTheTeardownCould({status, at(seenMs)}, at(60), 3000), killedBefore);
+        QVERIFY(!rankscope::killedBeforeTheTeardownCould({status, at(seenMs)}, {}, 3000)); // no teardown
+    }
+
+    // What the kernel log test saw on a loaded machine: rank 1 was OOM-killed, rank 0's collective failed at once
+    // and its exit, noted first, started the teardown; rank 1's death was noted 20 ms after that. Rank 1 is the
+    // culprit; a SIGKILL as late as the teardown's own is the teardown's.
+    void aSigkillNotedLateIsStillTheCulprit() {
+        QMap<int, RankExit> exits{{0, {1, at(50)}}, {1, {137, at(80)}}};
+        const QHash<int, ErrorEvent> errors{
+            {0, {at(40), QStringLiteral("collective"), QStringLiteral("Connection closed by peer")}}};
+        auto first = findFirstFailure(exits, errors, {}, at(60), 3000);
+        QVERIFY(first);
+        QCOMPARE(first->rank, 1);
+        QCOMPARE(first->cause, QStringLiteral("killed by SIGKILL"));
+        first = findFirstFailure(exits, errors, {}, at(60)); // a teardown that kills at once
+        QCOMPARE(first->rank, 0);
+        exits[1].seenAt = at(3100);
+        first = findFirstFailure(exits, errors, {}, at(60), 3000);
+        QCOMPARE(first->rank, 0);
+    }
+
     void failuresCausedByTheTeardownAreNotCandidates() {
         QMap<int, RankExit> exits{{0, {1, at(50)}}, {1, {143, at(90)}}, {2, {1, at(95)}}};
         QHash<int, ErrorEvent> errors{{0, {at(40), QStringLiteral("collective"), QStringLiteral("peer closed")}},

@@ -748,6 +748,60 @@ private slots:
         QCOMPARE(judged.front().at(3).toBool(), true);
     }
 
+    // Rank 1 is killed (SIGKILL, as the OOM killer does) and its peer's collective fails at once; on a busy node the
+    // supervisor notes the peer's exit first, which starts the teardown, and the killed rank's some time after. Its
+    // SIGKILL came before the teardown could send one: it is the culprit, not a rank the teardown ended. The node's
+    // lateness is made here by stopping the supervisor's watcher of rank 1 until the teardown has begun.
+    void aSigkillNotedAfterTheTeardownBeganIsTheCulprit() {
+        const QString fake = m_dir.filePath(QStringLiteral("noted late.sh"));
+        QVERIFY(writeExecutable(
+            fake, "#!/bin/sh\n"
+                  "rank=0; events=\n"
+                  "while [ $# -gt 0 ]; do case \"$1\" in --rank) rank=$2;; --events) events=$2;; esac; shift; done\n"
+                  "[ \"$rank\" = 1 ] && exec sleep 60\n"
+                  "while [ ! -e \"$(dirname \"$events\")/peer-killed\" ]; do sleep 0.05; done\n"
+                  "printf '@rankscope {\"v\":\"1.0\",\"type\":\"error\",\"rank\":0,\"time\":%s,"
+                  "\"kind\":\"collective\",\"message\":\"Connection closed by peer\",\"fatal\":true}\\n' "
+                  "\"$(date +%s.%N | cut -c1-14)\" >>\"$events\"\n"
+                  "exit 1\n"));
+        const QJsonObject job{{"version", 1},
+                              {"name", "noted-late"},
+                              {"mode", "submit"},
+                              {"deploy", "binary"},
+                              {"master_port", 29612},
+                              {"nodes", QJsonArray{loopbackNode("loop")}},
+                              {"trainer", trainerJson(1)}};
+        RunStore store(m_dir.filePath(QStringLiteral("store-noted-late")));
+        remote::EngineOptions options = engineOptions();
+        options.localTrainer = fake;
+        remote::RunEngine engine(&store, options);
+        QSignalSpy exited(&engine, &remote::RunEngine::rankExited);
+        QString error;
+        QVERIFY2(engine.launch(jobFrom(job), RunMode::Submit, &error), qPrintable(error));
+        QTRY_VERIFY_WITH_TIMEOUT(!engine.record().nodes.value(0).runDir.isEmpty(), 60000);
+        const QString runDir = engine.record().nodes.value(0).runDir;
+        pid_t rank1 = 0;
+        QTRY_VERIFY_WITH_TIMEOUT((rank1 = pid_t(readAll(runDir + QStringLiteral("/rank1.pid")).trimmed().toInt())) > 0,
+                                 60000);
+        // The watcher is the rank's parent: /proc/PID/stat's fourth field, after the command's closing parenthesis.
+        const QByteArray stat = readAll(QStringLiteral("/proc/%1/stat").arg(rank1));
+        const pid_t watcher = pid_t(stat.mid(stat.lastIndexOf(')') + 2).split(' ').value(1).toInt());
+        QVERIFY2(watcher > 1, stat.constData());
+        QCOMPARE(::kill(watcher, SIGSTOP), 0);
+        QCOMPARE(::kill(rank1, SIGKILL), 0);
+        QVERIFY(writeExecutable(runDir + QStringLiteral("/peer-killed"), {}));
+        QTRY_VERIFY_WITH_TIMEOUT(!exited.isEmpty(), 60000); // rank 0's exit: the teardown has begun
+        QCOMPARE(exited.front().at(0).toInt(), 0);
+        QCOMPARE(::kill(watcher, SIGCONT), 0);
+        const RunRecord record = waitForEnd(engine, 60000);
+        QCOMPARE(record.state, QStringLiteral("failed"));
+        QCOMPARE(record.exits.value(1).signal(), SIGKILL);
+        QVERIFY(!record.exits.value(1).stopped);
+        QVERIFY(record.exits.value(0).stopped); // its collective failed with the dead peer
+        QCOMPARE(record.firstFailedRank, 1);
+        QVERIFY2(record.summary.contains(QLatin1String("killed by SIGKILL")), qPrintable(record.summary));
+    }
+
     // One node dies whole (its supervisor too) while the other's rank fails in the collective it shared with it:
     // the lost rank is the cause. It is lost from when it was last seen alive, not from when the silence was long
     // enough to say so, which came after the peer's failure had started the teardown.
