@@ -9,6 +9,7 @@
 #include <QJsonObject>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <map>
 #include <string_view>
@@ -131,6 +132,7 @@ public:
     }
     void endOfStream() override { m_kernel = KernelLogParser(); }
     [[nodiscard]] const QList<LogError>& errors() const { return m_errors; }
+    [[nodiscard]] QList<LogError> takeErrors() { return std::exchange(m_errors, {}); }
 
 private:
     KernelLogParser m_kernel; // of this stream's kill lines only: its facts say which lines are a kernel's
@@ -217,7 +219,108 @@ std::optional<QString> LogInspector::inspectDevice(QIODevice& device, const QStr
     return std::nullopt;
 }
 
-LogInspection LogInspector::result() const {
+namespace {
+
+// Where an error is in the files inspected: the index of its file in beginFile()'s order (-1: none), then its line.
+struct ErrorPlace {
+    qsizetype file;
+    qint64 line;
+    friend bool operator==(const ErrorPlace& a, const ErrorPlace& b) { return a.file == b.file && a.line == b.line; }
+    friend bool operator<(const ErrorPlace& a, const ErrorPlace& b) {
+        return a.file != b.file ? a.file < b.file : a.line < b.line;
+    }
+};
+
+// The place of each error in turn. A parser's errors share its file name's string and come in runs of one file:
+// the name is looked up in the list of files only where the string changes.
+class ErrorPlaces {
+public:
+    explicit ErrorPlaces(const QStringList& files) : m_files(files) {}
+    ErrorPlace operator()(const LogError& error) {
+        const bool sameString =
+            error.file.constData() == m_name.constData() && error.file.size() == m_name.size() && m_index != -2;
+        if (!sameString) {
+            if (m_index == -2 || error.file != m_name)
+                m_index = m_files.indexOf(error.file);
+            m_name = error.file;
+        }
+        return {m_index, error.line};
+    }
+
+private:
+    const QStringList& m_files;
+    QString m_name;
+    qsizetype m_index = -2; // none looked up yet
+};
+
+// Moves `from`'s errors into `into`, both in place order, keeping that order: where both have an error at the same
+// place, `from`'s goes first if fromFirst. From the back, so that no error is moved twice and `into` needs no room
+// but for `from`'s: a merge into the largest list allocates nothing new.
+void mergeInto(QList<LogError>& into, QList<LogError>& from, bool fromFirst, ErrorPlaces& placeOf) {
+    qsizetype i = into.size() - 1;
+    qsizetype j = from.size() - 1;
+    into.resize(into.size() + from.size());
+    for (qsizetype k = into.size() - 1; j >= 0; --k) {
+        const ErrorPlace a = i >= 0 ? placeOf(into[i]) : ErrorPlace{-2, 0};
+        const ErrorPlace b = placeOf(from[j]);
+        const bool intoLast = i >= 0 && (fromFirst ? !(a < b) : b < a);
+        into[k] = std::move(intoLast ? into[i--] : from[j--]);
+    }
+    from.clear();
+}
+
+// The errors of several parsers in file and line order, one per line: a traceback's last line can also be an "NCCL
+// error in:" line, and the error of the list given first is kept. Each parser's errors come in stream order, which
+// is file and line order, so the lists are merged into the longest; one that is not in order is sorted first,
+// keeping the order of its errors at the same place. Lists that are shared with a parser are copied as they are
+// changed; lists taken from the parsers are not copied at all.
+template <size_t N> QList<LogError> mergedErrors(std::array<QList<LogError>, N> lists, const QStringList& files) {
+    ErrorPlaces placeOf(files);
+    const auto before = [&placeOf](const LogError& a, const LogError& b) { return placeOf(a) < placeOf(b); };
+    size_t longest = 0;
+    for (size_t i = 0; i < N; ++i) {
+        if (!std::is_sorted(lists[i].cbegin(), lists[i].cend(), before))
+            std::stable_sort(lists[i].begin(), lists[i].end(), before);
+        if (lists[i].size() > lists[longest].size())
+            longest = i;
+    }
+    QList<LogError> merged = std::move(lists[longest]);
+    for (size_t i = longest; i-- > 0;) // each before those after it where they have an error at the same place
+        mergeInto(merged, lists[i], true, placeOf);
+    for (size_t i = longest + 1; i < N; ++i)
+        mergeInto(merged, lists[i], false, placeOf);
+    // One error per place, the first.
+    qsizetype kept = 0;
+    ErrorPlace last{-2, 0}; // no file has index -2
+    for (qsizetype i = 0; i < merged.size(); ++i) {
+        const ErrorPlace place = placeOf(std::as_const(merged)[i]);
+        if (place == last)
+            continue;
+        last = place;
+        if (kept != i)
+            merged[kept] = std::move(merged[i]);
+        ++kept;
+    }
+    merged.resize(kept);
+    return merged;
+}
+
+} // namespace
+
+LogInspection LogInspector::result() const& {
+    LogInspection inspection = factsExceptErrors();
+    inspection.errors = mergedErrors<3>({m_watchdog.errors(), m_traceback.errors(), m_kills->errors()}, m_files);
+    return inspection;
+}
+
+LogInspection LogInspector::result() && {
+    LogInspection inspection = factsExceptErrors();
+    inspection.errors =
+        mergedErrors<3>({m_watchdog.takeErrors(), m_traceback.takeErrors(), m_kills->takeErrors()}, m_files);
+    return inspection;
+}
+
+LogInspection LogInspector::factsExceptErrors() const {
     LogInspection inspection;
     inspection.files = m_files;
     inspection.nccl = m_nccl.facts();
@@ -225,53 +328,6 @@ LogInspection LogInspector::result() const {
     inspection.timeouts = m_watchdog.timeouts();
     inspection.failures = m_elastic.failures();
     inspection.gpus = m_gpu->samples();
-    // In file and line order, one error per line: a traceback's last line can also be an "NCCL error in:" line.
-    // Each error's file is looked up once (errors of a file come in runs), not in every comparison of the sort.
-    struct Placed {
-        qsizetype file;
-        qint64 line;
-        const LogError* error;
-    };
-    const auto before = [](const Placed& a, const Placed& b) {
-        return a.file != b.file ? a.file < b.file : a.line < b.line;
-    };
-    const QList<LogError> watchdogErrors = m_watchdog.errors();
-    const QList<LogError> tracebackErrors = m_traceback.errors();
-    const QList<LogError>& killErrors = m_kills->errors();
-    std::vector<Placed> placed;
-    placed.reserve(static_cast<size_t>(watchdogErrors.size() + tracebackErrors.size() + killErrors.size()));
-    const QString* lastFile = nullptr;
-    qsizetype lastIndex = -1;
-    for (const QList<LogError>* list : {&watchdogErrors, &tracebackErrors, &killErrors}) {
-        for (const LogError& error : *list) {
-            // A parser's errors share its file name's string: most need no comparison of the characters.
-            if (!lastFile || (error.file.constData() != lastFile->constData() && error.file != *lastFile)) {
-                lastFile = &error.file;
-                lastIndex = m_files.indexOf(error.file);
-            }
-            placed.push_back({lastIndex, error.line, &error});
-        }
-    }
-    // Each parser's errors come in stream order, which is file and line order: the runs are merged. The sort is
-    // kept for errors out of that order.
-    const auto second = placed.begin() + watchdogErrors.size();
-    const auto third = second + tracebackErrors.size();
-    if (std::is_sorted(placed.begin(), second, before) && std::is_sorted(second, third, before) &&
-        std::is_sorted(third, placed.end(), before)) {
-        std::inplace_merge(placed.begin(), second, third, before);
-        std::inplace_merge(placed.begin(), third, placed.end(), before);
-    } else {
-        std::stable_sort(placed.begin(), placed.end(), before);
-    }
-    inspection.errors.reserve(static_cast<qsizetype>(placed.size()));
-    const Placed* kept = nullptr;
-    for (const Placed& next : placed) {
-        // Equal indices are equal names: a parser's file is always one that beginFile() listed (or none).
-        if (!kept || kept->file != next.file || kept->line != next.line) {
-            inspection.errors.append(*next.error);
-            kept = &next;
-        }
-    }
     inspection.bytes = m_bytes;
     inspection.lines = m_lines;
     return inspection;

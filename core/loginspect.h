@@ -58,11 +58,17 @@ public:
     // The same for an open device (standard input, a pipe, a process's output) read to its end, reported as `name`.
     [[nodiscard]] std::optional<QString> inspectDevice(QIODevice& device, const QString& name);
 
-    [[nodiscard]] LogInspection result() const;
+    [[nodiscard]] LogInspection result() const&;
+    // The same, leaving the inspector without its errors (`std::move(inspector).result()`): each one is moved into
+    // the result instead of copied, and the parsers' lists are merged in place, so that a log of tens of thousands
+    // of errors does not hold them twice.
+    [[nodiscard]] LogInspection result() &&;
 
 private:
     class GpuSink;
     class KillSink;
+
+    [[nodiscard]] LogInspection factsExceptErrors() const;
 
     NcclLogParser m_nccl;
     WatchdogLogParser m_watchdog;

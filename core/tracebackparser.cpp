@@ -363,6 +363,17 @@ void TracebackLogParser::closeTraceback(RankState& state) {
     --m_openTracebacks;
 }
 
+template <typename Visit> void TracebackLogParser::forEachState(Visit visit) {
+    for (RankState& state : m_flatRanks)
+        visit(state);
+    for (RankState& state : m_otherRanks)
+        visit(state);
+    for (RankState& state : m_byPid)
+        visit(state);
+    for (PrefixedTraceback& open : m_prefixed)
+        visit(open.state);
+}
+
 // Runs when the earliest an open traceback could be cut off has passed: one look at every rank's state, then
 // none until the next such line.
 void TracebackLogParser::closeCutTracebacks(qint64 lineNumber) {
@@ -375,15 +386,16 @@ void TracebackLogParser::closeCutTracebacks(qint64 lineNumber) {
         else
             next = std::min(next, state.lastLine + kMaxTracebackGap);
     };
-    for (RankState& state : m_flatRanks)
-        look(state);
-    for (RankState& state : m_otherRanks)
-        look(state);
-    for (RankState& state : m_byPid)
-        look(state);
-    for (PrefixedTraceback& open : m_prefixed)
-        look(open.state);
+    forEachState(look);
     m_cutAfter = next;
+}
+
+QList<LogError> TracebackLogParser::takeErrors() {
+    forEachState([this](RankState& state) {
+        if (state.wrappedError >= 0)
+            closeTraceback(state);
+    });
+    return std::exchange(m_errors, {});
 }
 
 void TracebackLogParser::addError(const LogLine& line, QByteArrayView text) {

@@ -44,6 +44,9 @@ public:
     void finish() { m_scanner.finish(); }
 
     [[nodiscard]] QList<LogError> errors() const { return m_errors; }
+    // The errors read so far, which the parser then no longer keeps. A boxed traceback's message that a next line
+    // could go on is taken as ended.
+    [[nodiscard]] QList<LogError> takeErrors();
 
     [[nodiscard]] QList<QByteArray> keywords() const override;
     [[nodiscard]] bool wantsEveryLine() const override { return m_openTracebacks > 0; }
@@ -88,6 +91,7 @@ private:
     void takeGroupLine(RankState& state, const LogLine& line, QByteArrayView body, bool indented);
     void closeTraceback(RankState& state);
     void closeCutTracebacks(qint64 lineNumber); // those whose rank printed nothing since before the gap
+    template <typename Visit> void forEachState(Visit visit); // of every rank, process and prefix seen
     void addError(const LogLine& line, QByteArrayView text);
 
     LogLineScanner m_scanner;

@@ -7,6 +7,8 @@
 #include <QString>
 #include <QVector>
 
+#include <utility>
+
 namespace rankscope {
 
 // "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=…, OpType=…, NumelIn=…, NumelOut=…,
@@ -89,6 +91,11 @@ public:
     // Each item of the desync reports read, in order (also an error each, "desync: …").
     [[nodiscard]] const QList<DesyncBlame>& desyncBlamesRead() const { return m_desyncBlames; }
     [[nodiscard]] QList<LogError> errors() const { return m_errors; }
+    // The errors read so far, which the parser then no longer keeps, as forgetErrors() leaves it.
+    [[nodiscard]] QList<LogError> takeErrors() {
+        m_details.clear();
+        return std::exchange(m_errors, {});
+    }
     // Drops the errors read so far, and the wait for the last one's detail: a reader that wants only the timeouts
     // (a run's live diagnosis, for as long as the run lasts) keeps no more than them.
     void forgetErrors() {

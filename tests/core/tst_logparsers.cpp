@@ -6,6 +6,8 @@
 #include "core/logprefix.h"
 #include "core/ncclparser.h"
 
+#include <QDir>
+#include <QDirIterator>
 #include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -92,6 +94,10 @@ private slots:
     void singleByteChunks();
     void severalFilesKeepTheirLineNumbers();
     void aFileReadTwiceListsItsErrorsOnce();
+    void anErrorLineOfTwoParsersIsTheWatchdogs_data();
+    void anErrorLineOfTwoParsersIsTheWatchdogs();
+    void aMovedResultIsTheCopiedOne_data();
+    void aMovedResultIsTheCopiedOne();
     void interleavedErrorsAreMarked();
     void ncclErrorChainsFollowTheirThread();
     void ncclHostsInterleaved();
@@ -1235,6 +1241,92 @@ void tst_LogParsers::aFileReadTwiceListsItsErrorsOnce() {
     for (const LogError& error : result.errors)
         found.append(QStringLiteral("%1:%2").arg(error.file).arg(error.line));
     QCOMPARE(found, QStringList({"a.log:3", "a.log:4", "a.log:7", "b.log:3", "b.log:4", "b.log:7"}));
+}
+
+// A traceback that ends with PyTorch's NCCL error: the watchdog parser and the traceback parser both read its last
+// line, and the watchdog's error is the one kept, with what NCCL said after it ("Last error:"), whichever way the
+// result is taken and wherever the line falls among the other errors.
+void tst_LogParsers::anErrorLineOfTwoParsersIsTheWatchdogs_data() {
+    QTest::addColumn<bool>("moved");
+    QTest::addColumn<QByteArray>("before"); // lines before it, each an error of one parser
+    const QByteArray tracebacks = "Traceback (most recent call last):\n  File \"a.py\", line 1, in <module>\n"
+                                  "ValueError: 1\nTraceback (most recent call last):\nValueError: 2\n";
+    const QByteArray ncclErrors = "RuntimeError: NCCL error in: a.cpp:1, remote process exited\n"
+                                  "RuntimeError: NCCL error in: a.cpp:2, remote process exited\n"
+                                  "RuntimeError: NCCL error in: a.cpp:3, remote process exited\n";
+    QTest::newRow("copied") << false << QByteArray();
+    QTest::newRow("moved") << true << QByteArray();
+    QTest::newRow("moved, after tracebacks") << true << tracebacks;
+    QTest::newRow("moved, the watchdog's errors the most") << true << ncclErrors;
+    QTest::newRow("copied, the watchdog's errors the most") << false << ncclErrors;
+}
+
+void tst_LogParsers::anErrorLineOfTwoParsersIsTheWatchdogs() {
+    QFETCH(bool, moved);
+    QFETCH(QByteArray, before);
+    const QByteArray log =
+        before +
+        "Traceback (most recent call last):\n"
+        "  File \"train.py\", line 9, in <module>\n"
+        "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled system error\n"
+        "ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error. \n"
+        "Last error:\n"
+        "socketStartConnect: Connect to 10.0.0.2<52822> failed : No route to host\n"
+        "Traceback (most recent call last):\n  File \"b.py\", line 2, in <module>\nKeyError: 'x'\n";
+    const int errorsBefore = int(before.count("Error: "));
+    LogInspector inspector;
+    inspector.beginFile(QStringLiteral("log"));
+    inspector.feed(log);
+    inspector.endFile();
+    const LogInspection result = moved ? std::move(inspector).result() : inspector.result();
+    QCOMPARE(result.errors.size(), errorsBefore + 2);
+    const LogError& nccl = result.errors[errorsBefore];
+    QCOMPARE(nccl.line, before.count('\n') + 3);
+    QCOMPARE(QString::fromUtf8(nccl.text),
+             QStringLiteral("torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled "
+                            "system error; last error: socketStartConnect: Connect to 10.0.0.2<52822> failed : No "
+                            "route to host"));
+    QCOMPARE(QString::fromUtf8(result.errors.back().text), QStringLiteral("KeyError: 'x'"));
+}
+
+// std::move(inspector).result() moves each error where result() copies it: the same inspection, in the same order,
+// wherever the errors' lists need merging (a file named twice, whose second read starts again at line 1; errors of
+// two parsers at one line, the watchdog's kept). The inspector keeps no errors after it, its other facts it does.
+void tst_LogParsers::aMovedResultIsTheCopiedOne_data() {
+    QTest::addColumn<QStringList>("files");
+    const QDir logs(QStringLiteral(RANKSCOPE_TEST_DATA_DIR "/logs"));
+    QStringList all;
+    QDirIterator it(logs.path(), QDir::Files, QDirIterator::Subdirectories);
+    while (it.hasNext())
+        all.append(it.next());
+    all.sort();
+    for (const QString& file : std::as_const(all))
+        QTest::newRow(qPrintable(logs.relativeFilePath(file))) << QStringList{file};
+    QTest::newRow("every recorded log") << all;
+    QTest::newRow("a file named twice, then another")
+        << QStringList{kPublicDir + QStringLiteral("megatron-935-terminate-distbackenderror.log"),
+                       kPublicDir + QStringLiteral("pytorch-121209-several-failures.log"),
+                       kPublicDir + QStringLiteral("megatron-935-terminate-distbackenderror.log")};
+}
+
+void tst_LogParsers::aMovedResultIsTheCopiedOne() {
+    QFETCH(QStringList, files);
+    const auto inspected = [&files](LogInspector& inspector) {
+        for (const QString& file : files)
+            QVERIFY2(!inspector.inspectFile(file), qPrintable(file));
+    };
+    LogInspector copied;
+    inspected(copied);
+    LogInspector moved;
+    inspected(moved);
+    const LogInspection copy = copied.result();
+    const LogInspection taken = std::move(moved).result();
+    QCOMPARE(inspectionToJson(taken), inspectionToJson(copy));
+    QCOMPARE(inspectionToJson(copied.result()), inspectionToJson(copy)); // result() leaves the errors where they were
+    const LogInspection after = moved.result();
+    QVERIFY(after.errors.isEmpty());
+    QCOMPARE(after.failures.size(), copy.failures.size());
+    QCOMPARE(after.timeouts.size(), copy.timeouts.size());
 }
 
 void tst_LogParsers::severalFilesKeepTheirLineNumbers() {

@@ -105,7 +105,7 @@ double timeInspector(const QString& path, LogInspection* inspection) {
     LogInspector inspector;
     if (inspector.inspectFile(path))
         return -1;
-    LogInspection result = inspector.result();
+    LogInspection result = std::move(inspector).result(); // as rankscope-cli inspect takes it
     const double seconds = timer.nsecsElapsed() / 1e9;
     *inspection = std::move(result);
     return seconds;
