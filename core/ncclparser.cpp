@@ -491,7 +491,7 @@ void NcclLogParser::takeRecord(const Header& header, QByteArrayView source, bool
         if (open)
             m_warnings[open->index].chain.append(str(message));
         else if (header.pid >= 0)
-            m_orphanChains[orphanKey(header)].append(str(message));
+            addOrphanStep(m_orphanChains[orphanKey(header)], message);
         return;
     }
     if (!m_openWarnings.isEmpty() && header.pid >= 0 && m_openPerSlot[threadSlot(header)] != 0)
@@ -758,6 +758,17 @@ NcclLogParser::Process* NcclLogParser::process(const Header& header) {
     return found;
 }
 
+void NcclLogParser::addOrphanStep(OrphanChain& chain, QByteArrayView step) {
+    if (chain.dropped == 0 && !chain.steps.isEmpty() && chain.steps.back().text == str(step)) {
+        ++chain.steps.back().times;
+        return;
+    }
+    if (chain.steps.size() < kMaxOrphanSteps)
+        chain.steps.append({str(step)});
+    else
+        ++chain.dropped;
+}
+
 // "host:pid" of the record being taken; its host is lastHost(). A chain repeats it: made once per change.
 const QString& NcclLogParser::orphanKey(const Header& header) {
     if (m_orphanHost != lastHost() || m_orphanPid != header.pid) {
@@ -864,8 +875,14 @@ NcclFacts NcclLogParser::facts() const {
     for (NcclWarning& warning : facts.warnings)
         if (warning.rank < 0)
             warning.rank = rankOf(warning.host, warning.pid);
-    for (auto it = m_orphanChains.cbegin(); it != m_orphanChains.cend(); ++it)
-        facts.orphanChains.append(it.key() + QStringLiteral(": ") + it.value().join(QStringLiteral(", ")));
+    for (auto it = m_orphanChains.cbegin(); it != m_orphanChains.cend(); ++it) {
+        QStringList steps;
+        for (const ChainStep& step : it->steps)
+            steps.append(step.times == 1 ? step.text : QStringLiteral("%1 (%2 times)").arg(step.text).arg(step.times));
+        if (it->dropped > 0)
+            steps.append(QStringLiteral("and %1 more").arg(it->dropped));
+        facts.orphanChains.append(it.key() + QStringLiteral(": ") + steps.join(QStringLiteral(", ")));
+    }
     for (const Process& own : m_processes) {
         NcclProcess& process = facts.processes.emplace_back();
         process.host = own.host->name;

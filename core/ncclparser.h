@@ -72,7 +72,9 @@ struct NcclFacts {
     QMap<QString, qint64> transports; // connections per transport: "P2P", "SHM", "NET/Socket", "NET/IB", "GDRDMA"…
     int channels = 0;                // the most channels any rank printed
     QList<NcclWarning> warnings;
-    QStringList orphanChains; // error-code chains with no WARN before them, "host:pid: a.cc:1 -> 3, b.cc:2 -> 3"
+    // Error-code chains with no WARN before them, "host:pid: a.cc:1 -> 3, b.cc:2 -> 3"; a step repeated at once is
+    // said once with its count ("net.cc:79 -> 3 (1025 times)"), and a chain is cut after 32 steps ("…, and 7 more").
+    QStringList orphanChains;
     // Each process that printed its version, network or interfaces, by host, then pid.
     QList<NcclProcess> processes;
 
@@ -213,7 +215,19 @@ private:
     QList<NcclWarning> m_warnings;
     QHash<ThreadNumbers, QList<OpenWarning>> m_openWarnings; // no empty lists
     std::array<int, kThreadSlots> m_openPerSlot{};           // open warnings per threadSlot()
-    QMap<QString, QStringList> m_orphanChains;
+    // The steps of each process's chains with no warning (a retry loop's may repeat for as long as the job runs):
+    // a step the same as the one before it is counted, not kept again, and a process keeps kMaxOrphanSteps.
+    struct ChainStep {
+        QString text;
+        qint64 times = 1;
+    };
+    struct OrphanChain {
+        QList<ChainStep> steps;
+        qint64 dropped = 0; // steps past kMaxOrphanSteps
+    };
+    static constexpr qsizetype kMaxOrphanSteps = 32;
+    QMap<QString, OrphanChain> m_orphanChains;
+    void addOrphanStep(OrphanChain& chain, QByteArrayView step);
     [[nodiscard]] const QString& orphanKey(const Header& header);
     const Host* m_orphanHost = nullptr; // the host and pid m_orphanKey was made for
     qint64 m_orphanPid = -1;

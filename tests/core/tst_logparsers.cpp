@@ -101,6 +101,7 @@ private slots:
     void interleavedErrorsAreMarked();
     void ncclErrorChainsFollowTheirThread();
     void ncclHostsInterleaved();
+    void aRetryLoopsChainIsCountedAndCut();
     void ncclChainsOfManyThreadsAndHosts();
 };
 
@@ -1382,6 +1383,25 @@ void tst_LogParsers::ncclErrorChainsFollowTheirThread() {
     }
 }
 
+// A process that prints the same error-code chain again and again without a warning (a retry loop, for as long as
+// the job runs): each step repeated at once is said once with its count, and after 32 steps the rest are counted.
+void tst_LogParsers::aRetryLoopsChainIsCountedAndCut() {
+    QByteArray log;
+    for (int i = 0; i < 1000; ++i)
+        log += "axa:3048391:3048566 [0] NCCL INFO net.cc:79 -> 3\n";
+    log += "axa:3048391:3048566 [0] NCCL INFO proxy.cc:1 -> 3\n";
+    for (int i = 0; i < 40; ++i)
+        log += "axa:3048391:3048566 [0] NCCL INFO net.cc:" + QByteArray::number(100 + i % 2) + " -> 3\n";
+    NcclLogParser parser;
+    parser.feed(log);
+    parser.finish();
+    QStringList steps{QStringLiteral("net.cc:79 -> 3 (1000 times)"), QStringLiteral("proxy.cc:1 -> 3")};
+    for (int i = 0; i < 30; ++i)
+        steps.append(QStringLiteral("net.cc:%1 -> 3").arg(100 + i % 2));
+    steps.append(QStringLiteral("and 10 more"));
+    QCOMPARE(parser.facts().orphanChains, QStringList{"axa:3048391: " + steps.join(QStringLiteral(", "))});
+}
+
 void tst_LogParsers::ncclHostsInterleaved() {
     // Records of more hosts than the parser keeps at hand, interleaved and in changing order: each record still
     // gets its own host, whether it was among the last few or had to be looked up.
@@ -1444,8 +1464,9 @@ void tst_LogParsers::ncclChainsOfManyThreadsAndHosts() {
             QCOMPARE(warning.chain, (QStringList{"init.cc:1 -> 5", "group.cc:2 -> 5"}));
         }
     }
-    QCOMPARE(facts.orphanChains, (QStringList{"a:7: " + orphansA.join(QStringLiteral(", ")),
-                                              "b:7: " + orphansB.join(QStringLiteral(", "))}));
+    // The same step again and again is said once, with its count.
+    QCOMPARE(facts.orphanChains, (QStringList{QStringLiteral("a:7: group.cc:2 -> 5 (%1 times)").arg(orphansA.size()),
+                                              QStringLiteral("b:7: group.cc:2 -> 5 (%1 times)").arg(orphansB.size())}));
     QCOMPARE(facts.warnings.back().chain, QStringList{"init.cc:3 -> 5"});
     QCOMPARE(facts.hosts, (QStringList{"a", "b", QStringLiteral("h\uFFFD")}));
 }
