@@ -97,9 +97,12 @@ double timeGrep(const QStringList& arguments, QByteArray* count) {
     return grep.exitStatus() == QProcess::NormalExit && grep.exitCode() == 0 ? seconds : -1;
 }
 
-// The time to inspect the file and build the result. Not timed: freeing the previous round's result, which the
-// assignment to `inspection` does, and the inspector's own destruction.
+// The time to inspect the file and build the result, from the state `rankscope-cli inspect` starts in: the previous
+// round's result is freed before the timer starts, not kept alive through this round (where the allocator would
+// hand this round's growing lists the memory the last round's inspector freed, which no single run has). Not timed
+// either: that freeing, and the inspector's own destruction.
 double timeInspector(const QString& path, LogInspection* inspection) {
+    *inspection = LogInspection();
     QElapsedTimer timer;
     timer.start();
     LogInspector inspector;
