@@ -535,6 +535,55 @@ void KeywordSearch::findAll(QByteArrayView text, std::vector<Hit>& hits, std::ve
         findLineEnds(text, *lineEnds);
 }
 
+namespace {
+
+// How often each of a set of 3-byte windows occurs in a text (overlapping ones too), counted in one pass over it:
+// the tuning weighs every place of every keyword of a failing bucket, which a search per place made as many passes.
+class WindowCounts {
+public:
+    void add(QByteArrayView window) { m_windows.push_back(key(window.data())); }
+    void count(QByteArrayView text) {
+        int bits = 6;
+        while ((size_t(1) << bits) < 4 * m_windows.size())
+            ++bits;
+        const size_t size = size_t(1) << bits;
+        m_mask = size - 1;
+        m_shift = 32 - bits;
+        m_slots.assign(size, Slot{});
+        for (const quint32 window : m_windows)
+            find(window).key = window;
+        for (qsizetype at = 0; at + 3 <= text.size(); ++at) {
+            Slot& slot = find(key(text.data() + at));
+            if (slot.key != kEmpty)
+                ++slot.count;
+        }
+    }
+    [[nodiscard]] qint64 of(QByteArrayView window) { return find(key(window.data())).count; }
+
+private:
+    static constexpr quint32 kEmpty = 0xffffffff; // no 3 bytes make it
+    struct Slot {
+        quint32 key = kEmpty;
+        qint64 count = 0;
+    };
+    static quint32 key(const char* bytes) {
+        return quint32(quint8(bytes[0])) << 16 | quint32(quint8(bytes[1])) << 8 | quint8(bytes[2]);
+    }
+    // The window's slot, or the empty one where it would be.
+    Slot& find(quint32 window) {
+        size_t at = (window * 0x9e3779b1u) >> m_shift; // the product's high bits: its low ones mix little
+        while (m_slots[at].key != window && m_slots[at].key != kEmpty)
+            at = (at + 1) & m_mask;
+        return m_slots[at];
+    }
+    std::vector<quint32> m_windows;
+    std::vector<Slot> m_slots;
+    size_t m_mask = 0;
+    int m_shift = 32;
+};
+
+} // namespace
+
 // A bucket whose places mostly fail wastes the search's time: its keywords' fingerprints are common in this text
 // ("ugh", the rarest bytes of "atchdog caught", is in every "throughput"). Each of them moves to the place in its
 // keyword whose bytes the text holds least often, and the tables are built again; at most kMaxTunings looks. Where
@@ -544,42 +593,50 @@ void KeywordSearch::tuneFingerprints(QByteArrayView text) {
     const std::array<qint64, Teddy::kBuckets>& failed = teddy.failures;
     // The places are counted in the text's first kTuningText bytes: enough to rank them, and a fraction of a chunk.
     const QByteArrayView sample = text.first(std::min(text.size(), kTuningText));
-    bool looked = false;
-    bool moved = false;
-    for (int bucket = 0; bucket < Teddy::kBuckets && m_tunings < kMaxTunings; ++bucket) {
+    std::vector<int> keywords; // of the failing buckets, those with more than one place to choose from
+    for (int bucket = 0; bucket < Teddy::kBuckets; ++bucket) {
         if (failed[static_cast<size_t>(bucket)] * kTolerableFailureGap <= text.size())
             continue;
-        looked = true;
         for (const Teddy::Check& check : teddy.checks[static_cast<size_t>(bucket)]) {
-            const QByteArray& keyword = m_keywords[check.keyword];
-            const qsizetype width = fingerprintWidth(keyword);
-            // The places by rarity: of those the text holds equally often, the rarest.
-            QList<qsizetype> offsets;
-            for (qsizetype offset = 0; offset + width <= keyword.size(); ++offset)
-                offsets.append(offset);
-            std::stable_sort(offsets.begin(), offsets.end(), [&](qsizetype a, qsizetype b) {
-                return windowScore(keyword, a, width) > windowScore(keyword, b, width);
-            });
-            qsizetype best = m_fingerprints[check.keyword];
-            qsizetype bestCount = -1;
-            for (const qsizetype offset : std::as_const(offsets)) {
-                const QByteArrayView window = QByteArrayView(keyword).sliced(offset, width);
-                qsizetype count = 0;
-                for (qsizetype at = findBytes(sample, window); at >= 0 && (bestCount < 0 || count < bestCount);
-                     at = findBytes(sample, window, at + 1))
-                    ++count;
-                if (bestCount < 0 || count < bestCount) {
-                    best = offset;
-                    bestCount = count;
-                }
-            }
-            moved = moved || best != m_fingerprints[check.keyword];
-            m_fingerprints[check.keyword] = best;
+            if (m_keywords[check.keyword].size() > Teddy::kWidth)
+                keywords.push_back(check.keyword);
         }
     }
     // Each look counts, also one that moved nothing (a bucket can fail where no fingerprint is better): a text
     // that no place suits costs a few looks, not one per chunk.
-    m_tunings += looked;
+    m_tunings +=
+        std::any_of(failed.begin(), failed.end(), [&text](qint64 f) { return f * kTolerableFailureGap > text.size(); });
+    if (keywords.empty())
+        return;
+    WindowCounts counts;
+    for (const int keyword : keywords) {
+        const QByteArray& bytes = m_keywords[keyword];
+        for (qsizetype offset = 0; offset + Teddy::kWidth <= bytes.size(); ++offset)
+            counts.add(QByteArrayView(bytes).sliced(offset, Teddy::kWidth));
+    }
+    counts.count(sample);
+    bool moved = false;
+    for (const int keyword : keywords) {
+        const QByteArray& bytes = m_keywords[keyword];
+        // The places by rarity: of those the text holds equally often, the rarest.
+        QList<qsizetype> offsets;
+        for (qsizetype offset = 0; offset + Teddy::kWidth <= bytes.size(); ++offset)
+            offsets.append(offset);
+        std::stable_sort(offsets.begin(), offsets.end(), [&](qsizetype a, qsizetype b) {
+            return windowScore(bytes, a, Teddy::kWidth) > windowScore(bytes, b, Teddy::kWidth);
+        });
+        qsizetype best = offsets.front();
+        qint64 bestCount = counts.of(QByteArrayView(bytes).sliced(best, Teddy::kWidth));
+        for (const qsizetype offset : std::as_const(offsets)) {
+            const qint64 count = counts.of(QByteArrayView(bytes).sliced(offset, Teddy::kWidth));
+            if (count < bestCount) {
+                best = offset;
+                bestCount = count;
+            }
+        }
+        moved = moved || best != m_fingerprints[keyword];
+        m_fingerprints[keyword] = best;
+    }
     if (moved)
         m_teddy = buildTeddy(m_keywords, m_fingerprints);
 }

@@ -185,6 +185,7 @@ private slots:
     void fingerprintsMoveOffCommonBytes();
     void fingerprintsMoveAFewTimesOnly();
     void tunedSearchesFindWhatANaiveSearchFinds();
+    void aFingerprintMovesToThePlaceTheTextHoldsLeast();
     void hashOfBytesTakesEveryByte();
     void hashedBytesKeysFindTheirEntries();
 };
@@ -474,6 +475,38 @@ void tst_KeywordSearch::tunedSearchesFindWhatANaiveSearchFinds() {
         for (int k = 0; k < keywords.size(); ++k)
             moved = moved || search.fingerprintOffset(k) != first[k];
         QVERIFY2(moved, "the texts moved no fingerprint: the tuned tables were not searched");
+    }
+}
+
+// A text full of a keyword's fingerprint, and of each of its other places but one: the fingerprint moves to that one,
+// the only place of the keyword the text does not hold, wherever it is in the keyword.
+void tst_KeywordSearch::aFingerprintMovesToThePlaceTheTextHoldsLeast() {
+    const QByteArray keyword = "terminate called after throwing";
+    const auto window = [&keyword](qsizetype offset) { return keyword.sliced(offset, 3); };
+    for (const Method method : availableMethods()) {
+        if (method == Method::Portable)
+            continue;
+        const qsizetype initial = KeywordSearch({keyword}, method).fingerprintOffset(0);
+        int tried = 0;
+        for (qsizetype target = 0; target + 3 <= keyword.size(); ++target) {
+            if (target == initial || keyword.count(window(target)) != 1)
+                continue;
+            // Every place but the target, each on a line of its own ('\n' is in no place), the fingerprint most.
+            QByteArray block = (window(initial) + '\n').repeated(40);
+            for (qsizetype offset = 0; offset + 3 <= keyword.size(); ++offset) {
+                if (offset != target)
+                    block += (window(offset) + '\n').repeated(1 + offset % 3);
+            }
+            const QByteArray text = block.repeated(KeywordSearch::kTuningText / block.size() + 2);
+            QVERIFY(!text.contains(window(target)));
+            KeywordSearch search({keyword}, method);
+            Hits hits;
+            search.findAll(text, hits);
+            QVERIFY(hits.empty());
+            QCOMPARE(search.fingerprintOffset(0), target);
+            ++tried;
+        }
+        QVERIFY(tried > 10);
     }
 }
 
