@@ -9,7 +9,6 @@
 #include <QJsonObject>
 
 #include <algorithm>
-#include <array>
 #include <cstring>
 #include <map>
 #include <string_view>
@@ -106,12 +105,13 @@ public:
                 QByteArrayLiteral(": line "),         QByteArrayLiteral(": Out Of Memory")};
     }
     [[nodiscard]] bool wantsEveryLine() const override { return false; }
+    explicit KillSink(QList<LogError>* errors) : m_errors(errors) {}
     void setSource(const QString& file) { m_source = file; }
     void takeLine(const LogLine& line) override {
         enum { kKilled, kXid, kSlurmOom, kSlurmOomDashed, kShellLine, kSrunOom };
         if ((line.holds(kShellLine) && isShellKillReport(line.text, line.indexOf(kShellLine))) ||
             (line.holds(kSrunOom) && startsWithLiteral(line.text, "srun: error: "))) {
-            m_errors.append(LogError::at(m_source, line, errorText(trimmedBlanks(line.text))));
+            m_errors->append(LogError::at(m_source, line, errorText(trimmedBlanks(line.text))));
             return;
         }
         if (line.holds(kKilled) || line.holds(kXid)) {
@@ -128,16 +128,14 @@ public:
         } else if (!line.holds(kSlurmOom) && !line.holds(kSlurmOomDashed)) {
             return;
         }
-        m_errors.append(LogError::at(m_source, line, errorText(trimmedBlanks(line.text))));
+        m_errors->append(LogError::at(m_source, line, errorText(trimmedBlanks(line.text))));
     }
     void endOfStream() override { m_kernel = KernelLogParser(); }
-    [[nodiscard]] const QList<LogError>& errors() const { return m_errors; }
-    [[nodiscard]] QList<LogError> takeErrors() { return std::exchange(m_errors, {}); }
 
 private:
     KernelLogParser m_kernel; // of this stream's kill lines only: its facts say which lines are a kernel's
     QString m_source;
-    QList<LogError> m_errors;
+    QList<LogError>* m_errors; // the inspector's
 };
 
 namespace {
@@ -147,8 +145,11 @@ constexpr qsizetype kReadChunk = 1024 * 1024;
 } // namespace
 
 LogInspector::LogInspector()
-    : m_gpu(new GpuSink), m_kills(new KillSink),
-      m_scanner({&m_nccl, &m_watchdog, &m_elastic, &m_traceback, m_gpu, m_kills}) {}
+    : m_gpu(new GpuSink), m_kills(new KillSink(&m_errors)),
+      m_scanner({&m_nccl, &m_watchdog, &m_elastic, &m_traceback, m_gpu, m_kills}) {
+    m_watchdog.appendErrorsTo(&m_errors);
+    m_traceback.appendErrorsTo(&m_errors);
+}
 
 LogInspector::~LogInspector() {
     delete m_gpu;
@@ -160,6 +161,7 @@ void LogInspector::beginFile(const QString& name) {
     m_watchdog.setSource(name);
     m_traceback.setSource(name);
     m_kills->setSource(name);
+    m_fileErrorsFrom = m_errors.size();
 }
 
 void LogInspector::feed(QByteArrayView chunk) {
@@ -169,6 +171,11 @@ void LogInspector::feed(QByteArrayView chunk) {
 
 void LogInspector::endFile() {
     m_lines += m_scanner.finish();
+    // One error a line: the parsers appended this file's in line order, and at one line the watchdog's first (a
+    // traceback's last line can also be an "NCCL error in:" line; the watchdog's error has NCCL's "Last error:"
+    // detail). Done now that the stream has ended and no parser holds a place in the list any more.
+    const auto sameLine = [](const LogError& a, const LogError& b) { return a.line == b.line; };
+    m_errors.erase(std::unique(m_errors.begin() + m_fileErrorsFrom, m_errors.end(), sameLine), m_errors.end());
 }
 
 QString decompressorFor(QByteArrayView head) {
@@ -231,8 +238,8 @@ struct ErrorPlace {
     }
 };
 
-// The place of each error in turn. A parser's errors share its file name's string and come in runs of one file:
-// the name is looked up in the list of files only where the string changes.
+// The place of each error in turn. Errors share their file name's string and come in runs of one file: the name is
+// looked up in the list of files only where the string changes.
 class ErrorPlaces {
 public:
     explicit ErrorPlaces(const QStringList& files) : m_files(files) {}
@@ -253,74 +260,25 @@ private:
     qsizetype m_index = -2; // none looked up yet
 };
 
-// Moves `from`'s errors into `into`, both in place order, keeping that order: where both have an error at the same
-// place, `from`'s goes first if fromFirst. From the back, so that no error is moved twice and `into` needs no room
-// but for `from`'s: a merge into the largest list allocates nothing new.
-void mergeInto(QList<LogError>& into, QList<LogError>& from, bool fromFirst, ErrorPlaces& placeOf) {
-    qsizetype i = into.size() - 1;
-    qsizetype j = from.size() - 1;
-    into.resize(into.size() + from.size());
-    for (qsizetype k = into.size() - 1; j >= 0; --k) {
-        const ErrorPlace a = i >= 0 ? placeOf(into[i]) : ErrorPlace{-2, 0};
-        const ErrorPlace b = placeOf(from[j]);
-        const bool intoLast = i >= 0 && (fromFirst ? !(a < b) : b < a);
-        into[k] = std::move(intoLast ? into[i--] : from[j--]);
-    }
-    from.clear();
-}
-
-// The errors of several parsers in file and line order, one per line: a traceback's last line can also be an "NCCL
-// error in:" line, and the error of the list given first is kept. Each parser's errors come in stream order, which
-// is file and line order, so the lists are merged into the longest; one that is not in order is sorted first,
-// keeping the order of its errors at the same place. Lists that are shared with a parser are copied as they are
-// changed; lists taken from the parsers are not copied at all.
-template <size_t N> QList<LogError> mergedErrors(std::array<QList<LogError>, N> lists, const QStringList& files) {
-    ErrorPlaces placeOf(files);
-    const auto before = [&placeOf](const LogError& a, const LogError& b) { return placeOf(a) < placeOf(b); };
-    size_t longest = 0;
-    for (size_t i = 0; i < N; ++i) {
-        if (!std::is_sorted(lists[i].cbegin(), lists[i].cend(), before))
-            std::stable_sort(lists[i].begin(), lists[i].end(), before);
-        if (lists[i].size() > lists[longest].size())
-            longest = i;
-    }
-    QList<LogError> merged = std::move(lists[longest]);
-    for (size_t i = longest; i-- > 0;) // each before those after it where they have an error at the same place
-        mergeInto(merged, lists[i], true, placeOf);
-    for (size_t i = longest + 1; i < N; ++i)
-        mergeInto(merged, lists[i], false, placeOf);
-    // One error per place, the first.
-    qsizetype kept = 0;
-    ErrorPlace last{-2, 0}; // no file has index -2
-    for (qsizetype i = 0; i < merged.size(); ++i) {
-        const ErrorPlace place = placeOf(std::as_const(merged)[i]);
-        if (place == last)
-            continue;
-        last = place;
-        if (kept != i)
-            merged[kept] = std::move(merged[i]);
-        ++kept;
-    }
-    merged.resize(kept);
-    return merged;
-}
-
 } // namespace
 
-LogInspection LogInspector::result() const& {
-    LogInspection inspection = factsExceptErrors();
-    inspection.errors = mergedErrors<3>({m_watchdog.errors(), m_traceback.errors(), m_kills->errors()}, m_files);
-    return inspection;
+// The parsers append to one list as they read, one error a line (endFile()): that is file and line order, unless a
+// file was given twice (its second read starts at line 1 again). Then the errors are put in that order, each line's
+// first kept; else the list is the parsers' own, shared, not copied.
+QList<LogError> LogInspector::errorsInOrder() const {
+    ErrorPlaces placeOf(m_files);
+    const auto before = [&placeOf](const LogError& a, const LogError& b) { return placeOf(a) < placeOf(b); };
+    const auto notBefore = [&before](const LogError& a, const LogError& b) { return !before(a, b); };
+    if (std::adjacent_find(m_errors.cbegin(), m_errors.cend(), notBefore) == m_errors.cend())
+        return m_errors;
+    QList<LogError> ordered = m_errors;
+    std::stable_sort(ordered.begin(), ordered.end(), before);
+    const auto samePlace = [&placeOf](const LogError& a, const LogError& b) { return placeOf(a) == placeOf(b); };
+    ordered.erase(std::unique(ordered.begin(), ordered.end(), samePlace), ordered.end());
+    return ordered;
 }
 
-LogInspection LogInspector::result() && {
-    LogInspection inspection = factsExceptErrors();
-    inspection.errors =
-        mergedErrors<3>({m_watchdog.takeErrors(), m_traceback.takeErrors(), m_kills->takeErrors()}, m_files);
-    return inspection;
-}
-
-LogInspection LogInspector::factsExceptErrors() const {
+LogInspection LogInspector::result() const {
     LogInspection inspection;
     inspection.files = m_files;
     inspection.nccl = m_nccl.facts();
@@ -328,6 +286,7 @@ LogInspection LogInspector::factsExceptErrors() const {
     inspection.timeouts = m_watchdog.timeouts();
     inspection.failures = m_elastic.failures();
     inspection.gpus = m_gpu->samples();
+    inspection.errors = errorsInOrder();
     inspection.bytes = m_bytes;
     inspection.lines = m_lines;
     return inspection;

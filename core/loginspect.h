@@ -58,17 +58,15 @@ public:
     // The same for an open device (standard input, a pipe, a process's output) read to its end, reported as `name`.
     [[nodiscard]] std::optional<QString> inspectDevice(QIODevice& device, const QString& name);
 
-    [[nodiscard]] LogInspection result() const&;
-    // The same, leaving the inspector without its errors (`std::move(inspector).result()`): each one is moved into
-    // the result instead of copied, and the parsers' lists are merged in place, so that a log of tens of thousands
-    // of errors does not hold them twice.
-    [[nodiscard]] LogInspection result() &&;
+    // What was found so far. Its errors are the inspector's own list, shared, not copied: a log of tens of thousands
+    // of errors holds them once.
+    [[nodiscard]] LogInspection result() const;
 
 private:
     class GpuSink;
     class KillSink;
 
-    [[nodiscard]] LogInspection factsExceptErrors() const;
+    [[nodiscard]] QList<LogError> errorsInOrder() const;
 
     NcclLogParser m_nccl;
     WatchdogLogParser m_watchdog;
@@ -77,6 +75,8 @@ private:
     GpuSink* m_gpu;
     KillSink* m_kills;
     LogLineScanner m_scanner;
+    QList<LogError> m_errors;       // of the watchdog, traceback and kill parsers, as they read them
+    qsizetype m_fileErrorsFrom = 0; // where the errors of the file being read start in m_errors
     QStringList m_files;
     qint64 m_bytes = 0;
     qint64 m_lines = 0;

@@ -164,7 +164,7 @@ void TracebackLogParser::takeLine(const LogLine& line) {
         if (const int rank = trainerErrorRank(text, at); rank >= 0) {
             const size_t keyword = schema::stderr_line::kRankClose.size() + schema::stderr_line::kError.size();
             const QByteArrayView message = text.sliced(at + static_cast<qsizetype>(keyword));
-            m_errors.append({m_source, line.number, rank, errorText(trimmedBlanks(message))});
+            m_errors->append({m_source, line.number, rank, errorText(trimmedBlanks(message))});
             return;
         }
     }
@@ -259,7 +259,7 @@ void TracebackLogParser::takeTracebackLine(RankState& state, const LogLine& line
         // The first line that is not indented ends the traceback: it names the exception.
         addError(line, trimmedBlanks(body));
         if (state.boxWidth > 0) {
-            state.wrappedError = m_errors.size() - 1;
+            state.wrappedError = m_errors->size() - 1;
             state.pieceCharacters = characters(trimmedBlanks(body));
             return;
         }
@@ -269,7 +269,7 @@ void TracebackLogParser::takeTracebackLine(RankState& state, const LogLine& line
     // Tangled tracebacks go on while frames and exceptions come; any other line may be anyone's.
     if (!indented && isExceptionLine(body)) {
         addError(line, trimmedBlanks(body));
-        m_errors.back().interleaved = state.tangled && line.rank < 0 && line.pid < 0;
+        m_errors->back().interleaved = state.tangled && line.rank < 0 && line.pid < 0;
         state.strayLines = 0;
         if (state.interleaved-- == 0)
             closeTraceback(state);
@@ -295,7 +295,7 @@ void TracebackLogParser::continueMessage(RankState& state, QByteArrayView body) 
         closeTraceback(state);
         return;
     }
-    QByteArray& text = m_errors[state.wrappedError].text;
+    QByteArray& text = (*m_errors)[state.wrappedError].text;
     text = errorText(text + ' ' + piece.toByteArray());
     state.pieceCharacters = characters(piece);
 }
@@ -363,17 +363,6 @@ void TracebackLogParser::closeTraceback(RankState& state) {
     --m_openTracebacks;
 }
 
-template <typename Visit> void TracebackLogParser::forEachState(Visit visit) {
-    for (RankState& state : m_flatRanks)
-        visit(state);
-    for (RankState& state : m_otherRanks)
-        visit(state);
-    for (RankState& state : m_byPid)
-        visit(state);
-    for (PrefixedTraceback& open : m_prefixed)
-        visit(open.state);
-}
-
 // Runs when the earliest an open traceback could be cut off has passed: one look at every rank's state, then
 // none until the next such line.
 void TracebackLogParser::closeCutTracebacks(qint64 lineNumber) {
@@ -386,20 +375,19 @@ void TracebackLogParser::closeCutTracebacks(qint64 lineNumber) {
         else
             next = std::min(next, state.lastLine + kMaxTracebackGap);
     };
-    forEachState(look);
+    for (RankState& state : m_flatRanks)
+        look(state);
+    for (RankState& state : m_otherRanks)
+        look(state);
+    for (RankState& state : m_byPid)
+        look(state);
+    for (PrefixedTraceback& open : m_prefixed)
+        look(open.state);
     m_cutAfter = next;
 }
 
-QList<LogError> TracebackLogParser::takeErrors() {
-    forEachState([this](RankState& state) {
-        if (state.wrappedError >= 0)
-            closeTraceback(state);
-    });
-    return std::exchange(m_errors, {});
-}
-
 void TracebackLogParser::addError(const LogLine& line, QByteArrayView text) {
-    m_errors.append(LogError::at(m_source, line, errorText(text)));
+    m_errors->append(LogError::at(m_source, line, errorText(text)));
 }
 
 void TracebackLogParser::endOfStream() {

@@ -43,10 +43,11 @@ public:
     void feed(QByteArrayView chunk) { m_scanner.feed(chunk); }
     void finish() { m_scanner.finish(); }
 
-    [[nodiscard]] QList<LogError> errors() const { return m_errors; }
-    // The errors read so far, which the parser then no longer keeps. A boxed traceback's message that a next line
-    // could go on is taken as ended.
-    [[nodiscard]] QList<LogError> takeErrors();
+    [[nodiscard]] QList<LogError> errors() const { return *m_errors; }
+    // Appends the errors it reads to `errors` from now on, which other parsers may append to as well (LogInspector's
+    // one list of every parser's errors, in the order of the lines they were read from), instead of to a list of its
+    // own; errors() is then that list. `errors` outlives the parser.
+    void appendErrorsTo(QList<LogError>* errors) { m_errors = errors; }
 
     [[nodiscard]] QList<QByteArray> keywords() const override;
     [[nodiscard]] bool wantsEveryLine() const override { return m_openTracebacks > 0; }
@@ -67,7 +68,7 @@ private:
         bool group = false; // an exception group's ("  + Exception Group Traceback …"): its lines are inset by "| "
         bool boxed = false; // in the box `rich` draws a traceback in ("╭── Traceback … ──╮", "│ … │", "╰──╯")
         qsizetype boxWidth = 0;        // in characters, of a traceback drawn in a box
-        qsizetype wrappedError = -1;   // m_errors' index of a boxed traceback's exception whose next line may go on
+        qsizetype wrappedError = -1;   // *m_errors' index of a boxed traceback's exception whose next line may go on
         qsizetype pieceCharacters = 0; // of the exception's last line
         int strayLines = 0;      // lines since the tangled tracebacks' last frame ("  File …"), header or exception
         QByteArray pendingThrow; // exception type of "terminate called after throwing"
@@ -91,7 +92,6 @@ private:
     void takeGroupLine(RankState& state, const LogLine& line, QByteArrayView body, bool indented);
     void closeTraceback(RankState& state);
     void closeCutTracebacks(qint64 lineNumber); // those whose rank printed nothing since before the gap
-    template <typename Visit> void forEachState(Visit visit); // of every rank, process and prefix seen
     void addError(const LogLine& line, QByteArrayView text);
 
     LogLineScanner m_scanner;
@@ -104,7 +104,8 @@ private:
     std::vector<PrefixedTraceback> m_prefixed; // a few hosts' at a time; an entry whose traceback ended is reused
     int m_openTracebacks = 0;
     qint64 m_cutAfter = 0; // no open traceback is cut off up to this line number
-    QList<LogError> m_errors;
+    QList<LogError> m_ownErrors;
+    QList<LogError>* m_errors = &m_ownErrors; // where its errors go (appendErrorsTo)
 };
 
 } // namespace rankscope

@@ -257,7 +257,7 @@ void WatchdogLogParser::takeLine(const LogLine& line) {
         addError(line, text);
         // A rank's new error ends the wait for its last one's detail.
         m_details.removeIf([&line](const PendingDetail& pending) { return pending.rank == line.rank; });
-        m_details.append({m_errors.size() - 1, line.rank, kMaxErrorDetailLines, false});
+        m_details.append({m_errors->size() - 1, line.rank, kMaxErrorDetailLines, false});
     }
 }
 
@@ -276,7 +276,7 @@ bool WatchdogLogParser::takeErrorDetail(const LogLine& line) {
                 done = true;
                 // Empty, or PyTorch's "Exception raised from": NCCL had nothing to say.
                 if (!text.isEmpty() && !startsWithLiteral(text, "Exception raised from")) {
-                    LogError& error = m_errors[pending.error];
+                    LogError& error = (*m_errors)[pending.error];
                     error.text = errorText(error.text + "; last error: " + text.toByteArray());
                     taken = true;
                 }
@@ -392,12 +392,12 @@ void WatchdogLogParser::takeWatchdogEnd(const LogLine& line) {
     LogError error{m_source, line.number, said.runRank(), errorText(text)};
     if (said.localPrefixRank())
         std::swap(error.rank, error.localRank);
-    m_errors.append(std::move(error));
+    m_errors->append(std::move(error));
 }
 
 void WatchdogLogParser::addError(const LogLine& line, QByteArrayView text) {
     const QByteArrayView trimmed = trimmedBlanks(text);
-    m_errors.append(LogError::at(m_source, line, errorText(trimmed)));
+    m_errors->append(LogError::at(m_source, line, errorText(trimmed)));
 }
 
 QString describeTimeout(const CollectiveTimeout& timeout) {

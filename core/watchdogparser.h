@@ -7,8 +7,6 @@
 #include <QString>
 #include <QVector>
 
-#include <utility>
-
 namespace rankscope {
 
 // "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=…, OpType=…, NumelIn=…, NumelOut=…,
@@ -90,16 +88,15 @@ public:
     [[nodiscard]] const QList<CollectiveTimeout>& timeoutsRead() const { return m_timeouts; }
     // Each item of the desync reports read, in order (also an error each, "desync: …").
     [[nodiscard]] const QList<DesyncBlame>& desyncBlamesRead() const { return m_desyncBlames; }
-    [[nodiscard]] QList<LogError> errors() const { return m_errors; }
-    // The errors read so far, which the parser then no longer keeps, as forgetErrors() leaves it.
-    [[nodiscard]] QList<LogError> takeErrors() {
-        m_details.clear();
-        return std::exchange(m_errors, {});
-    }
+    [[nodiscard]] QList<LogError> errors() const { return *m_errors; }
+    // Appends the errors it reads to `errors` from now on, which other parsers may append to as well (LogInspector's
+    // one list of every parser's errors), instead of to a list of its own; errors() is then that list. `errors`
+    // outlives the parser.
+    void appendErrorsTo(QList<LogError>* errors) { m_errors = errors; }
     // Drops the errors read so far, and the wait for the last one's detail: a reader that wants only the timeouts
     // (a run's live diagnosis, for as long as the run lasts) keeps no more than them.
     void forgetErrors() {
-        m_errors.clear();
+        m_errors->clear();
         m_details.clear();
     }
 
@@ -148,7 +145,8 @@ private:
     };
     QList<Progress> m_progress;
     QList<DesyncBlame> m_desyncBlames;
-    QList<LogError> m_errors;
+    QList<LogError> m_ownErrors;
+    QList<LogError>* m_errors = &m_ownErrors; // where its errors go (appendErrorsTo)
     QByteArray m_joined; // a timeout message that a terminal wrapped over several lines
     int m_joinLines = 0; // continuation lines still allowed
     LinePrefix m_joinPrefix;
@@ -158,7 +156,7 @@ private:
     qint64 m_headLine = -1;
     LinePrefix m_headPrefix;
     bool m_inDesyncReport = false;
-    // NCCL errors whose "Last error:" detail may still come: each error's index in m_errors, its rank, how many more
+    // NCCL errors whose "Last error:" detail may still come: each error's index in *m_errors, its rank, how many more
     // lines (of any rank) may hold it, and whether the next line of its rank is the detail itself.
     struct PendingDetail {
         qsizetype error;

@@ -387,7 +387,7 @@ int runInspectCommand(const QStringList& paths, bool json) {
             fail(*error);
         }
     }
-    const LogInspection inspection = std::move(inspector).result();
+    const LogInspection inspection = inspector.result();
     if (json) {
         const QByteArray bytes = inspectionToJson(inspection);
         std::fwrite(bytes.constData(), 1, static_cast<size_t>(bytes.size()), stdout);

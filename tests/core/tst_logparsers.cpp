@@ -6,8 +6,6 @@
 #include "core/logprefix.h"
 #include "core/ncclparser.h"
 
-#include <QDir>
-#include <QDirIterator>
 #include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -96,8 +94,7 @@ private slots:
     void aFileReadTwiceListsItsErrorsOnce();
     void anErrorLineOfTwoParsersIsTheWatchdogs_data();
     void anErrorLineOfTwoParsersIsTheWatchdogs();
-    void aMovedResultIsTheCopiedOne_data();
-    void aMovedResultIsTheCopiedOne();
+    void aResultSharesItsErrorsAndKeepsThem();
     void interleavedErrorsAreMarked();
     void ncclErrorChainsFollowTheirThread();
     void ncclHostsInterleaved();
@@ -1245,25 +1242,19 @@ void tst_LogParsers::aFileReadTwiceListsItsErrorsOnce() {
 }
 
 // A traceback that ends with PyTorch's NCCL error: the watchdog parser and the traceback parser both read its last
-// line, and the watchdog's error is the one kept, with what NCCL said after it ("Last error:"), whichever way the
-// result is taken and wherever the line falls among the other errors.
+// line, and the watchdog's error is the one kept, with what NCCL said after it ("Last error:"), wherever the line
+// falls among the other errors.
 void tst_LogParsers::anErrorLineOfTwoParsersIsTheWatchdogs_data() {
-    QTest::addColumn<bool>("moved");
     QTest::addColumn<QByteArray>("before"); // lines before it, each an error of one parser
-    const QByteArray tracebacks = "Traceback (most recent call last):\n  File \"a.py\", line 1, in <module>\n"
-                                  "ValueError: 1\nTraceback (most recent call last):\nValueError: 2\n";
-    const QByteArray ncclErrors = "RuntimeError: NCCL error in: a.cpp:1, remote process exited\n"
-                                  "RuntimeError: NCCL error in: a.cpp:2, remote process exited\n"
-                                  "RuntimeError: NCCL error in: a.cpp:3, remote process exited\n";
-    QTest::newRow("copied") << false << QByteArray();
-    QTest::newRow("moved") << true << QByteArray();
-    QTest::newRow("moved, after tracebacks") << true << tracebacks;
-    QTest::newRow("moved, the watchdog's errors the most") << true << ncclErrors;
-    QTest::newRow("copied, the watchdog's errors the most") << false << ncclErrors;
+    QTest::newRow("alone") << QByteArray();
+    QTest::newRow("after tracebacks") << QByteArray("Traceback (most recent call last):\n  File \"a.py\", line 1, in "
+                                                    "<module>\nValueError: 1\nTraceback (most recent call last):\n"
+                                                    "ValueError: 2\n");
+    QTest::newRow("after NCCL errors") << QByteArray("RuntimeError: NCCL error in: a.cpp:1, remote process exited\n"
+                                                     "RuntimeError: NCCL error in: a.cpp:2, remote process exited\n");
 }
 
 void tst_LogParsers::anErrorLineOfTwoParsersIsTheWatchdogs() {
-    QFETCH(bool, moved);
     QFETCH(QByteArray, before);
     const QByteArray log =
         before +
@@ -1279,7 +1270,7 @@ void tst_LogParsers::anErrorLineOfTwoParsersIsTheWatchdogs() {
     inspector.beginFile(QStringLiteral("log"));
     inspector.feed(log);
     inspector.endFile();
-    const LogInspection result = moved ? std::move(inspector).result() : inspector.result();
+    const LogInspection result = inspector.result();
     QCOMPARE(result.errors.size(), errorsBefore + 2);
     const LogError& nccl = result.errors[errorsBefore];
     QCOMPARE(nccl.line, before.count('\n') + 3);
@@ -1290,44 +1281,24 @@ void tst_LogParsers::anErrorLineOfTwoParsersIsTheWatchdogs() {
     QCOMPARE(QString::fromUtf8(result.errors.back().text), QStringLiteral("KeyError: 'x'"));
 }
 
-// std::move(inspector).result() moves each error where result() copies it: the same inspection, in the same order,
-// wherever the errors' lists need merging (a file named twice, whose second read starts again at line 1; errors of
-// two parsers at one line, the watchdog's kept). The inspector keeps no errors after it, its other facts it does.
-void tst_LogParsers::aMovedResultIsTheCopiedOne_data() {
-    QTest::addColumn<QStringList>("files");
-    const QDir logs(QStringLiteral(RANKSCOPE_TEST_DATA_DIR "/logs"));
-    QStringList all;
-    QDirIterator it(logs.path(), QDir::Files, QDirIterator::Subdirectories);
-    while (it.hasNext())
-        all.append(it.next());
-    all.sort();
-    for (const QString& file : std::as_const(all))
-        QTest::newRow(qPrintable(logs.relativeFilePath(file))) << QStringList{file};
-    QTest::newRow("every recorded log") << all;
-    QTest::newRow("a file named twice, then another")
-        << QStringList{kPublicDir + QStringLiteral("megatron-935-terminate-distbackenderror.log"),
-                       kPublicDir + QStringLiteral("pytorch-121209-several-failures.log"),
-                       kPublicDir + QStringLiteral("megatron-935-terminate-distbackenderror.log")};
-}
-
-void tst_LogParsers::aMovedResultIsTheCopiedOne() {
-    QFETCH(QStringList, files);
-    const auto inspected = [&files](LogInspector& inspector) {
-        for (const QString& file : files)
-            QVERIFY2(!inspector.inspectFile(file), qPrintable(file));
-    };
-    LogInspector copied;
-    inspected(copied);
-    LogInspector moved;
-    inspected(moved);
-    const LogInspection copy = copied.result();
-    const LogInspection taken = std::move(moved).result();
-    QCOMPARE(inspectionToJson(taken), inspectionToJson(copy));
-    QCOMPARE(inspectionToJson(copied.result()), inspectionToJson(copy)); // result() leaves the errors where they were
-    const LogInspection after = moved.result();
-    QVERIFY(after.errors.isEmpty());
-    QCOMPARE(after.failures.size(), copy.failures.size());
-    QCOMPARE(after.timeouts.size(), copy.timeouts.size());
+// The errors of a result are the inspector's list, shared, not a copy of it; reading on after a result leaves that
+// result as it was, and the next one has the errors of both files.
+void tst_LogParsers::aResultSharesItsErrorsAndKeepsThem() {
+    LogInspector inspector;
+    QVERIFY(!inspector.inspectFile(kPublicDir + QStringLiteral("deepspeed-hello-rank-space-tracebacks.log")));
+    const LogInspection first = inspector.result();
+    QVERIFY(first.errors.size() > 1);
+    QCOMPARE(inspector.result().errors.constData(), first.errors.constData());
+    const QByteArray firstJson = inspectionToJson(first);
+    QVERIFY(!inspector.inspectFile(kPublicDir + QStringLiteral("megatron-935-terminate-distbackenderror.log")));
+    const LogInspection both = inspector.result();
+    QCOMPARE(inspectionToJson(first), firstJson);
+    QVERIFY(both.errors.size() > first.errors.size());
+    for (qsizetype i = 0; i < first.errors.size(); ++i) {
+        QCOMPARE(both.errors[i].text, first.errors[i].text);
+        QCOMPARE(both.errors[i].line, first.errors[i].line);
+    }
+    QCOMPARE(both.errors.back().file, kPublicDir + QStringLiteral("megatron-935-terminate-distbackenderror.log"));
 }
 
 void tst_LogParsers::severalFilesKeepTheirLineNumbers() {

@@ -108,7 +108,7 @@ double timeInspector(const QString& path, LogInspection* inspection) {
     LogInspector inspector;
     if (inspector.inspectFile(path))
         return -1;
-    LogInspection result = std::move(inspector).result(); // as rankscope-cli inspect takes it
+    LogInspection result = inspector.result();
     const double seconds = timer.nsecsElapsed() / 1e9;
     *inspection = std::move(result);
     return seconds;
