@@ -74,6 +74,39 @@ QString stackCaptureBody() {
 // Debuggers a node's capture runs at once: each holds the symbols of the rank's libraries (LibTorch's CUDA
 // library alone is about a gigabyte), so a CPU node with dozens of ranks takes them eight at a time.
 constexpr int kParallelCaptures = 8;
+// What one debugger may take: gdb held 350 MiB for Debian's CPU LibTorch here, more for the CUDA one. A capture
+// runs no more debuggers at once than the memory left fits, and none where one does not fit: a hang is often a
+// rank short of memory, and a debugger's allocation then makes the OOM killer end ranks (it did, in the tests'
+// memory cgroup: gdb's allocation killed both ranks, where only one had run out).
+constexpr int kDebuggerMiB = 1024;
+
+// Sets r to the MiB a debugger may take on the node, and w to what limits it: the node's MemAvailable ("the node"),
+// or the memory cgroup this shell is charged to, or one above it, where less of its limit is left (cgroup v1's
+// memory.limit_in_bytes, v2's memory.max). Without MemAvailable (kernels before 3.14) the node's is not known.
+QString memoryRoomFunction() {
+    return QStringLiteral(
+        "room() {\n"
+        "  r=$(sed -n 's/^MemAvailable: *\\([0-9]*\\) kB$/\\1/p' /proc/meminfo 2>/dev/null)\n"
+        "  if [ -n \"$r\" ]; then r=$((r / 1024)); w='the node'; else r=999999999; w=; fi\n"
+        "  while IFS=: read -r _ c p; do\n"
+        "    case \",$c,\" in\n"
+        "      *,memory,*) b=/sys/fs/cgroup/memory; l=memory.limit_in_bytes; u=memory.usage_in_bytes ;;\n"
+        "      ,,) b=/sys/fs/cgroup; l=memory.max; u=memory.current ;;\n"
+        "      *) continue ;;\n"
+        "    esac\n"
+        "    while :; do\n"
+        "      if lim=$(cat \"$b$p/$l\" 2>/dev/null) && use=$(cat \"$b$p/$u\" 2>/dev/null); then\n"
+        "        case $lim in ''|*[!0-9]*) ;; *)\n"
+        "          x=$(((lim - use) / 1048576))\n"
+        "          [ \"$x\" -ge \"$r\" ] || { r=$x; w=\"memory cgroup ${p:-/}\"; } ;;\n"
+        "        esac\n"
+        "      fi\n"
+        "      [ -n \"$p\" ] && [ \"$p\" != / ] || break\n"
+        "      p=${p%/*}\n"
+        "    done\n"
+        "  done </proc/self/cgroup\n"
+        "}\n");
+}
 
 } // namespace
 
@@ -82,20 +115,30 @@ QString stackCapturesCommand(const QString& runDir, const QStringList& pidFiles,
     for (const QString& pidFile : pidFiles)
         quoted << shellQuote(pidFile);
     // Each rank's capture runs in a subshell of its own (its `exit` ends only that one), its streams and status
-    // kept in a directory of the run's, then framed on stdout in rank order for splitStackCaptures(). A capture given
-    // up (its shell killed) leaves that directory behind, in the run's directory. One arg() for all: a "%2" in a
-    // path is not a placeholder.
-    return QStringLiteral("capture() {\nf=$1; t=$2\n") + stackCaptureBody() +
+    // kept in a directory of the run's, then framed on stdout in rank order for splitStackCaptures(); as many at once
+    // as the memory left fits debuggers (kDebuggerMiB), none where not one fits. A capture given up (its shell
+    // killed) leaves that directory behind, in the run's directory. One arg() for all: a "%2" in a path is not a
+    // placeholder.
+    return QStringLiteral("capture() {\nf=$1; t=$2\n") + stackCaptureBody() + QStringLiteral("}\n") +
+           memoryRoomFunction() +
            QStringLiteral(
-               "}\n"
                "d=$(mktemp -d %4/stacks.XXXXXX) || "
                "{ echo 'rankscope: cannot make a directory for the capture in the run directory' >&2; exit 3; }\n"
                "trap 'rm -rf \"$d\"' EXIT\n"
                "trap 'exit 1' HUP PIPE INT TERM\n"
+               "room\n"
+               "n=$((r / %5)); [ \"$n\" -le %3 ] || n=%3\n"
                "i=0\n"
                "for f in %1; do\n"
-               "  ( (capture \"$f\" %2) >\"$d/$i.out\" 2>\"$d/$i.err\"; echo $? >\"$d/$i.rc\") </dev/null &\n"
-               "  i=$((i + 1)); [ $((i % %3)) -ne 0 ] || wait\n"
+               "  if [ \"$n\" -lt 1 ]; then\n"
+               "    : >\"$d/$i.out\"; echo 3 >\"$d/$i.rc\"\n"
+               "    echo \"rankscope: not captured: $r MiB free for a debugger ($w), which takes up to %5 MiB for the "
+               "symbols of the rank's libraries: the OOM killer could end a rank\" >\"$d/$i.err\"\n"
+               "  else\n"
+               "    ( (capture \"$f\" %2) >\"$d/$i.out\" 2>\"$d/$i.err\"; echo $? >\"$d/$i.rc\") </dev/null &\n"
+               "    [ $(((i + 1) % n)) -ne 0 ] || wait\n"
+               "  fi\n"
+               "  i=$((i + 1))\n"
                "done\n"
                "wait\n"
                "j=0\n"
@@ -108,7 +151,7 @@ QString stackCapturesCommand(const QString& runDir, const QStringList& pidFiles,
                "  j=$((j + 1))\n"
                "done\n")
                .arg(quoted.join(QLatin1Char(' ')), QString::number(timeoutSeconds), QString::number(kParallelCaptures),
-                    shellQuote(runDir));
+                    shellQuote(runDir), QString::number(kDebuggerMiB));
 }
 
 NodeWorker::NodeWorker(int nodeIndex, std::unique_ptr<Transport> transport, NodeWorkerOptions options)

@@ -11,10 +11,13 @@
 // the ranks and sshd, all started afterwards, are in it too, and moves back at the end. Where no memory cgroup can
 // be made (not root, no memory controller), the OOM kill is written to the kernel log through /dev/kmsg (root)
 // and the rank is killed with SIGKILL instead, and the test says so; without either it is skipped with the reason.
+#include "core/stacks.h"
 #include "enginetestutil.h"
 #include "fixtures/sshdfixture.h"
 #include "remote/kernellogread.h"
 #include "remote/localtransport.h"
+#include "remote/nodeworker.h"
+#include "remote/shellcommand.h"
 
 #include <QDir>
 #include <QDirIterator>
@@ -119,6 +122,21 @@ public:
     }
 
     [[nodiscard]] QString path() const { return m_dir; }
+
+    // A cgroup inside this one with a lower limit, for a shell to move into (`echo $$ > DIR/cgroup.procs`); empty,
+    // with the reason, where it cannot be made. The caller removes it.
+    QString makeChild(const QString& name, qint64 limitBytes, QString* why) const {
+        const QString dir = m_dir + QLatin1Char('/') + name;
+        if (!QDir().mkdir(dir)) {
+            *why = QStringLiteral("cannot create %1").arg(dir);
+            return {};
+        }
+        if (!writeText(dir + QLatin1Char('/') + m_limitFile, QByteArray::number(limitBytes), why)) {
+            QDir().rmdir(dir);
+            return {};
+        }
+        return dir;
+    }
 
 private:
     QString m_parent;
@@ -365,6 +383,46 @@ private slots:
         QSignalSpy replayed(&offline, &remote::RunEngine::diagnoses);
         QVERIFY2(offline.open(record.id, &error), qPrintable(error));
         QCOMPARE(rootCauses(replayed).value(0).message, causes.front().message);
+    }
+
+    // A capture starts no debugger where the memory left does not fit one: a hang is often a rank short of memory,
+    // and a debugger's allocation would make the OOM killer end ranks. In a memory cgroup of 600 MiB (inside the
+    // test's), the rank is "not captured" and told why, naming the cgroup; with the test's room, the same command
+    // takes its stacks.
+    void aCaptureStartsNoDebuggerThatCouldOomARank() {
+        if (!m_noCgroup.isEmpty())
+            QSKIP(qPrintable(QStringLiteral("needs a memory cgroup: ") + m_noCgroup));
+        QProcess sleeper;
+        sleeper.start(QStringLiteral("sleep"), {QStringLiteral("120")});
+        QVERIFY(sleeper.waitForStarted());
+        const QString pidFile = m_dir.filePath(QStringLiteral("sleeper.pid"));
+        QString error;
+        QVERIFY(writeText(pidFile, QByteArray::number(sleeper.processId()), &error));
+        const QString small = m_cgroup.makeChild(QStringLiteral("capture-room"), qint64(600) << 20, &error);
+        QVERIFY2(!small.isEmpty(), qPrintable(error));
+        remote::LocalTransport transport;
+        transport.connect();
+        const QString command = remote::stackCapturesCommand(m_dir.path(), {pidFile}, 60);
+        const auto capture = [&](const QString& prefix) {
+            const remote::ExecResult result = transport.exec(prefix + command, {}, std::chrono::seconds(120));
+            const auto captures = splitStackCaptures(result.out, 1);
+            return captures.value(0).value_or(StackCaptureOutput{});
+        };
+        const StackCaptureOutput refused =
+            capture(QStringLiteral("echo $$ >%1/cgroup.procs && ").arg(remote::shellQuote(small)));
+        QDir().rmdir(small); // empty again: its shell has ended
+        QCOMPARE(refused.exitStatus, 3);
+        QVERIFY(refused.out.isEmpty());
+        const QString why = stackCaptureError(refused.out, refused.err, refused.exitStatus);
+        QVERIFY2(why.startsWith(QLatin1String("not captured: ")) &&
+                     why.contains(QStringLiteral("MiB free for a debugger (memory cgroup ")) &&
+                     why.contains(QLatin1String("/capture-room)")),
+                 qPrintable(why));
+        const StackCaptureOutput taken = capture({});
+        QCOMPARE(taken.exitStatus, 0);
+        QVERIFY2(!parseStacks(taken.out).threads.isEmpty(), taken.err.constData());
+        sleeper.kill();
+        sleeper.waitForFinished();
     }
 
     // Over SSH: `rankscope-cli run` prints the root cause as it happens, the kernel log is read on the node
