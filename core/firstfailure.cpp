@@ -22,7 +22,7 @@ bool failedOnItsOwn(const RankExit& exit, const ErrorEvent* error, const QString
 bool killedBeforeTheTeardownCould(const RankExit& exit, const QDateTime& teardownAt, qint64 graceMs) {
     constexpr int kSigkill = 9;
     return exit.signal() == kSigkill && teardownAt.isValid() && exit.seenAt >= teardownAt &&
-           exit.seenAt < teardownAt.addMSecs(graceMs);
+           exit.seenAt < teardownAt.addMSecs(graceMs / 2);
 }
 
 std::optional<FirstFailure> findFirstFailure(const QMap<int, RankExit>& exits,

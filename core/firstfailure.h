@@ -34,9 +34,10 @@ struct FirstFailure {
 [[nodiscard]] bool failedOnItsOwn(const RankExit& exit, const ErrorEvent* error, const QString& lastStderrLine);
 
 // Whether a rank's exit, recorded after the teardown began at `teardownAt`, cannot have been the teardown's doing:
-// the teardown ends ranks by SIGTERM and sends SIGKILL only `graceMs` later, so a SIGKILL recorded before then was
-// another's (the OOM killer's, a kill -9), and its rank died before the teardown. A busy node's supervisor can note
-// such a death late, after a peer whose collective failed at once was seen to exit and started the teardown.
+// the teardown ends ranks by SIGTERM and sends SIGKILL only `graceMs` later, so a SIGKILL recorded in the first half
+// of that was another's (the OOM killer's, a kill -9), and its rank died before the teardown. A busy node's
+// supervisor can note such a death late, after a peer whose collective failed at once was seen to exit and started
+// the teardown. Half, not all of it: a node's clock, which stamps the exit, may be a little behind the engine's.
 [[nodiscard]] bool killedBeforeTheTeardownCould(const RankExit& exit, const QDateTime& teardownAt, qint64 graceMs);
 
 // Which rank failed first. Not simply whose exit was seen first: when one rank dies, its peers fail in their

@@ -78,15 +78,16 @@ private slots:
         QCOMPARE(first->rank, 1);
     }
 
-    // The teardown sends SIGKILL only its grace period after it began: a SIGKILL recorded before then was the OOM
-    // killer's or a kill -9, whatever the order in which a busy node's supervisor noted the deaths.
+    // The teardown sends SIGKILL only its grace period after it began: a SIGKILL recorded in the first half of that
+    // was the OOM killer's or a kill -9, whatever the order in which a busy node's supervisor noted the deaths.
     void killedBeforeTheTeardownCould_data() {
         QTest::addColumn<int>("status");
         QTest::addColumn<int>("seenMs"); // the teardown began at 60 ms, its grace is 3 s
         QTest::addColumn<bool>("killedBefore");
         QTest::newRow("SIGKILL just after the teardown began") << 137 << 80 << true;
         QTest::newRow("SIGKILL as it began") << 137 << 60 << true;
-        QTest::newRow("SIGKILL just before its own could") << 137 << 3059 << true;
+        QTest::newRow("SIGKILL half the grace after it began") << 137 << 1559 << true;
+        QTest::newRow("SIGKILL later, where the node's clock may be behind") << 137 << 1560 << false;
         QTest::newRow("SIGKILL when its own came") << 137 << 3060 << false;
         QTest::newRow("SIGKILL before the teardown") << 137 << 50 << false; // no question: before it began
         QTest::newRow("SIGTERM just after the teardown began") << 143 << 80 << false;
