@@ -613,14 +613,17 @@ void RunDiagnostics::checkHang(double now, QVector<Diagnosis>& changed) {
            changed);
 }
 
+// Runs ten times a second over every rank, so its cost is kept to O(ranks x window + ranks log ranks): a job of
+// thousands of ranks is where a straggler is hardest to find by hand.
 void RunDiagnostics::checkStragglers(double now, QVector<Diagnosis>& changed) {
     struct Window {
+        int rank = -1;
         double median = 0.0;
         double lowerQuartile = 0.0;
         int steps = 0;
         double seconds = 0.0;
     };
-    QMap<int, Window> windows;
+    std::vector<Window> windows; // in rank order
     double slowest = 0.0;
     std::vector<double> values;
     for (auto it = m_ranks.cbegin(); it != m_ranks.cend(); ++it) {
@@ -632,42 +635,50 @@ void RunDiagnostics::checkStragglers(double now, QVector<Diagnosis>& changed) {
         values.clear();
         for (const RankState::Step& step : it->window)
             values.push_back(step.computeMs);
-        std::sort(values.begin(), values.end());
-        const Window window{median(values), values[values.size() / 4], steps, it->windowMs / 1000.0};
-        windows.insert(it.key(), window);
-        slowest = std::max(slowest, window.median);
+        const auto quartile = values.begin() + static_cast<std::ptrdiff_t>(values.size() / 4);
+        std::nth_element(values.begin(), quartile, values.end());
+        const double lowerQuartile = *quartile;
+        windows.push_back({it.key(), median(values), lowerQuartile, steps, it->windowMs / 1000.0});
+        slowest = std::max(slowest, windows.back().median);
     }
     if (windows.size() < 2)
         return;
-    for (auto it = windows.cbegin(); it != windows.cend(); ++it) {
-        std::vector<double> others;
-        for (auto other = windows.cbegin(); other != windows.cend(); ++other)
-            if (other.key() != it.key())
-                others.push_back(other.value().median);
-        const double reference = median(others);
+    // The median of the others' medians: the medians sorted once, and the rank's own left out by its place.
+    std::vector<double> sorted;
+    sorted.reserve(windows.size());
+    for (const Window& window : windows)
+        sorted.push_back(window.median);
+    std::sort(sorted.begin(), sorted.end());
+    const size_t others = sorted.size() - 1;
+    for (const Window& window : windows) {
+        const size_t own =
+            static_cast<size_t>(std::lower_bound(sorted.begin(), sorted.end(), window.median) - sorted.begin());
+        const auto other = [&](size_t k) { return sorted[k < own ? k : k + 1]; };
+        const double reference =
+            others % 2 == 1 ? other(others / 2) : (other(others / 2 - 1) + other(others / 2)) / 2.0;
         if (reference <= 0.0)
             continue;
-        const double ratio = it->median / reference;
-        const QString key = QStringLiteral("straggler:%1").arg(it.key());
+        const double ratio = window.median / reference;
+        const QString key = QStringLiteral("straggler:%1").arg(window.rank);
         // Sustained: three quarters of its window above the factor, not a median pulled up by a few slow steps.
         // And the one the others wait for: in synchronous data parallelism that is the slowest rank, so a rank
         // merely slower than the median (a busy core's neighbour) is not blamed while a slower one holds all up.
-        const bool sustained = it->lowerQuartile / reference >= m_options.stragglerFactor;
-        const bool waitedFor = it->median >= m_options.stragglerSlowestShare * slowest;
+        const bool sustained = window.lowerQuartile / reference >= m_options.stragglerFactor;
+        const bool waitedFor = window.median >= m_options.stragglerSlowestShare * slowest;
         if (ratio >= m_options.stragglerFactor && sustained && waitedFor)
             report({DiagnosisKind::Straggler,
                     key,
-                    {it.key()},
-                    m_hosts.value(it.key()),
+                    {window.rank},
+                    m_hosts.value(window.rank),
                     now,
                     QStringLiteral("%1 is a straggler: it computes %2x as long as the median of the others "
                                    "(%3 ms vs %4 ms per step over its last %5 steps, %6 s); the others wait for it")
-                        .arg(where(it.key()))
+                        .arg(where(window.rank))
                         .arg(ratio, 0, 'f', 2)
-                        .arg(it->median, 0, 'f', 0)
+                        .arg(window.median, 0, 'f', 0)
                         .arg(reference, 0, 'f', 0)
-                        .arg(it->steps)
-                        .arg(it->seconds, 0, 'f', 1),
+                        .arg(window.steps)
+                        .arg(window.seconds, 0, 'f', 1),
                     false},
                    changed);
         else if (ratio < m_options.stragglerRecovered)

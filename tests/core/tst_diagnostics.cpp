@@ -290,6 +290,44 @@ private slots:
         QVERIFY(replay(mild, close, DiagnosisKind::Straggler).isEmpty());
     }
 
+    // A thousand ranks and more, two of them slow: both are flagged, no other is, and each is measured against the
+    // median of all the others' medians (an even and an odd number of others), as a plain sort of them gives it.
+    void stragglersAmongAThousandRanks_data() {
+        QTest::addColumn<int>("ranks");
+        QTest::newRow("1000 ranks") << 1000;
+        QTest::newRow("1001 ranks") << 1001;
+    }
+    void stragglersAmongAThousandRanks() {
+        QFETCH(int, ranks);
+        const auto computeMs = [ranks](int rank) {
+            return rank == 777 ? 500.0 : rank == 778 ? 480.0 : rank < ranks / 2 ? 200.0 : 240.0;
+        };
+        QVector<TrainerEvent> events;
+        for (int s = 1; s <= 25; ++s)
+            for (int rank = 0; rank < ranks; ++rank)
+                events << step(rank, 1000.0 + s * 0.6, s, 600, 600 - computeMs(rank));
+        RunDiagnostics diagnostics;
+        const QVector<Diagnosis> found = replay(diagnostics, events, DiagnosisKind::Straggler);
+        QCOMPARE(found.size(), 2);
+        for (const Diagnosis& d : found) {
+            QCOMPARE(d.ranks.size(), 1);
+            const int rank = d.ranks.front();
+            QVERIFY2(rank == 777 || rank == 778, qPrintable(d.message));
+            std::vector<double> others;
+            for (int other = 0; other < ranks; ++other)
+                if (other != rank)
+                    others.push_back(computeMs(other));
+            std::sort(others.begin(), others.end());
+            const size_t n = others.size();
+            const double reference = n % 2 ? others[n / 2] : (others[n / 2 - 1] + others[n / 2]) / 2.0;
+            const QString said = QStringLiteral("computes %1x as long as the median of the others (%2 ms vs %3 ms")
+                                     .arg(computeMs(rank) / reference, 0, 'f', 2)
+                                     .arg(computeMs(rank), 0, 'f', 0)
+                                     .arg(reference, 0, 'f', 0);
+            QVERIFY2(d.message.contains(said), qPrintable(d.message + QStringLiteral(" / expected: ") + said));
+        }
+    }
+
     // At 40 steps a second, 20 steps are half a second: four ranks on two shared cores, one of them slowed for a
     // second by a neighbour's burst, is no straggler (seen on two namespace nodes: flagged at 1.32x, resolved a
     // second later). The window spans 5 s of steps. Slow for longer than that, the rank is flagged, and the
