@@ -535,7 +535,8 @@ void RunDiagnostics::checkHang(double now, QVector<Diagnosis>& changed) {
         const RankState& s = it.value();
         if (s.ended || !s.seenHeartbeat)
             continue;
-        if (s.started >= collective && waiting.contains(it.key()))
+        // `waiting` is in rank order, as m_ranks is: a search, not a walk, with thousands of ranks waiting.
+        if (s.started >= collective && std::binary_search(waiting.cbegin(), waiting.cend(), it.key()))
             inside.append(it.key());
         else if (s.started < collective && stillFor(s, now) >= still)
             behind.append(it.key());

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // What the live diagnosis costs per tick as a job grows: RunDiagnostics::update(), which the engine calls ten times a
 // second on the thread that follows the run (the app's GUI thread), with every rank's straggler window full, for 64
-// to 4096 ranks at two paces of steps (500 ms, and 5 ms, where a window holds its most steps, 1000). Beside it, the
+// to 4096 ranks at two paces of steps (500 ms, and 5 ms, where a window holds its most steps, 1000), and during a
+// hang (every rank but one waiting in a collective, beating once a second, for 10 s). Beside it, the
 // baseline of the same tick: taking in that tick's step events (RunDiagnostics::addEvents), which no diagnosis can
 // skip. Means over 50 ticks (at 500 ms a step, one tick in five has steps to take in); run on one core by
 // `tests/bench/run diagnostics-scale`.
@@ -37,6 +38,20 @@ TrainerEvent stepEvent(int rank, double time, qint64 step, double stepMs) {
     event.fields = QJsonObject{{jsonKey(schema::step::kStep), step},
                                {jsonKey(schema::step::kStepMs), stepMs},
                                {jsonKey(schema::step::kCommWaitMs), stepMs - computeMs}};
+    return event;
+}
+
+TrainerEvent heartbeatEvent(int rank, double time, qint64 step, qint64 started, qint64 finished) {
+    TrainerEvent event;
+    event.type = TrainerEventType::Heartbeat;
+    event.typeName = QStringLiteral("heartbeat");
+    event.rank = rank;
+    event.time = time;
+    event.versionMajor = 1;
+    event.fields = QJsonObject{{jsonKey(schema::heartbeat::kStep), step},
+                               {jsonKey(schema::heartbeat::kPhase), QStringLiteral("backward")},
+                               {jsonKey(schema::heartbeat::kCollectiveStarted), started},
+                               {jsonKey(schema::heartbeat::kCollectiveFinished), finished}};
     return event;
 }
 
@@ -81,6 +96,53 @@ Tick measure(int ranks, double stepMs, int ticks) {
     return {total.intakeMs / ticks, total.updateMs / ticks};
 }
 
+// After 10 s of 500 ms steps, rank 0 stops in its own code before collective #3N+1, where every other rank waits;
+// all beat once a second. Times the ticks of the hang's 10 s after its threshold (two heartbeats) has passed.
+Tick measureHang(int ranks, int ticks) {
+    RunDiagnostics diagnostics;
+    double now = 1000.0;
+    qint64 step = 0;
+    QVector<TrainerEvent> batch;
+    for (; step < 20; ++step) {
+        now += 0.5;
+        for (int rank = 0; rank < ranks; ++rank) {
+            batch.append(stepEvent(rank, now, step + 1, 500.0));
+            batch.append(heartbeatEvent(rank, now, step + 1, 3 * (step + 1), 3 * (step + 1)));
+        }
+    }
+    diagnostics.addEvents(batch);
+    const qint64 done = 3 * step;
+    const auto beats = [&](double time) {
+        QVector<TrainerEvent> beat;
+        for (int rank = 0; rank < ranks; ++rank)
+            beat.append(rank == 0 ? heartbeatEvent(rank, time, step, done, done)
+                                  : heartbeatEvent(rank, time, step, done + 1, done));
+        return beat;
+    };
+    bool hung = false;
+    for (int second = 1; second <= 3; ++second) {
+        diagnostics.addEvents(beats(now + second));
+        for (const Diagnosis& d : diagnostics.update(now + second))
+            hung = hung || d.kind == DiagnosisKind::Hang;
+    }
+    if (!hung)
+        std::fprintf(stderr, "no hang diagnosed with %d ranks: the figures below are not of a hang\n", ranks);
+    now += 3.0;
+    Tick total{0.0, 0.0};
+    for (int i = 0; i < ticks; ++i) {
+        now += kTickSeconds;
+        const QVector<TrainerEvent> beat = i % 10 == 0 ? beats(now) : QVector<TrainerEvent>{};
+        QElapsedTimer timer;
+        timer.start();
+        diagnostics.addEvents(beat);
+        total.intakeMs += timer.nsecsElapsed() / 1e6;
+        timer.restart();
+        diagnostics.update(now);
+        total.updateMs += timer.nsecsElapsed() / 1e6;
+    }
+    return {total.intakeMs / ticks, total.updateMs / ticks};
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -104,6 +166,10 @@ int main(int argc, char** argv) {
                         100.0 * tick.updateMs / (kTickSeconds * 1000.0));
             std::fflush(stdout);
         }
+        const Tick hang = measureHang(ranks, ticks);
+        std::printf("| %d | a hang | 20 | %.2f | %.2f | %.1fx | %.1f %% |\n", ranks, hang.updateMs, hang.intakeMs,
+                    hang.updateMs / std::max(hang.intakeMs, 1e-6), 100.0 * hang.updateMs / (kTickSeconds * 1000.0));
+        std::fflush(stdout);
     }
     return 0;
 }
