@@ -6,6 +6,7 @@
 //
 //   rankscope_parser_bench [--size-mib 100] [--rounds 5] [--log PATH] [--json PATH]
 #include "core/loginspect.h"
+#include "tests/bench/benchargs.h"
 
 #include <QCoreApplication>
 #include <QCryptographicHash>
@@ -129,9 +130,8 @@ QByteArray stableJson(LogInspection inspection) {
 int main(int argc, char** argv) {
     QCoreApplication app(argc, argv);
     const QStringList args = app.arguments();
-    const auto option = [&](const char* name, const QString& fallback) {
-        const qsizetype at = args.indexOf(QLatin1String(name));
-        return at > 0 && at + 1 < args.size() ? args[at + 1] : fallback;
+    const auto option = [&args](const char* name, const QString& fallback) {
+        return bench::option(args, name, fallback);
     };
     const qint64 sizeMiB = option("--size-mib", QStringLiteral("100")).toLongLong();
     const int rounds = std::max(1, option("--rounds", QStringLiteral("5")).toInt());
