@@ -203,6 +203,7 @@ void RunEngine::reset() {
     m_firstLaunchFailure.clear();
     m_otherLaunchFailures.clear();
     m_teardownAt = {};
+    m_teardownGraceSeconds = 0;
     m_stopRequestedAt = {};
     m_offlineEndingSince = {};
     m_knownUntil = std::numeric_limits<double>::infinity();
