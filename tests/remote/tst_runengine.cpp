@@ -601,16 +601,22 @@ private slots:
         };
         const auto [record, findings, perRank] = runWith(QJsonObject{{"NCCL_DEBUG", "WARN"}});
         QCOMPARE(record.state, QStringLiteral("finished"));
-        const auto warning = std::find_if(findings.begin(), findings.end(), [](const Diagnosis& d) {
+        // The last word on the warning: both ranks printed it. Said again only when that changed (a check that came
+        // between the two ranks' lines said it of rank 0 alone first), not at every check.
+        const auto warning = std::find_if(findings.rbegin(), findings.rend(), [](const Diagnosis& d) {
             return d.kind == DiagnosisKind::Network && d.key.startsWith(QLatin1String("nccl:warn:"));
         });
-        QVERIFY2(warning != findings.end(), qPrintable(QStringLiteral("%1 findings").arg(findings.size())));
+        QVERIFY2(warning != findings.rend(), qPrintable(QStringLiteral("%1 findings").arg(findings.size())));
         QCOMPARE(warning->ranks, (QVector<int>{0, 1}));
         QVERIFY2(warning->message.contains(QLatin1String("Failed to open libibverbs.so[.1] [misc/ibvwrap.cc:63]")),
                  qPrintable(warning->message));
-        QCOMPARE(std::count_if(findings.begin(), findings.end(),
-                               [&](const Diagnosis& d) { return d.key == warning->key; }),
-                 1); // said once, not at every check
+        QStringList said;
+        for (const Diagnosis& d : findings)
+            if (d.key == warning->key)
+                said.append(d.message);
+        QVERIFY2(said.size() == 1 || (said.size() == 2 && said.front() != said.back() &&
+                                      said.front().contains(QLatin1String("rank(s) 0 ("))),
+                 qPrintable(said.join(QLatin1Char('\n'))));
         // The same lines, per rank, for the NCCL panel: both ranks' version and warning.
         QCOMPARE(perRank.size(), 2);
         for (int rank = 0; rank < 2; ++rank) {
