@@ -111,7 +111,7 @@ public:
         enum { kKilled, kXid, kSlurmOom, kSlurmOomDashed, kShellLine, kSrunOom };
         if ((line.holds(kShellLine) && isShellKillReport(line.text, line.indexOf(kShellLine))) ||
             (line.holds(kSrunOom) && startsWithLiteral(line.text, "srun: error: "))) {
-            m_errors->append(LogError::at(m_source, line, errorText(trimmedBlanks(line.text))));
+            m_errors->append(LogError::at(m_source, line, errorText(trimmedBlanks(line.text), m_texts)));
             return;
         }
         if (line.holds(kKilled) || line.holds(kXid)) {
@@ -128,13 +128,14 @@ public:
         } else if (!line.holds(kSlurmOom) && !line.holds(kSlurmOomDashed)) {
             return;
         }
-        m_errors->append(LogError::at(m_source, line, errorText(trimmedBlanks(line.text))));
+        m_errors->append(LogError::at(m_source, line, errorText(trimmedBlanks(line.text), m_texts)));
     }
     void endOfStream() override { m_kernel = KernelLogParser(); }
 
 private:
     KernelLogParser m_kernel; // of this stream's kill lines only: its facts say which lines are a kernel's
     QString m_source;
+    TextStore m_texts; // of its errors
     QList<LogError>* m_errors; // the inspector's
 };
 

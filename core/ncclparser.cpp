@@ -472,7 +472,7 @@ void NcclLogParser::takeRecord(const Header& header, QByteArrayView source, bool
                            header.pid,
                            line.reportedRank(),
                            m_lastSourceName,
-                           str(message),
+                           m_texts.string(message),
                            {},
                            line.number,
                            line.localRank()});
@@ -489,7 +489,7 @@ void NcclLogParser::takeRecord(const Header& header, QByteArrayView source, bool
     if (isChainStep(message)) {
         const OpenWarning* open = header.pid >= 0 ? openWarning(header) : nullptr;
         if (open)
-            m_warnings[open->index].chain.append(str(message));
+            m_warnings[open->index].chain.append(m_texts.string(message));
         else if (header.pid >= 0)
             addOrphanStep(m_orphanChains[orphanKey(header)], message);
         return;
@@ -871,10 +871,15 @@ NcclFacts NcclLogParser::facts() const {
                     return rank.rank;
         return -1;
     };
-    // A warning without a launcher prefix gets its process's.
-    for (NcclWarning& warning : facts.warnings)
-        if (warning.rank < 0)
-            warning.rank = rankOf(warning.host, warning.pid);
+    // A warning without a launcher prefix gets its process's. The list is the parser's, shared, until one does: a
+    // log can hold thousands of warnings of processes that no communicator names.
+    for (qsizetype i = 0; i < m_warnings.size(); ++i) {
+        const NcclWarning& warning = m_warnings[i];
+        if (warning.rank >= 0)
+            continue;
+        if (const int rank = rankOf(warning.host, warning.pid); rank >= 0)
+            facts.warnings[i].rank = rank;
+    }
     for (auto it = m_orphanChains.cbegin(); it != m_orphanChains.cend(); ++it) {
         QStringList steps;
         for (const ChainStep& step : it->steps)

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "core/loglines.h"
+#include "core/textstore.h"
 
 #include <QHash>
 #include <QList>
@@ -177,6 +178,7 @@ private:
     LastHeader m_lastHeader;
     QByteArray m_lastSource;                     // the source location of the last warning
     QString m_lastSourceName;
+    TextStore m_texts; // of its warnings and their chains
     QHash<HashedBytes, NcclCommunicator> m_comms; // by commId, or "nranks:N" when no commId was printed
     // The communicator of the last comm init line, when that line printed a commId, and the id as printed: a job's
     // ranks print theirs one after another. Set again by every lookup in m_comms, so that it never points where an

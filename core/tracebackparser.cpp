@@ -164,7 +164,7 @@ void TracebackLogParser::takeLine(const LogLine& line) {
         if (const int rank = trainerErrorRank(text, at); rank >= 0) {
             const size_t keyword = schema::stderr_line::kRankClose.size() + schema::stderr_line::kError.size();
             const QByteArrayView message = text.sliced(at + static_cast<qsizetype>(keyword));
-            m_errors->append({m_source, line.number, rank, errorText(trimmedBlanks(message))});
+            m_errors->append({m_source, line.number, rank, errorText(trimmedBlanks(message), m_texts)});
             return;
         }
     }
@@ -296,7 +296,9 @@ void TracebackLogParser::continueMessage(RankState& state, QByteArrayView body) 
         return;
     }
     QByteArray& text = (*m_errors)[state.wrappedError].text;
-    text = errorText(text + ' ' + piece.toByteArray());
+    m_joined.clear();
+    m_joined.append(text).append(' ').append(piece);
+    text = errorText(m_joined, m_texts);
     state.pieceCharacters = characters(piece);
 }
 
@@ -387,7 +389,7 @@ void TracebackLogParser::closeCutTracebacks(qint64 lineNumber) {
 }
 
 void TracebackLogParser::addError(const LogLine& line, QByteArrayView text) {
-    m_errors->append(LogError::at(m_source, line, errorText(text)));
+    m_errors->append(LogError::at(m_source, line, errorText(text, m_texts)));
 }
 
 void TracebackLogParser::endOfStream() {

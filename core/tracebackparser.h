@@ -106,6 +106,8 @@ private:
     qint64 m_cutAfter = 0; // no open traceback is cut off up to this line number
     QList<LogError> m_ownErrors;
     QList<LogError>* m_errors = &m_ownErrors; // where its errors go (appendErrorsTo)
+    TextStore m_texts;                        // of its errors
+    QByteArray m_joined;                      // a boxed traceback's exception and its next piece
 };
 
 } // namespace rankscope

@@ -277,7 +277,9 @@ bool WatchdogLogParser::takeErrorDetail(const LogLine& line) {
                 // Empty, or PyTorch's "Exception raised from": NCCL had nothing to say.
                 if (!text.isEmpty() && !startsWithLiteral(text, "Exception raised from")) {
                     LogError& error = (*m_errors)[pending.error];
-                    error.text = errorText(error.text + "; last error: " + text.toByteArray());
+                    m_withDetail.clear();
+                    m_withDetail.append(error.text).append("; last error: ").append(text);
+                    error.text = errorText(m_withDetail, m_texts);
                     taken = true;
                 }
             } else if (sameBytes(text, "Last error:")) {
@@ -389,7 +391,7 @@ void WatchdogLogParser::takeWatchdogEnd(const LogLine& line) {
             text.truncate(end + 1);
     }
     const RankSaid said = rankBefore(text, at, {line.rank, line.rankKind});
-    LogError error{m_source, line.number, said.runRank(), errorText(text)};
+    LogError error{m_source, line.number, said.runRank(), errorText(text, m_texts)};
     if (said.localPrefixRank())
         std::swap(error.rank, error.localRank);
     m_errors->append(std::move(error));
@@ -397,7 +399,7 @@ void WatchdogLogParser::takeWatchdogEnd(const LogLine& line) {
 
 void WatchdogLogParser::addError(const LogLine& line, QByteArrayView text) {
     const QByteArrayView trimmed = trimmedBlanks(text);
-    m_errors->append(LogError::at(m_source, line, errorText(trimmed)));
+    m_errors->append(LogError::at(m_source, line, errorText(trimmed, m_texts)));
 }
 
 QString describeTimeout(const CollectiveTimeout& timeout) {
@@ -415,6 +417,10 @@ QString describeTimeout(const CollectiveTimeout& timeout) {
 // text of no more bytes than the limit is whole; a longer one is cut where it is shown.
 QByteArray errorText(QByteArrayView text) {
     return text.size() <= kMaxErrorText ? text.toByteArray() : QString::fromUtf8(text).left(kMaxErrorText).toUtf8();
+}
+
+QByteArray errorText(QByteArrayView text, TextStore& store) {
+    return text.size() <= kMaxErrorText ? store.bytes(text) : store.bytes(errorText(text));
 }
 
 // A line with "atchdog caught" at `watchdog`: a timeout, or the first piece of one that a terminal wrapped.

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "core/loglines.h"
+#include "core/textstore.h"
 
 #include <QList>
 #include <QString>
@@ -68,6 +69,8 @@ namespace rankscope {
 // The text an error keeps of `text`: at most kMaxErrorText characters as it is shown, whichever parser found it.
 inline constexpr qsizetype kMaxErrorText = 1000;
 [[nodiscard]] QByteArray errorText(QByteArrayView text);
+// The same, kept in `store` (a parser's, for the errors of a whole log).
+[[nodiscard]] QByteArray errorText(QByteArrayView text, TextStore& store);
 
 // PyTorch's ProcessGroupNCCL watchdog and its errors: timeouts (also when a terminal wrapped the line, or
 // when it is repeated inside a "what():" of c10::DistBackendError: one timeout per rank and sequence number),
@@ -147,6 +150,8 @@ private:
     QList<DesyncBlame> m_desyncBlames;
     QList<LogError> m_ownErrors;
     QList<LogError>* m_errors = &m_ownErrors; // where its errors go (appendErrorsTo)
+    TextStore m_texts;                        // of its errors
+    QByteArray m_withDetail;                  // an error's text and the detail added to it
     QByteArray m_joined; // a timeout message that a terminal wrapped over several lines
     int m_joinLines = 0; // continuation lines still allowed
     LinePrefix m_joinPrefix;
