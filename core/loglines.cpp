@@ -187,7 +187,10 @@ void LogLineScanner::takeRawLine(QByteArrayView raw, const Hit* hits, const Hit*
         }
         m_textHits.erase(kept, m_textHits.end());
     }
-    m_line.text = stripped.text;
+    // The text is the cleaned line's end (prefixes go from the front): made from where it starts, it is read as one
+    // pointer, not as the two words stripLogPrefixes stored, which a load of both at once waits for (a store
+    // forwarding stall that was 3 % of the inspector's time).
+    m_line.text = cleaned.sliced(stripped.text.data() - cleaned.data());
     m_line.number = m_lineNumber;
     m_line.rank = stripped.rank;
     m_line.rankKind = stripped.rankKind;
