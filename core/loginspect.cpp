@@ -105,7 +105,7 @@ public:
                 QByteArrayLiteral(": line "),         QByteArrayLiteral(": Out Of Memory")};
     }
     [[nodiscard]] bool wantsEveryLine() const override { return false; }
-    explicit KillSink(QList<LogError>* errors) : m_errors(errors) {}
+    explicit KillSink(SharedErrors* errors) : m_errors(errors) {}
     void setSource(const QString& file) { m_source = file; }
     void takeLine(const LogLine& line) override {
         enum { kKilled, kXid, kSlurmOom, kSlurmOomDashed, kShellLine, kSrunOom };
@@ -136,7 +136,7 @@ private:
     KernelLogParser m_kernel; // of this stream's kill lines only: its facts say which lines are a kernel's
     QString m_source;
     TextStore m_texts; // of its errors
-    QList<LogError>* m_errors; // the inspector's
+    SharedErrors* m_errors; // the inspector's
 };
 
 namespace {
@@ -162,7 +162,7 @@ void LogInspector::beginFile(const QString& name) {
     m_watchdog.setSource(name);
     m_traceback.setSource(name);
     m_kills->setSource(name);
-    m_fileErrorsFrom = m_errors.size();
+    m_errors.streamFrom = m_errors.list.size();
 }
 
 void LogInspector::feed(QByteArrayView chunk) {
@@ -172,11 +172,6 @@ void LogInspector::feed(QByteArrayView chunk) {
 
 void LogInspector::endFile() {
     m_lines += m_scanner.finish();
-    // One error a line: the parsers appended this file's in line order, and at one line the watchdog's first (a
-    // traceback's last line can also be an "NCCL error in:" line; the watchdog's error has NCCL's "Last error:"
-    // detail). Done now that the stream has ended and no parser holds a place in the list any more.
-    const auto sameLine = [](const LogError& a, const LogError& b) { return a.line == b.line; };
-    m_errors.erase(std::unique(m_errors.begin() + m_fileErrorsFrom, m_errors.end(), sameLine), m_errors.end());
 }
 
 QString decompressorFor(QByteArrayView head) {
@@ -263,16 +258,17 @@ private:
 
 } // namespace
 
-// The parsers append to one list as they read, one error a line (endFile()): that is file and line order, unless a
+// The parsers append to one list as they read, one error a line (SharedErrors): that is file and line order, unless a
 // file was given twice (its second read starts at line 1 again). Then the errors are put in that order, each line's
 // first kept; else the list is the parsers' own, shared, not copied.
 QList<LogError> LogInspector::errorsInOrder() const {
     ErrorPlaces placeOf(m_files);
     const auto before = [&placeOf](const LogError& a, const LogError& b) { return placeOf(a) < placeOf(b); };
     const auto notBefore = [&before](const LogError& a, const LogError& b) { return !before(a, b); };
-    if (std::adjacent_find(m_errors.cbegin(), m_errors.cend(), notBefore) == m_errors.cend())
-        return m_errors;
-    QList<LogError> ordered = m_errors;
+    const QList<LogError>& errors = m_errors.list;
+    if (std::adjacent_find(errors.cbegin(), errors.cend(), notBefore) == errors.cend())
+        return errors;
+    QList<LogError> ordered = errors;
     std::stable_sort(ordered.begin(), ordered.end(), before);
     const auto samePlace = [&placeOf](const LogError& a, const LogError& b) { return placeOf(a) == placeOf(b); };
     ordered.erase(std::unique(ordered.begin(), ordered.end(), samePlace), ordered.end());

@@ -75,8 +75,7 @@ private:
     GpuSink* m_gpu;
     KillSink* m_kills;
     LogLineScanner m_scanner;
-    QList<LogError> m_errors;       // of the watchdog, traceback and kill parsers, as they read them
-    qsizetype m_fileErrorsFrom = 0; // where the errors of the file being read start in m_errors
+    SharedErrors m_errors; // of the watchdog, traceback and kill parsers, as they read them
     QStringList m_files;
     qint64 m_bytes = 0;
     qint64 m_lines = 0;

@@ -164,7 +164,7 @@ void TracebackLogParser::takeLine(const LogLine& line) {
         if (const int rank = trainerErrorRank(text, at); rank >= 0) {
             const size_t keyword = schema::stderr_line::kRankClose.size() + schema::stderr_line::kError.size();
             const QByteArrayView message = text.sliced(at + static_cast<qsizetype>(keyword));
-            m_errors->append({m_source, line.number, rank, errorText(trimmedBlanks(message), m_texts)});
+            appendError(m_shared, *m_errors, {m_source, line.number, rank, errorText(trimmedBlanks(message), m_texts)});
             return;
         }
     }
@@ -196,7 +196,7 @@ void TracebackLogParser::openTraceback(const LogLine& line, qsizetype at) {
         }
     }
     RankState& state = prefixed ? *prefixed : *stateOf(line, true);
-    if (state.wrappedError >= 0)
+    if (state.wrappedError != -1)
         closeTraceback(state); // its exception's message ended
     if (state.group) {
         // A member's traceback inside an exception group is one of the group's lines; one at the margin is a
@@ -227,7 +227,7 @@ void TracebackLogParser::openTraceback(const LogLine& line, qsizetype at) {
 
 // A line of `state`'s open traceback (`body`: without its pdsh host prefix).
 void TracebackLogParser::takeTracebackLine(RankState& state, const LogLine& line, QByteArrayView body) {
-    if (state.wrappedError >= 0) {
+    if (state.wrappedError != -1) {
         continueMessage(state, body);
         return;
     }
@@ -257,9 +257,9 @@ void TracebackLogParser::takeTracebackLine(RankState& state, const LogLine& line
         if (indented)
             return;
         // The first line that is not indented ends the traceback: it names the exception.
-        addError(line, trimmedBlanks(body));
+        const qsizetype error = addError(line, trimmedBlanks(body));
         if (state.boxWidth > 0) {
-            state.wrappedError = m_errors->size() - 1;
+            state.wrappedError = error >= 0 ? error : kNotKept;
             state.pieceCharacters = characters(trimmedBlanks(body));
             return;
         }
@@ -268,8 +268,8 @@ void TracebackLogParser::takeTracebackLine(RankState& state, const LogLine& line
     }
     // Tangled tracebacks go on while frames and exceptions come; any other line may be anyone's.
     if (!indented && isExceptionLine(body)) {
-        addError(line, trimmedBlanks(body));
-        m_errors->back().interleaved = state.tangled && line.rank < 0 && line.pid < 0;
+        if (const qsizetype error = addError(line, trimmedBlanks(body)); error >= 0)
+            (*m_errors)[error].interleaved = state.tangled && line.rank < 0 && line.pid < 0;
         state.strayLines = 0;
         if (state.interleaved-- == 0)
             closeTraceback(state);
@@ -295,10 +295,12 @@ void TracebackLogParser::continueMessage(RankState& state, QByteArrayView body) 
         closeTraceback(state);
         return;
     }
-    QByteArray& text = (*m_errors)[state.wrappedError].text;
-    m_joined.clear();
-    m_joined.append(text).append(' ').append(piece);
-    text = errorText(m_joined, m_texts);
+    if (state.wrappedError != kNotKept) {
+        QByteArray& text = (*m_errors)[state.wrappedError].text;
+        m_joined.clear();
+        m_joined.append(text).append(' ').append(piece);
+        text = errorText(m_joined, m_texts);
+    }
     state.pieceCharacters = characters(piece);
 }
 
@@ -388,8 +390,8 @@ void TracebackLogParser::closeCutTracebacks(qint64 lineNumber) {
     m_cutAfter = next;
 }
 
-void TracebackLogParser::addError(const LogLine& line, QByteArrayView text) {
-    m_errors->append(LogError::at(m_source, line, errorText(text, m_texts)));
+qsizetype TracebackLogParser::addError(const LogLine& line, QByteArrayView text) {
+    return appendError(m_shared, *m_errors, LogError::at(m_source, line, errorText(text, m_texts)));
 }
 
 void TracebackLogParser::endOfStream() {

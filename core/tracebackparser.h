@@ -47,7 +47,10 @@ public:
     // Appends the errors it reads to `errors` from now on, which other parsers may append to as well (LogInspector's
     // one list of every parser's errors, in the order of the lines they were read from), instead of to a list of its
     // own; errors() is then that list. `errors` outlives the parser.
-    void appendErrorsTo(QList<LogError>* errors) { m_errors = errors; }
+    void appendErrorsTo(SharedErrors* errors) {
+        m_shared = errors;
+        m_errors = &errors->list;
+    }
 
     [[nodiscard]] QList<QByteArray> keywords() const override;
     [[nodiscard]] bool wantsEveryLine() const override { return m_openTracebacks > 0; }
@@ -55,6 +58,8 @@ public:
     void endOfStream() override;
 
 private:
+    static constexpr qsizetype kNotKept = -2; // RankState::wrappedError's
+
     // What is being read of one rank's output.
     struct RankState {
         int tracebackLines = -1; // lines of its open traceback so far; -1: none is open
@@ -68,7 +73,9 @@ private:
         bool group = false; // an exception group's ("  + Exception Group Traceback …"): its lines are inset by "| "
         bool boxed = false; // in the box `rich` draws a traceback in ("╭── Traceback … ──╮", "│ … │", "╰──╯")
         qsizetype boxWidth = 0;        // in characters, of a traceback drawn in a box
-        qsizetype wrappedError = -1;   // *m_errors' index of a boxed traceback's exception whose next line may go on
+        // *m_errors' index of a boxed traceback's exception whose next line may go on (kNotKept: an exception a shared
+        // list did not take, whose wrapped lines are still its); -1: none
+        qsizetype wrappedError = -1;
         qsizetype pieceCharacters = 0; // of the exception's last line
         int strayLines = 0;      // lines since the tangled tracebacks' last frame ("  File …"), header or exception
         QByteArray pendingThrow; // exception type of "terminate called after throwing"
@@ -92,7 +99,7 @@ private:
     void takeGroupLine(RankState& state, const LogLine& line, QByteArrayView body, bool indented);
     void closeTraceback(RankState& state);
     void closeCutTracebacks(qint64 lineNumber); // those whose rank printed nothing since before the gap
-    void addError(const LogLine& line, QByteArrayView text);
+    qsizetype addError(const LogLine& line, QByteArrayView text); // appendError()'s index
 
     LogLineScanner m_scanner;
     QString m_source;
@@ -106,6 +113,7 @@ private:
     qint64 m_cutAfter = 0; // no open traceback is cut off up to this line number
     QList<LogError> m_ownErrors;
     QList<LogError>* m_errors = &m_ownErrors; // where its errors go (appendErrorsTo)
+    SharedErrors* m_shared = nullptr;         // the list it shares, if it does
     TextStore m_texts;                        // of its errors
     QByteArray m_joined;                      // a boxed traceback's exception and its next piece
 };

@@ -254,10 +254,10 @@ void WatchdogLogParser::takeLine(const LogLine& line) {
     if (line.holds(kWatchdogStuck) || line.holds(kTerminating))
         takeWatchdogEnd(line);
     if (isErrorLine(line)) {
-        addError(line, text);
+        const qsizetype error = addError(line, text);
         // A rank's new error ends the wait for its last one's detail.
         m_details.removeIf([&line](const PendingDetail& pending) { return pending.rank == line.rank; });
-        m_details.append({m_errors->size() - 1, line.rank, kMaxErrorDetailLines, false});
+        m_details.append({error, line.rank, kMaxErrorDetailLines, false});
     }
 }
 
@@ -276,10 +276,12 @@ bool WatchdogLogParser::takeErrorDetail(const LogLine& line) {
                 done = true;
                 // Empty, or PyTorch's "Exception raised from": NCCL had nothing to say.
                 if (!text.isEmpty() && !startsWithLiteral(text, "Exception raised from")) {
-                    LogError& error = (*m_errors)[pending.error];
-                    m_withDetail.clear();
-                    m_withDetail.append(error.text).append("; last error: ").append(text);
-                    error.text = errorText(m_withDetail, m_texts);
+                    if (pending.error >= 0) {
+                        LogError& error = (*m_errors)[pending.error];
+                        m_withDetail.clear();
+                        m_withDetail.append(error.text).append("; last error: ").append(text);
+                        error.text = errorText(m_withDetail, m_texts);
+                    }
                     taken = true;
                 }
             } else if (sameBytes(text, "Last error:")) {
@@ -394,12 +396,12 @@ void WatchdogLogParser::takeWatchdogEnd(const LogLine& line) {
     LogError error{m_source, line.number, said.runRank(), errorText(text, m_texts)};
     if (said.localPrefixRank())
         std::swap(error.rank, error.localRank);
-    m_errors->append(std::move(error));
+    appendError(m_shared, *m_errors, std::move(error));
 }
 
-void WatchdogLogParser::addError(const LogLine& line, QByteArrayView text) {
+qsizetype WatchdogLogParser::addError(const LogLine& line, QByteArrayView text) {
     const QByteArrayView trimmed = trimmedBlanks(text);
-    m_errors->append(LogError::at(m_source, line, errorText(trimmed, m_texts)));
+    return appendError(m_shared, *m_errors, LogError::at(m_source, line, errorText(trimmed, m_texts)));
 }
 
 QString describeTimeout(const CollectiveTimeout& timeout) {

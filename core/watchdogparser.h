@@ -66,6 +66,32 @@ Q_DECLARE_TYPEINFO(rankscope::LogError, Q_RELOCATABLE_TYPE);
 
 namespace rankscope {
 
+// The errors of one log that several parsers append to as they read it (LogInspector's one list, in the order of
+// the lines): one error a line, the first parser's to read it. A traceback's last line can also be an "NCCL error
+// in:" line, which the watchdog, called before the traceback parser, has taken (with NCCL's "Last error:" detail to
+// come). A second error of a line is not appended at all, rather than found and removed when the stream ends: that
+// pass read every error of the log again, cold, and took 5 % of an inspection.
+struct SharedErrors {
+    QList<LogError> list;
+    qsizetype streamFrom = 0; // where the errors of the stream being read start: another stream's lines are others'
+    // Appends `error` unless the stream's last error is of its line; returns its index, or -1 where it was not.
+    qsizetype append(LogError&& error) {
+        if (list.size() > streamFrom && list.constLast().line == error.line)
+            return -1;
+        list.append(std::move(error));
+        return list.size() - 1;
+    }
+};
+
+// Appends `error` to the list a parser shares, where it shares one, else to its own `list`; returns its index, or -1
+// where the shared list holds an error of its line already.
+inline qsizetype appendError(SharedErrors* shared, QList<LogError>& list, LogError&& error) {
+    if (shared)
+        return shared->append(std::move(error));
+    list.append(std::move(error));
+    return list.size() - 1;
+}
+
 // The text an error keeps of `text`: at most kMaxErrorText characters as it is shown, whichever parser found it.
 inline constexpr qsizetype kMaxErrorText = 1000;
 [[nodiscard]] QByteArray errorText(QByteArrayView text);
@@ -95,7 +121,10 @@ public:
     // Appends the errors it reads to `errors` from now on, which other parsers may append to as well (LogInspector's
     // one list of every parser's errors), instead of to a list of its own; errors() is then that list. `errors`
     // outlives the parser.
-    void appendErrorsTo(QList<LogError>* errors) { m_errors = errors; }
+    void appendErrorsTo(SharedErrors* errors) {
+        m_shared = errors;
+        m_errors = &errors->list;
+    }
     // Drops the errors read so far, and the wait for the last one's detail: a reader that wants only the timeouts
     // (a run's live diagnosis, for as long as the run lasts) keeps no more than them.
     void forgetErrors() {
@@ -133,7 +162,7 @@ private:
     void takeProgress(QByteArrayView text, LinePrefix prefix);
     void takeDesyncLine(const LogLine& line);
     void takeWatchdogEnd(const LogLine& line);
-    void addError(const LogLine& line, QByteArrayView text);
+    qsizetype addError(const LogLine& line, QByteArrayView text); // appendError()'s index
     bool takeErrorDetail(const LogLine& line); // true: the line was the last NCCL error's
 
     LogLineScanner m_scanner;
@@ -150,6 +179,7 @@ private:
     QList<DesyncBlame> m_desyncBlames;
     QList<LogError> m_ownErrors;
     QList<LogError>* m_errors = &m_ownErrors; // where its errors go (appendErrorsTo)
+    SharedErrors* m_shared = nullptr;         // the list it shares, if it does
     TextStore m_texts;                        // of its errors
     QByteArray m_withDetail;                  // an error's text and the detail added to it
     QByteArray m_joined; // a timeout message that a terminal wrapped over several lines
@@ -164,7 +194,7 @@ private:
     // NCCL errors whose "Last error:" detail may still come: each error's index in *m_errors, its rank, how many more
     // lines (of any rank) may hold it, and whether the next line of its rank is the detail itself.
     struct PendingDetail {
-        qsizetype error;
+        qsizetype error; // -1: an error a shared list did not take, whose detail lines are still taken
         int rank;
         int linesLeft;
         bool next;

@@ -92,6 +92,8 @@ private slots:
     void singleByteChunks();
     void severalFilesKeepTheirLineNumbers();
     void aFileReadTwiceListsItsErrorsOnce();
+    void anotherFilesErrorAtTheSameLineIsKept();
+    void aBoxedTracebacksNcclErrorIsTheWatchdogs();
     void anErrorLineOfTwoParsersIsTheWatchdogs_data();
     void anErrorLineOfTwoParsersIsTheWatchdogs();
     void aResultSharesItsErrorsAndKeepsThem();
@@ -1239,6 +1241,45 @@ void tst_LogParsers::aFileReadTwiceListsItsErrorsOnce() {
     for (const LogError& error : result.errors)
         found.append(QStringLiteral("%1:%2").arg(error.file).arg(error.line));
     QCOMPARE(found, QStringList({"a.log:3", "a.log:4", "a.log:7", "b.log:3", "b.log:4", "b.log:7"}));
+}
+
+// One error a line is a line of one file: the next file's first error, at the line number of the last one's, is kept.
+void tst_LogParsers::anotherFilesErrorAtTheSameLineIsKept() {
+    LogInspector inspector;
+    for (const QString& name : {QStringLiteral("a.log"), QStringLiteral("b.log")}) {
+        inspector.beginFile(name);
+        inspector.feed("step 1\nRuntimeError: NCCL error in: a.cpp:1, remote process exited\n");
+        inspector.endFile();
+    }
+    QStringList found;
+    for (const LogError& error : inspector.result().errors)
+        found.append(QStringLiteral("%1:%2").arg(error.file).arg(error.line));
+    QCOMPARE(found, QStringList({"a.log:2", "b.log:2"}));
+}
+
+// A traceback that `rich` drew in a box and whose exception is PyTorch's NCCL error, its message wrapped onto the
+// next line: the watchdog's error is the one of that line, and the wrapped piece is the exception's still, not an
+// error of its own; the next traceback is read as ever.
+void tst_LogParsers::aBoxedTracebacksNcclErrorIsTheWatchdogs() {
+    const QByteArray box = "\xe2\x95\xad\xe2\x94\x80\xe2\x94\x80 Traceback (most recent call last) "
+                           "\xe2\x94\x80\xe2\x94\x80\xe2\x95\xae\n"
+                           "\xe2\x94\x82 /tmp/train.py:6 in all_reduce            \xe2\x94\x82\n"
+                           "\xe2\x95\xb0\xe2\x94\x80\xe2\x94\x80\xe2\x94\x80\xe2\x94\x80\xe2\x94\x80"
+                           "\xe2\x94\x80\xe2\x94\x80\xe2\x94\x80\xe2\x94\x80\xe2\x94\x80\xe2\x95\xaf\n";
+    const QByteArray log = "step 1\n" + box +
+                           "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled\n"
+                           "system_error_with_a_long_name (run with NCCL_DEBUG=INFO for details)\n"
+                           "step 2\n"
+                           "Traceback (most recent call last):\n  File \"b.py\", line 2, in <module>\nKeyError: 'x'\n";
+    LogInspector inspector;
+    inspector.beginFile(QStringLiteral("log"));
+    inspector.feed(log);
+    inspector.endFile();
+    QStringList found;
+    for (const LogError& error : inspector.result().errors)
+        found.append(QStringLiteral("%1 %2").arg(error.line).arg(QString::fromUtf8(error.text)));
+    QCOMPARE(found, QStringList({"5 RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled",
+                                 "10 KeyError: 'x'"}));
 }
 
 // A traceback that ends with PyTorch's NCCL error: the watchdog parser and the traceback parser both read its last
