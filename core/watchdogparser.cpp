@@ -177,6 +177,12 @@ enum Keyword {
 // How far into the next line "Watchdog caught" may start for that line to go on with a cut timeout's message: past
 // the rest of a cut "[PG 0 Rank 3] ", not past a header of its own.
 constexpr qsizetype kMaxLeadAfterCut = 40;
+// The same for the end of a watchdog: "Terminating the process" can follow two "[PG ID … Rank N]" (after a cut in the
+// first, about 100 bytes, more with a group's name).
+constexpr qsizetype kMaxLeadAfterEndCut = 200;
+constexpr Needle kC10Source{"ProcessGroupNCCL.cpp:"};
+constexpr Needle kStuckKeyword{"got stuck for"};         // keywords()'s, that make a line a watchdog's end
+constexpr Needle kTerminatingKeyword{"after attempting"};
 
 bool isErrorLine(const LogLine& line) {
     return line.holds(kNcclErrorIn) || line.holds(kAsyncNcclError) ||
@@ -219,6 +225,13 @@ void WatchdogLogParser::takeLine(const LogLine& line) {
                 m_head.resize(0);
                 return;
             }
+            // The end of a process's watchdog, cut the same way ("… Rank 6] ProcessGroupNCCL'" + "s watchdog got
+            // stuck for 480 seconds …", "… [PG ID 0 PG GUID " + "0(default_pg) Rank 6] Terminating the process after
+            // attempting …"): one error, at the message's first line, of the rank that line says.
+            if (takeCutWatchdogEnd(line, seam)) {
+                m_head.resize(0);
+                return;
+            }
         }
         m_head.resize(0); // keeps its room: every c10 line of the log passes through it
     }
@@ -252,7 +265,7 @@ void WatchdogLogParser::takeLine(const LogLine& line) {
     if (line.holds(kDesyncReport))
         m_inDesyncReport = true;
     if (line.holds(kWatchdogStuck) || line.holds(kTerminating))
-        takeWatchdogEnd(line);
+        takeWatchdogEnd(trimmedBlanks(line.text), line.number, {line.rank, line.rankKind}, line.holds(kWatchdogStuck));
     if (isErrorLine(line)) {
         const qsizetype error = addError(line, text);
         // A rank's new error ends the wait for its last one's detail.
@@ -382,21 +395,37 @@ void WatchdogLogParser::takeDesyncLine(const LogLine& line) {
 // Terminating the process after attempting to dump debug info, due to ProcessGroupNCCL watchdog hang." (or "due to
 // collective timeout or exception."). Of the first, the error keeps the first sentence: the rest, the same advice
 // every time, is in the log at the error's line.
-void WatchdogLogParser::takeWatchdogEnd(const LogLine& line) {
-    QByteArrayView text = trimmedBlanks(line.text);
-    const bool stuck = line.holds(kWatchdogStuck);
+bool WatchdogLogParser::takeWatchdogEnd(QByteArrayView text, qint64 lineNumber, LinePrefix prefix, bool stuck) {
     const qsizetype at = findBytes(text, stuck ? kWatchdogStuckText : kAfterAttempting);
     if (at < 0)
-        return;
+        return false;
     if (stuck) {
         if (const qsizetype end = findBytes(text, kSentenceEnd, at); end >= 0)
             text.truncate(end + 1);
     }
-    const RankSaid said = rankBefore(text, at, {line.rank, line.rankKind});
-    LogError error{m_source, line.number, said.runRank(), errorText(text, m_texts)};
+    const RankSaid said = rankBefore(text, at, prefix);
+    LogError error{m_source, lineNumber, said.runRank(), errorText(text, m_texts)};
     if (said.localPrefixRank())
         std::swap(error.rank, error.localRank);
     appendError(m_shared, *m_errors, std::move(error));
+    return true;
+}
+
+// `line` goes on the kept line m_head from `seam` on. Where the words that make a line a watchdog's end (its
+// keywords, "got stuck for" and "after attempting") were not all on the first line but are in the two, within
+// kMaxLeadAfterEndCut bytes after the seam (the cut may fall anywhere, inside them too), with no c10 header of the
+// second line's own before them, the two lines are one message. A first line that held them was an end of its own.
+bool WatchdogLogParser::takeCutWatchdogEnd(const LogLine& line, qsizetype seam) {
+    const QByteArrayView joined = m_head;
+    for (const bool stuck : {true, false}) {
+        const Needle& keyword = stuck ? kStuckKeyword : kTerminatingKeyword;
+        const qsizetype to = std::min(joined.size(), seam + kMaxLeadAfterEndCut + keyword.size());
+        const qsizetype at = findBytes(joined.first(to), keyword, std::max<qsizetype>(0, seam - keyword.size() + 1));
+        if (at < 0 || containsBytes(joined.sliced(seam, std::max<qsizetype>(0, at - seam)), kC10Source))
+            continue;
+        return takeWatchdogEnd(trimmedBlanks(joined), line.number - 1, m_headPrefix, stuck);
+    }
+    return false;
 }
 
 qsizetype WatchdogLogParser::addError(const LogLine& line, QByteArrayView text) {

@@ -161,7 +161,10 @@ private:
     void takeWatchdogLine(QByteArrayView text, LinePrefix prefix, qsizetype watchdog);
     void takeProgress(QByteArrayView text, LinePrefix prefix);
     void takeDesyncLine(const LogLine& line);
-    void takeWatchdogEnd(const LogLine& line);
+    // The error of a watchdog's end in `text` (a line's, or two lines' that a terminal cut it into), read at
+    // `lineNumber`; false where `text` holds none.
+    bool takeWatchdogEnd(QByteArrayView text, qint64 lineNumber, LinePrefix prefix, bool stuck);
+    bool takeCutWatchdogEnd(const LogLine& line, qsizetype seam);
     qsizetype addError(const LogLine& line, QByteArrayView text); // appendError()'s index
     bool takeErrorDetail(const LogLine& line); // true: the line was the last NCCL error's
 

@@ -93,6 +93,8 @@ private slots:
     void severalFilesKeepTheirLineNumbers();
     void aFileReadTwiceListsItsErrorsOnce();
     void anotherFilesErrorAtTheSameLineIsKept();
+    void aWrappedWatchdogEndIsOneError_data();
+    void aWrappedWatchdogEndIsOneError();
     void aBoxedTracebacksNcclErrorIsTheWatchdogs();
     void anErrorLineOfTwoParsersIsTheWatchdogs_data();
     void anErrorLineOfTwoParsersIsTheWatchdogs();
@@ -377,11 +379,15 @@ void tst_LogParsers::publicLogs_data() {
         R"([{"file":"log","line":2,"rank":11,"text":"[E423 18:59:02.199810045 ProcessGroupNCCL.cpp:1890] [PG ID 0 PG )"
         R"(GUID 0(default_pg) Rank 11] ProcessGroupNCCL's watchdog got stuck for 480 seconds without making progress )"
         R"(in monitoring enqueued collectives."}])");
-    // Hard-wrapped by a terminal: the message's line holds no rank (nothing on it says whose it is); the fatal
-    // line's "Rank 6]" is the default group's.
-    row("vlm-r1-257-wrapped-watchdog-stuck.log", "errors.@line", "2,12");
-    row("vlm-r1-257-wrapped-watchdog-stuck.log", "errors.@rank", ",6");
+    // Hard-wrapped by a terminal at 116 columns: each message is one error at its first line, of the rank its
+    // "[rank6]:" names, its text the pieces joined as the terminal cut them (the first sentence of the first).
+    row("vlm-r1-257-wrapped-watchdog-stuck.log", "errors.@line", "1,11");
+    row("vlm-r1-257-wrapped-watchdog-stuck.log", "errors.@rank", "6,6");
+    row("vlm-r1-257-wrapped-watchdog-stuck.log", "errors.0.text",
+        "[E429 13:55:49.384372190 ProcessGroupNCCL.cpp:1743] [PG ID 0 PG GUID 0(default_pg) Rank 6] ProcessGroupNCCL's "
+        "watchdog got stuck for 480 seconds without making progress in monitoring enqueued collectives.");
     row("vlm-r1-257-wrapped-watchdog-stuck.log", "errors.1.text",
+        "[F429 14:03:49.385461578 ProcessGroupNCCL.cpp:1554] [PG ID 0 PG GUID 0(default_pg) Rank 6] [PG ID 0 PG GUID "
         "0(default_pg) Rank 6] Terminating the process after attempting to dump debug info, due to ProcessGroupNCCL");
     // Ranks within process groups other than the default one ("[PG ID 4 PG GUID  Rank 2]") are not the run's ranks,
     // and no launcher prefix names those: no rank.
@@ -1241,6 +1247,52 @@ void tst_LogParsers::aFileReadTwiceListsItsErrorsOnce() {
     for (const LogError& error : result.errors)
         found.append(QStringLiteral("%1:%2").arg(error.file).arg(error.line));
     QCOMPARE(found, QStringList({"a.log:3", "a.log:4", "a.log:7", "b.log:3", "b.log:4", "b.log:7"}));
+}
+
+// The end of a watchdog (its heartbeat monitor's "got stuck", the fatal "Terminating the process after attempting to
+// dump debug info") that a terminal cut anywhere, the words themselves too, is one error at its first line, of the
+// rank that line's prefix names; a next line with a c10 header of its own, or another rank's prefix, is a message of
+// its own.
+void tst_LogParsers::aWrappedWatchdogEndIsOneError_data() {
+    QTest::addColumn<QByteArray>("log");
+    QTest::addColumn<QStringList>("errors"); // "line rank: text"
+    const QByteArray stuck = "[E429 13:55:49.384372190 ProcessGroupNCCL.cpp:1743] [PG ID 0 PG GUID 0(default_pg) Rank "
+                             "3] ProcessGroupNCCL's watchdog got stuck for 480 seconds without making progress in "
+                             "monitoring enqueued collectives.";
+    const QString error = QStringLiteral("1 3: ") + QString::fromLatin1(stuck);
+    const qsizetype words = stuck.indexOf("watchdog got stuck");
+    for (const qsizetype cut : {stuck.indexOf("NCCL's") + 4, words + 3, words + 12, words + 16, words + 20}) {
+        QTest::addRow("cut at %lld", static_cast<long long>(cut))
+            << "[rank3]:" + stuck.first(cut) + "\n" + stuck.sliced(cut) + " This typically indi\ncates a hang\n"
+            << QStringList{error};
+    }
+    const QByteArray fatal = "[F429 14:03:49.385461578 ProcessGroupNCCL.cpp:1554] [PG ID 0 PG GUID 0(default_pg) Rank "
+                             "3] [PG ID 0 PG GUID 0(default_pg) Rank 3] Terminating the process after attempting to "
+                             "dump debug info, due to ProcessGroupNCCL watchdog hang.";
+    for (const qsizetype cut : {fatal.indexOf("GUID 0(default") + 5, fatal.indexOf("after attempting") + 9}) {
+        QTest::addRow("fatal cut at %lld", static_cast<long long>(cut))
+            << "[rank3]:" + fatal.first(cut) + "\n" + fatal.sliced(cut) + "\n"
+            << QStringList{QStringLiteral("1 3: ") + QString::fromLatin1(fatal)};
+    }
+    QTest::newRow("a header of its own")
+        << "[rank3]:[E429 13:55:49.1 ProcessGroupNCCL.cpp:1] [Rank 3] something else\n" + stuck + "\n"
+        << QStringList{QStringLiteral("2 3: ") + QString::fromLatin1(stuck)};
+    QTest::newRow("another rank's line") << "[rank5]:[E429 13:55:49.1 ProcessGroupNCCL.cpp:1] [Rank 5] x\n[rank3]:" +
+                                                stuck + "\n"
+                                         << QStringList{QStringLiteral("2") + error.sliced(1)};
+}
+
+void tst_LogParsers::aWrappedWatchdogEndIsOneError() {
+    QFETCH(QByteArray, log);
+    QFETCH(QStringList, errors);
+    LogInspector inspector;
+    inspector.beginFile(QStringLiteral("log"));
+    inspector.feed(log);
+    inspector.endFile();
+    QStringList found;
+    for (const LogError& e : inspector.result().errors)
+        found.append(QStringLiteral("%1 %2: %3").arg(e.line).arg(e.rank).arg(QString::fromUtf8(e.text)));
+    QCOMPARE(found, errors);
 }
 
 // One error a line is a line of one file: the next file's first error, at the line number of the last one's, is kept.
