@@ -31,6 +31,18 @@ QArrayDataPointer<Char> TextStore::Blocks<Char>::take(qsizetype size, Fill fill)
 
 TextStore::TextStore() : m_seed(QHashSeed::globalSeed()) {}
 
+void TextStore::clear() {
+    m_bytes = {};
+    m_chars = {};
+    m_recent.reset();
+}
+
+TextStore::Recent& TextStore::recent() {
+    if (!m_recent)
+        m_recent = std::make_unique<Recent>();
+    return *m_recent;
+}
+
 size_t TextStore::slotOf(QByteArrayView text) const {
     return static_cast<size_t>(hashBytes(std::string_view(text.data(), static_cast<size_t>(text.size())), m_seed)) %
            kRecent;
@@ -39,28 +51,28 @@ size_t TextStore::slotOf(QByteArrayView text) const {
 QByteArray TextStore::bytes(QByteArrayView text) {
     if (text.isEmpty())
         return QByteArray(text.data(), 0); // null for a null view, as toByteArray() makes it
-    QByteArray& recent = m_recentBytes[slotOf(text)];
-    if (sameBytes(recent, text))
-        return recent;
-    recent = QByteArray(m_bytes.take(text.size(), [&text](char* at) {
+    QByteArray& made = recent().bytes[slotOf(text)];
+    if (sameBytes(made, text))
+        return made;
+    made = QByteArray(m_bytes.take(text.size(), [&text](char* at) {
         std::memcpy(at, text.data(), static_cast<size_t>(text.size()));
     }));
-    return recent;
+    return made;
 }
 
 QString TextStore::string(QByteArrayView utf8) {
     const bool ascii = std::all_of(utf8.begin(), utf8.end(), [](char c) { return static_cast<signed char>(c) >= 0; });
     if (!ascii || utf8.isEmpty())
         return QString::fromUtf8(utf8);
-    QString& recent = m_recentStrings[slotOf(utf8)];
-    if (recent.size() == utf8.size() &&
-        std::equal(utf8.begin(), utf8.end(), recent.utf16(), [](char c, char16_t u) { return char16_t(c) == u; }))
-        return recent;
-    recent = QString(m_chars.take(utf8.size(), [&utf8](char16_t* at) {
+    QString& made = recent().strings[slotOf(utf8)];
+    if (made.size() == utf8.size() &&
+        std::equal(utf8.begin(), utf8.end(), made.utf16(), [](char c, char16_t u) { return char16_t(c) == u; }))
+        return made;
+    made = QString(m_chars.take(utf8.size(), [&utf8](char16_t* at) {
         for (const char c : utf8)
             *at++ = static_cast<char16_t>(c);
     }));
-    return recent;
+    return made;
 }
 
 } // namespace rankscope

@@ -130,6 +130,7 @@ public:
     void forgetErrors() {
         m_errors->clear();
         m_details.clear();
+        m_texts.clear();
     }
 
     [[nodiscard]] QList<QByteArray> keywords() const override;

@@ -133,6 +133,25 @@ private slots:
         QCOMPARE(second.constData()[second.size()], '\0');
     }
 
+    // A run keeps a parser, so a store, for each of its ranks: one that has made nothing is a few words. clear() lets
+    // go of the block and the texts to repeat: a text made before is then its block's only holder, and the same
+    // bytes make a new text.
+    void anEmptyStoreIsSmallAndClearLetsGo() {
+        static_assert(sizeof(TextStore) <= 64);
+        TextStore store;
+        const QByteArray text = store.bytes("NCCL error in: a.cpp:1");
+        const QString string = store.string("init.cc:840 -> 5");
+        QVERIFY(!text.isDetached());
+        QVERIFY(!string.isDetached());
+        store.clear();
+        QVERIFY(text.isDetached());
+        QVERIFY(string.isDetached());
+        QCOMPARE(text, QByteArrayLiteral("NCCL error in: a.cpp:1"));
+        const QByteArray again = store.bytes("NCCL error in: a.cpp:1");
+        QCOMPARE(again, text);
+        QVERIFY(again.constData() != text.constData());
+    }
+
     // A copy changed does not change what the store hands out for the same bytes next.
     void aChangedCopyIsNoRepeat() {
         TextStore store;
