@@ -135,7 +135,7 @@ public:
 private:
     KernelLogParser m_kernel; // of this stream's kill lines only: its facts say which lines are a kernel's
     QString m_source;
-    TextStore m_texts; // of its errors
+    TextStore m_texts;      // of its errors
     SharedErrors* m_errors; // the inspector's
 };
 

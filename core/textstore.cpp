@@ -54,9 +54,8 @@ QByteArray TextStore::bytes(QByteArrayView text) {
     QByteArray& made = recent().bytes[slotOf(text)];
     if (sameBytes(made, text))
         return made;
-    made = QByteArray(m_bytes.take(text.size(), [&text](char* at) {
-        std::memcpy(at, text.data(), static_cast<size_t>(text.size()));
-    }));
+    made = QByteArray(m_bytes.take(
+        text.size(), [&text](char* at) { std::memcpy(at, text.data(), static_cast<size_t>(text.size())); }));
     return made;
 }
 

@@ -181,7 +181,7 @@ constexpr qsizetype kMaxLeadAfterCut = 40;
 // first, about 100 bytes, more with a group's name).
 constexpr qsizetype kMaxLeadAfterEndCut = 200;
 constexpr Needle kC10Source{"ProcessGroupNCCL.cpp:"};
-constexpr Needle kStuckKeyword{"got stuck for"};         // keywords()'s, that make a line a watchdog's end
+constexpr Needle kStuckKeyword{"got stuck for"}; // keywords()'s, that make a line a watchdog's end
 constexpr Needle kTerminatingKeyword{"after attempting"};
 
 bool isErrorLine(const LogLine& line) {

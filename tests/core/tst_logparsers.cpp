@@ -40,6 +40,18 @@ QByteArray inspectJson(const QByteArray& bytes, qsizetype chunkSize = 0, qsizety
     return inspectionToJson(inspector.result());
 }
 
+// The errors found in `log`, inspected as one file named "log", each as `describe` writes it.
+template <typename Describe> QStringList errorsOf(const QByteArray& log, Describe describe) {
+    LogInspector inspector;
+    inspector.beginFile(QStringLiteral("log"));
+    inspector.feed(log);
+    inspector.endFile();
+    QStringList found;
+    for (const LogError& error : inspector.result().errors)
+        found.append(describe(error));
+    return found;
+}
+
 // The value at a path such as "nccl.communicators.0.ranks.1.host", written as compact JSON. A last part "@field"
 // lists that field of each element of an array, joined by commas ("errors.@line": "3,9").
 QString valueAt(const QByteArray& json, const QString& path) {
@@ -1285,14 +1297,11 @@ void tst_LogParsers::aWrappedWatchdogEndIsOneError_data() {
 void tst_LogParsers::aWrappedWatchdogEndIsOneError() {
     QFETCH(QByteArray, log);
     QFETCH(QStringList, errors);
-    LogInspector inspector;
-    inspector.beginFile(QStringLiteral("log"));
-    inspector.feed(log);
-    inspector.endFile();
-    QStringList found;
-    for (const LogError& e : inspector.result().errors)
-        found.append(QStringLiteral("%1 %2: %3").arg(e.line).arg(e.rank).arg(QString::fromUtf8(e.text)));
-    QCOMPARE(found, errors);
+    QCOMPARE(errorsOf(log,
+                      [](const LogError& e) {
+                          return QStringLiteral("%1 %2: %3").arg(e.line).arg(e.rank).arg(QString::fromUtf8(e.text));
+                      }),
+             errors);
 }
 
 // One error a line is a line of one file: the next file's first error, at the line number of the last one's, is kept.
@@ -1323,15 +1332,10 @@ void tst_LogParsers::aBoxedTracebacksNcclErrorIsTheWatchdogs() {
                            "system_error_with_a_long_name (run with NCCL_DEBUG=INFO for details)\n"
                            "step 2\n"
                            "Traceback (most recent call last):\n  File \"b.py\", line 2, in <module>\nKeyError: 'x'\n";
-    LogInspector inspector;
-    inspector.beginFile(QStringLiteral("log"));
-    inspector.feed(log);
-    inspector.endFile();
-    QStringList found;
-    for (const LogError& error : inspector.result().errors)
-        found.append(QStringLiteral("%1 %2").arg(error.line).arg(QString::fromUtf8(error.text)));
-    QCOMPARE(found, QStringList({"5 RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled",
-                                 "10 KeyError: 'x'"}));
+    QCOMPARE(
+        errorsOf(log,
+                 [](const LogError& e) { return QStringLiteral("%1 %2").arg(e.line).arg(QString::fromUtf8(e.text)); }),
+        QStringList({"5 RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled", "10 KeyError: 'x'"}));
 }
 
 // A traceback that ends with PyTorch's NCCL error: the watchdog parser and the traceback parser both read its last
