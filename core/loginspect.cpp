@@ -105,7 +105,7 @@ public:
                 QByteArrayLiteral(": line "),         QByteArrayLiteral(": Out Of Memory")};
     }
     [[nodiscard]] bool wantsEveryLine() const override { return false; }
-    explicit KillSink(SharedErrors* errors) : m_errors(errors) {}
+    explicit KillSink(ErrorList* errors) : m_errors(errors) {}
     void setSource(const QString& file) { m_source = file; }
     void takeLine(const LogLine& line) override {
         enum { kKilled, kXid, kSlurmOom, kSlurmOomDashed, kShellLine, kSrunOom };
@@ -136,7 +136,7 @@ private:
     KernelLogParser m_kernel; // of this stream's kill lines only: its facts say which lines are a kernel's
     QString m_source;
     TextStore m_texts;      // of its errors
-    SharedErrors* m_errors; // the inspector's
+    ErrorList* m_errors; // the inspector's
 };
 
 namespace {
@@ -148,6 +148,7 @@ constexpr qsizetype kReadChunk = 1024 * 1024;
 LogInspector::LogInspector()
     : m_gpu(new GpuSink), m_kills(new KillSink(&m_errors)),
       m_scanner({&m_nccl, &m_watchdog, &m_elastic, &m_traceback, m_gpu, m_kills}) {
+    m_errors.oneALine = true;
     m_watchdog.appendErrorsTo(&m_errors);
     m_traceback.appendErrorsTo(&m_errors);
 }
@@ -258,7 +259,7 @@ private:
 
 } // namespace
 
-// The parsers append to one list as they read, one error a line (SharedErrors): that is file and line order, unless a
+// The parsers append to one list as they read, one error a line (ErrorList): that is file and line order, unless a
 // file was given twice (its second read starts at line 1 again). Then the errors are put in that order, each line's
 // first kept; else the list is the parsers' own, shared, not copied.
 QList<LogError> LogInspector::errorsInOrder() const {

@@ -75,7 +75,7 @@ private:
     GpuSink* m_gpu;
     KillSink* m_kills;
     LogLineScanner m_scanner;
-    SharedErrors m_errors; // of the watchdog, traceback and kill parsers, as they read them
+    ErrorList m_errors; // of the watchdog, traceback and kill parsers, as they read them
     QStringList m_files;
     qint64 m_bytes = 0;
     qint64 m_lines = 0;

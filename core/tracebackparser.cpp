@@ -164,7 +164,7 @@ void TracebackLogParser::takeLine(const LogLine& line) {
         if (const int rank = trainerErrorRank(text, at); rank >= 0) {
             const size_t keyword = schema::stderr_line::kRankClose.size() + schema::stderr_line::kError.size();
             const QByteArrayView message = text.sliced(at + static_cast<qsizetype>(keyword));
-            appendError(m_shared, *m_errors, {m_source, line.number, rank, errorText(trimmedBlanks(message), m_texts)});
+            m_errors->append({m_source, line.number, rank, errorText(trimmedBlanks(message), m_texts)});
             return;
         }
     }
@@ -269,7 +269,7 @@ void TracebackLogParser::takeTracebackLine(RankState& state, const LogLine& line
     // Tangled tracebacks go on while frames and exceptions come; any other line may be anyone's.
     if (!indented && isExceptionLine(body)) {
         if (const qsizetype error = addError(line, trimmedBlanks(body)); error >= 0)
-            (*m_errors)[error].interleaved = state.tangled && line.rank < 0 && line.pid < 0;
+            m_errors->list[error].interleaved = state.tangled && line.rank < 0 && line.pid < 0;
         state.strayLines = 0;
         if (state.interleaved-- == 0)
             closeTraceback(state);
@@ -296,7 +296,7 @@ void TracebackLogParser::continueMessage(RankState& state, QByteArrayView body) 
         return;
     }
     if (state.wrappedError != kNotKept) {
-        QByteArray& text = (*m_errors)[state.wrappedError].text;
+        QByteArray& text = m_errors->list[state.wrappedError].text;
         m_joined.clear();
         m_joined.append(text).append(' ').append(piece);
         text = errorText(m_joined, m_texts);
@@ -391,7 +391,7 @@ void TracebackLogParser::closeCutTracebacks(qint64 lineNumber) {
 }
 
 qsizetype TracebackLogParser::addError(const LogLine& line, QByteArrayView text) {
-    return appendError(m_shared, *m_errors, LogError::at(m_source, line, errorText(text, m_texts)));
+    return m_errors->append(LogError::at(m_source, line, errorText(text, m_texts)));
 }
 
 void TracebackLogParser::endOfStream() {

@@ -43,14 +43,11 @@ public:
     void feed(QByteArrayView chunk) { m_scanner.feed(chunk); }
     void finish() { m_scanner.finish(); }
 
-    [[nodiscard]] QList<LogError> errors() const { return *m_errors; }
+    [[nodiscard]] QList<LogError> errors() const { return m_errors->list; }
     // Appends the errors it reads to `errors` from now on, which other parsers may append to as well (LogInspector's
     // one list of every parser's errors, in the order of the lines they were read from), instead of to a list of its
     // own; errors() is then that list. `errors` outlives the parser.
-    void appendErrorsTo(SharedErrors* errors) {
-        m_shared = errors;
-        m_errors = &errors->list;
-    }
+    void appendErrorsTo(ErrorList* errors) { m_errors = errors; }
 
     [[nodiscard]] QList<QByteArray> keywords() const override;
     [[nodiscard]] bool wantsEveryLine() const override { return m_openTracebacks > 0; }
@@ -99,7 +96,7 @@ private:
     void takeGroupLine(RankState& state, const LogLine& line, QByteArrayView body, bool indented);
     void closeTraceback(RankState& state);
     void closeCutTracebacks(qint64 lineNumber); // those whose rank printed nothing since before the gap
-    qsizetype addError(const LogLine& line, QByteArrayView text); // appendError()'s index
+    qsizetype addError(const LogLine& line, QByteArrayView text); // ErrorList::append()'s index
 
     LogLineScanner m_scanner;
     QString m_source;
@@ -111,9 +108,8 @@ private:
     std::vector<PrefixedTraceback> m_prefixed; // a few hosts' at a time; an entry whose traceback ended is reused
     int m_openTracebacks = 0;
     qint64 m_cutAfter = 0; // no open traceback is cut off up to this line number
-    QList<LogError> m_ownErrors;
-    QList<LogError>* m_errors = &m_ownErrors; // where its errors go (appendErrorsTo)
-    SharedErrors* m_shared = nullptr;         // the list it shares, if it does
+    ErrorList m_ownErrors;
+    ErrorList* m_errors = &m_ownErrors; // where its errors go (appendErrorsTo)
     TextStore m_texts;                        // of its errors
     QByteArray m_joined;                      // a boxed traceback's exception and its next piece
 };

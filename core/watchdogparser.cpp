@@ -290,7 +290,7 @@ bool WatchdogLogParser::takeErrorDetail(const LogLine& line) {
                 // Empty, or PyTorch's "Exception raised from": NCCL had nothing to say.
                 if (!text.isEmpty() && !startsWithLiteral(text, "Exception raised from")) {
                     if (pending.error >= 0) {
-                        LogError& error = (*m_errors)[pending.error];
+                        LogError& error = m_errors->list[pending.error];
                         m_withDetail.clear();
                         m_withDetail.append(error.text).append("; last error: ").append(text);
                         error.text = errorText(m_withDetail, m_texts);
@@ -407,7 +407,7 @@ bool WatchdogLogParser::takeWatchdogEnd(QByteArrayView text, qint64 lineNumber, 
     LogError error{m_source, lineNumber, said.runRank(), errorText(text, m_texts)};
     if (said.localPrefixRank())
         std::swap(error.rank, error.localRank);
-    appendError(m_shared, *m_errors, std::move(error));
+    m_errors->append(std::move(error));
     return true;
 }
 
@@ -430,7 +430,7 @@ bool WatchdogLogParser::takeCutWatchdogEnd(const LogLine& line, qsizetype seam) 
 
 qsizetype WatchdogLogParser::addError(const LogLine& line, QByteArrayView text) {
     const QByteArrayView trimmed = trimmedBlanks(text);
-    return appendError(m_shared, *m_errors, LogError::at(m_source, line, errorText(trimmed, m_texts)));
+    return m_errors->append(LogError::at(m_source, line, errorText(trimmed, m_texts)));
 }
 
 QString describeTimeout(const CollectiveTimeout& timeout) {

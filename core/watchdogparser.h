@@ -66,31 +66,24 @@ Q_DECLARE_TYPEINFO(rankscope::LogError, Q_RELOCATABLE_TYPE);
 
 namespace rankscope {
 
-// The errors of one log that several parsers append to as they read it (LogInspector's one list, in the order of
-// the lines): one error a line, the first parser's to read it. A traceback's last line can also be an "NCCL error
-// in:" line, which the watchdog, called before the traceback parser, has taken (with NCCL's "Last error:" detail to
-// come). A second error of a line is not appended at all, rather than found and removed when the stream ends: that
-// pass read every error of the log again, cold, and took 5 % of an inspection.
-struct SharedErrors {
+// Where a parser's errors go, in the order it reads them: a list of its own, or one that several parsers of one log
+// append to (LogInspector's, oneALine), which keeps one error a line, the first parser's to read it. A traceback's
+// last line can also be an "NCCL error in:" line, which the watchdog, called before the traceback parser, has taken
+// (with NCCL's "Last error:" detail to come). A second error of a line is not appended at all, rather than found and
+// removed when the stream ends: that pass read every error of the log again, cold (4 % of an inspection).
+struct ErrorList {
     QList<LogError> list;
+    bool oneALine = false;
     qsizetype streamFrom = 0; // where the errors of the stream being read start: another stream's lines are others'
-    // Appends `error` unless the stream's last error is of its line; returns its index, or -1 where it was not.
+    // Appends `error`, unless one a line is kept and the stream's last error is of its line; returns its index, or -1
+    // where it was not appended.
     qsizetype append(LogError&& error) {
-        if (list.size() > streamFrom && list.constLast().line == error.line)
+        if (oneALine && list.size() > streamFrom && list.constLast().line == error.line)
             return -1;
         list.append(std::move(error));
         return list.size() - 1;
     }
 };
-
-// Appends `error` to the list a parser shares, where it shares one, else to its own `list`; returns its index, or -1
-// where the shared list holds an error of its line already.
-inline qsizetype appendError(SharedErrors* shared, QList<LogError>& list, LogError&& error) {
-    if (shared)
-        return shared->append(std::move(error));
-    list.append(std::move(error));
-    return list.size() - 1;
-}
 
 // The text an error keeps of `text`: at most kMaxErrorText characters as it is shown, whichever parser found it.
 inline constexpr qsizetype kMaxErrorText = 1000;
@@ -117,18 +110,15 @@ public:
     [[nodiscard]] const QList<CollectiveTimeout>& timeoutsRead() const { return m_timeouts; }
     // Each item of the desync reports read, in order (also an error each, "desync: …").
     [[nodiscard]] const QList<DesyncBlame>& desyncBlamesRead() const { return m_desyncBlames; }
-    [[nodiscard]] QList<LogError> errors() const { return *m_errors; }
+    [[nodiscard]] QList<LogError> errors() const { return m_errors->list; }
     // Appends the errors it reads to `errors` from now on, which other parsers may append to as well (LogInspector's
     // one list of every parser's errors), instead of to a list of its own; errors() is then that list. `errors`
     // outlives the parser.
-    void appendErrorsTo(SharedErrors* errors) {
-        m_shared = errors;
-        m_errors = &errors->list;
-    }
+    void appendErrorsTo(ErrorList* errors) { m_errors = errors; }
     // Drops the errors read so far, and the wait for the last one's detail: a reader that wants only the timeouts
     // (a run's live diagnosis, for as long as the run lasts) keeps no more than them.
     void forgetErrors() {
-        m_errors->clear();
+        m_errors->list.clear();
         m_details.clear();
         m_texts.clear();
     }
@@ -166,7 +156,7 @@ private:
     // `lineNumber`; false where `text` holds none.
     bool takeWatchdogEnd(QByteArrayView text, qint64 lineNumber, LinePrefix prefix, bool stuck);
     bool takeCutWatchdogEnd(const LogLine& line, qsizetype seam);
-    qsizetype addError(const LogLine& line, QByteArrayView text); // appendError()'s index
+    qsizetype addError(const LogLine& line, QByteArrayView text); // ErrorList::append()'s index
     bool takeErrorDetail(const LogLine& line); // true: the line was the last NCCL error's
 
     LogLineScanner m_scanner;
@@ -181,9 +171,8 @@ private:
     };
     QList<Progress> m_progress;
     QList<DesyncBlame> m_desyncBlames;
-    QList<LogError> m_ownErrors;
-    QList<LogError>* m_errors = &m_ownErrors; // where its errors go (appendErrorsTo)
-    SharedErrors* m_shared = nullptr;         // the list it shares, if it does
+    ErrorList m_ownErrors;
+    ErrorList* m_errors = &m_ownErrors; // where its errors go (appendErrorsTo)
     TextStore m_texts;                        // of its errors
     QByteArray m_withDetail;                  // an error's text and the detail added to it
     QByteArray m_joined; // a timeout message that a terminal wrapped over several lines
