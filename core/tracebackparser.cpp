@@ -103,6 +103,32 @@ bool isIPythonFrame(QByteArrayView text) {
     return dashes >= 2 && dashes + 1 < text.size() && text[dashes] == '>' && text[dashes + 1] == ' ';
 }
 
+// The type of "terminate called after throwing an instance of 'T'" between its quotes (`quoted`), as processes that
+// ended at once wrote it into one line: "c10::Errorterminate called after throwing an instance of '" (another's line
+// began before this one's quote) is "c10::Error", "c10::Errorc10::Error" (each wrote its type) is "c10::Error", and
+// one that is only another's beginning is empty. A qualified name is never its own repetition.
+QByteArrayView thrownType(QByteArrayView quoted) {
+    if (const qsizetype other = findBytes(quoted, QByteArrayView("terminate called")); other >= 0)
+        quoted.truncate(other);
+    for (qsizetype period = 1; period <= quoted.size() / 2; ++period) {
+        if (quoted.size() % period != 0)
+            continue;
+        const QByteArrayView first = quoted.first(period);
+        bool repeated = true;
+        for (qsizetype at = period; repeated && at < quoted.size(); at += period)
+            repeated = quoted.sliced(at, period) == first;
+        if (repeated && containsBytes(first, QByteArrayView("::")))
+            return first;
+    }
+    return quoted;
+}
+
+// A c10d watchdog's timeout, whole: "Watchdog caught collective operation timeout: … before timing out."
+bool holdsTimeout(QByteArrayView text) {
+    const qsizetype caught = findBytes(text, QByteArrayView("atchdog caught"));
+    return caught >= 0 && findBytes(text, QByteArrayView("timing out."), caught) >= 0;
+}
+
 // Characters of UTF-8 text (bytes that do not continue one).
 qsizetype characters(QByteArrayView text) {
     return std::count_if(text.begin(), text.end(), [](char c) { return (static_cast<quint8>(c) & 0xc0) != 0x80; });
@@ -121,6 +147,8 @@ QList<QByteArray> TracebackLogParser::keywords() const {
 
 void TracebackLogParser::takeLine(const LogLine& line) {
     const QByteArrayView text = line.text;
+    if (m_cutWhatLines > 0)
+        continueCutWhat(line);
     if (m_openTracebacks > 0 && line.number > m_cutAfter)
         closeCutTracebacks(line.number);
     if (line.holds(kTraceback)) {
@@ -130,26 +158,33 @@ void TracebackLogParser::takeLine(const LogLine& line) {
     if (line.holds(kTerminateKeyword)) {
         const qsizetype start = line.indexOf(kTerminateKeyword) + kTerminate.size();
         const qsizetype end = text.indexOf('\'', start);
-        if (end > start) {
-            QByteArray& type = stateOf(line, true)->pendingThrow;
-            type.resize(0); // keeps its room: a job repeats its exceptions
-            type.append(text.sliced(start, end - start));
+        if (const QByteArrayView type = thrownType(text.sliced(start, std::max<qsizetype>(0, end - start)));
+            end > start && !type.isEmpty()) {
+            QByteArray& pending = stateOf(line, true)->pendingThrow;
+            pending.resize(0); // keeps its room: a job repeats its exceptions
+            pending.append(type);
         }
         return;
     }
     if (line.holds(kWhat)) {
         const QByteArrayView stripped = trimmedBlanks(text);
         if (startsWithLiteral(stripped, "what():")) {
-            const QByteArrayView message = trimmedBlanks(stripped.sliced(7));
+            // From its first word to the line's end: blanks there may be where a terminal cut it (continueCutWhat).
+            const QByteArrayView afterWhat = text.sliced(stripped.data() - text.data() + 7);
+            const QByteArrayView message = afterWhat.sliced(trimmedBlanks(afterWhat).data() - afterWhat.data());
             RankState* state = stateOf(line, false);
-            if (!state || state->pendingThrow.isEmpty()) {
-                addError(line, message);
-                return;
+            QByteArray& whole = m_cutWhat;
+            whole.resize(0);
+            if (state && !state->pendingThrow.isEmpty()) {
+                whole.append(state->pendingThrow).append(": ");
+                state->pendingThrow.resize(0);
             }
-            QByteArray& type = state->pendingThrow;
-            type.append(": ").append(message);
-            addError(line, type);
-            type.resize(0);
+            whole.append(message);
+            const qsizetype error = addError(line, trimmedBlanks(whole));
+            if (message.startsWith('[') && !holdsTimeout(whole)) {
+                m_cutWhatError = error >= 0 ? error : kNotKept;
+                m_cutWhatLines = kMaxWrappedLines;
+            }
             return;
         }
     }
@@ -304,6 +339,30 @@ void TracebackLogParser::continueMessage(RankState& state, QByteArrayView body) 
     state.pieceCharacters = characters(piece);
 }
 
+// A line after a "what():" of c10d's form ("[PG ID 0 … Rank 3] Process group watchdog thread terminated with
+// exception: [Rank 3] Watchdog caught colle") that did not hold a whole timeout: where a terminal hard-wrapped the
+// message, the next lines hold its rest, unprefixed (the launcher prefixed the line, the terminal cut it), not
+// empty, and with no c10 header ("[E … ProcessGroupNCCL.cpp:…]"), PyTorch's "Exception raised from" or a line this
+// parser looks for (another process's "what():") of their own.
+// Once the pieces, joined as the terminal cut them, hold the whole timeout, they are the error's text; anything else
+// ends the wait and keeps the first line's.
+void TracebackLogParser::continueCutWhat(const LogLine& line) {
+    const QByteArrayView text = line.text;
+    if (line.rank >= 0 || line.pid >= 0 || line.keywords != 0 || text.isEmpty() ||
+        startsWithLiteral(text, "Exception raised from") || containsBytes(text, QByteArrayView("ProcessGroupNCCL"))) {
+        m_cutWhatLines = 0;
+        return;
+    }
+    m_cutWhat.append(text);
+    if (holdsTimeout(m_cutWhat)) {
+        if (m_cutWhatError != kNotKept)
+            m_errors->list[m_cutWhatError].text = errorText(trimmedBlanks(m_cutWhat), m_texts);
+        m_cutWhatLines = 0;
+        return;
+    }
+    --m_cutWhatLines;
+}
+
 // "  | ValueError: a" is the group's exception or a member's, "  |   File …" a frame, "  +-+--- 1 ---" a member's
 // start; the first line at the margin is the log's own again.
 void TracebackLogParser::takeGroupLine(RankState& state, const LogLine& line, QByteArrayView body, bool indented) {
@@ -400,6 +459,7 @@ void TracebackLogParser::endOfStream() {
     m_byPid.clear();
     m_prefixed.clear();
     m_openTracebacks = 0;
+    m_cutWhatLines = 0;
 }
 
 } // namespace rankscope

@@ -50,12 +50,15 @@ public:
     void appendErrorsTo(ErrorList* errors) { m_errors = errors; }
 
     [[nodiscard]] QList<QByteArray> keywords() const override;
-    [[nodiscard]] bool wantsEveryLine() const override { return m_openTracebacks > 0; }
+    [[nodiscard]] bool wantsEveryLine() const override { return m_openTracebacks > 0 || m_cutWhatLines > 0; }
     void takeLine(const LogLine& line) override;
     void endOfStream() override;
 
 private:
-    static constexpr qsizetype kNotKept = -2; // RankState::wrappedError's
+    static constexpr qsizetype kNotKept = -2; // RankState::wrappedError's and m_cutWhatError's
+    // Lines after a "what():" that a terminal's hard wrap may have put the rest of its watchdog timeout on (as
+    // WatchdogLogParser reads the timeout).
+    static constexpr int kMaxWrappedLines = 6;
 
     // What is being read of one rank's output.
     struct RankState {
@@ -67,9 +70,9 @@ private:
         int interleaved = 0;
         bool tangled = false;
         bool ipython = false; // "ValueError    Traceback (most recent call last)"
-        bool group = false; // an exception group's ("  + Exception Group Traceback …"): its lines are inset by "| "
+        bool group = false;   // an exception group's ("  + Exception Group Traceback …"): its lines are inset by "| "
         bool boxed = false; // in the box `rich` draws a traceback in ("╭── Traceback … ──╮", "│ … │", "╰──╯")
-        qsizetype boxWidth = 0;        // in characters, of a traceback drawn in a box
+        qsizetype boxWidth = 0; // in characters, of a traceback drawn in a box
         // *m_errors' index of a boxed traceback's exception whose next line may go on (kNotKept: an exception a shared
         // list did not take, whose wrapped lines are still its); -1: none
         qsizetype wrappedError = -1;
@@ -94,6 +97,7 @@ private:
     void takeTracebackLine(RankState& state, const LogLine& line, QByteArrayView body);
     void continueMessage(RankState& state, QByteArrayView body); // a boxed traceback's exception, wrapped
     void takeGroupLine(RankState& state, const LogLine& line, QByteArrayView body, bool indented);
+    void continueCutWhat(const LogLine& line); // a line while m_cutWhatLines > 0
     void closeTraceback(RankState& state);
     void closeCutTracebacks(qint64 lineNumber); // those whose rank printed nothing since before the gap
     qsizetype addError(const LogLine& line, QByteArrayView text); // ErrorList::append()'s index
@@ -103,15 +107,20 @@ private:
     // Rank + 1 -> its state, for the ranks of most jobs: every line of an open traceback looks its rank up, and an
     // index costs less than a hash.
     std::vector<RankState> m_flatRanks;
-    QHash<int, RankState> m_otherRanks; // any other rank a launcher prefix names
-    QHash<int, RankState> m_byPid;      // lines whose prefix names a process and no rank (Ray's workers)
+    QHash<int, RankState> m_otherRanks;        // any other rank a launcher prefix names
+    QHash<int, RankState> m_byPid;             // lines whose prefix names a process and no rank (Ray's workers)
     std::vector<PrefixedTraceback> m_prefixed; // a few hosts' at a time; an entry whose traceback ended is reused
     int m_openTracebacks = 0;
     qint64 m_cutAfter = 0; // no open traceback is cut off up to this line number
     ErrorList m_ownErrors;
     ErrorList* m_errors = &m_ownErrors; // where its errors go (appendErrorsTo)
-    TextStore m_texts;                        // of its errors
-    QByteArray m_joined;                      // a boxed traceback's exception and its next piece
+    TextStore m_texts;                  // of its errors
+    QByteArray m_joined;                // a boxed traceback's exception and its next piece
+    // The last "what():" error's text (with its type) and the pieces joined to it, its index in *m_errors (kNotKept:
+    // one the list did not take), and how many next lines may still go on with it (continueCutWhat).
+    QByteArray m_cutWhat;
+    qsizetype m_cutWhatError = -1;
+    int m_cutWhatLines = 0;
 };
 
 } // namespace rankscope

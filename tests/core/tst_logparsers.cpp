@@ -52,6 +52,11 @@ template <typename Describe> QStringList errorsOf(const QByteArray& log, Describ
     return found;
 }
 
+// An error as "line rank: text".
+QString lineRankText(const LogError& e) {
+    return QStringLiteral("%1 %2: %3").arg(e.line).arg(e.rank).arg(QString::fromUtf8(e.text));
+}
+
 // The value at a path such as "nccl.communicators.0.ranks.1.host", written as compact JSON. A last part "@field"
 // lists that field of each element of an array, joined by commas ("errors.@line": "3,9").
 QString valueAt(const QByteArray& json, const QString& path) {
@@ -107,6 +112,10 @@ private slots:
     void anotherFilesErrorAtTheSameLineIsKept();
     void aWrappedWatchdogEndIsOneError_data();
     void aWrappedWatchdogEndIsOneError();
+    void aWrappedWhatIsOneError_data();
+    void aWrappedWhatIsOneError();
+    void aThrownTypeIsReadFromInterleavedLines_data();
+    void aThrownTypeIsReadFromInterleavedLines();
     void aBoxedTracebacksNcclErrorIsTheWatchdogs();
     void anErrorLineOfTwoParsersIsTheWatchdogs_data();
     void anErrorLineOfTwoParsersIsTheWatchdogs();
@@ -383,6 +392,13 @@ void tst_LogParsers::publicLogs_data() {
     row("instructlab-520-pg-guid.log", "timeouts.0.ran_ms", "90");
     row("open-r1-620-interleaved-wrapped.log", "timeouts.0",
         R"({"numel_in":112,"numel_out":112,"op":"BROADCAST","ran_ms":1800011,"rank":3,"seq":4,"timeout_ms":1800000})");
+    // The same: the exception's type as the processes wrote it into each other's lines, and its what() as the
+    // terminal cut it, are one error with the type once and the timeout whole.
+    row("open-r1-620-interleaved-wrapped.log", "errors",
+        R"([{"file":"log","line":8,"text":"c10::DistBackendError: [PG ID 0 PG GUID 0(default_pg) Rank 3] Process )"
+        R"(group watchdog thread terminated with exception: [Rank 3] Watchdog caught collective operation timeout: )"
+        R"(WorkNCCL(SeqNum=4, OpType=BROADCAST, NumelIn=112, NumelOut=112, Timeout(ms)=1800000) ran for 1800011 )"
+        R"(milliseconds before timing out."}])");
     row("sglang-1693-allgather-base.log", "timeouts.0.numel_out", "152064");
     // The end of a process whose watchdog got stuck (PyTorch's heartbeat monitor, 2.2 and later, then SIGABRT): an
     // error of the message's first sentence (the rest is the same advice every time); the fatal line that ends the
@@ -1297,11 +1313,96 @@ void tst_LogParsers::aWrappedWatchdogEndIsOneError_data() {
 void tst_LogParsers::aWrappedWatchdogEndIsOneError() {
     QFETCH(QByteArray, log);
     QFETCH(QStringList, errors);
-    QCOMPARE(errorsOf(log,
-                      [](const LogError& e) {
-                          return QStringLiteral("%1 %2: %3").arg(e.line).arg(e.rank).arg(QString::fromUtf8(e.text));
-                      }),
-             errors);
+    QCOMPARE(errorsOf(log, lineRankText), errors);
+}
+
+// A C++ exception's what() that a terminal hard-wrapped: where the pieces complete a c10d watchdog's timeout, they are
+// the error's text; anything else leaves the first line's.
+void tst_LogParsers::aWrappedWhatIsOneError_data() {
+    QTest::addColumn<QByteArray>("log");
+    QTest::addColumn<QStringList>("errors"); // "line rank: text"
+    const QByteArray thrown = "[rank3]:terminate called after throwing an instance of 'c10::DistBackendError'\n";
+    const QByteArray what = "[PG ID 0 PG GUID 0(default_pg) Rank 3] Process group watchdog thread terminated with "
+                            "exception: [Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=4, "
+                            "OpType=BROADCAST, NumelIn=112, NumelOut=112, Timeout(ms)=1800000) ran for 1800011 "
+                            "milliseconds before timing out.";
+    const QByteArray raised =
+        "Exception raised from checkTimeout at ProcessGroupNCCL.cpp:632 (most recent call first):\n";
+    const QString error = QStringLiteral("2 3: c10::DistBackendError: ") + QString::fromLatin1(what);
+    for (const qsizetype cut : {what.indexOf("GUID") + 2, what.indexOf("[Rank 3]"), what.indexOf("Watchdog") + 3,
+                                what.indexOf("caught") + 3, what.indexOf("timing out") + 4, what.size() - 1}) {
+        QTest::addRow("cut at %lld", static_cast<long long>(cut))
+            << thrown + "[rank3]:  what():  " + what.first(cut) + "\n" + what.sliced(cut) + "\n" + raised
+            << QStringList{error};
+    }
+    // Cut at 100 columns: four pieces.
+    QByteArray pieces;
+    for (qsizetype at = 0; at < what.size(); at += 100)
+        pieces += what.mid(at, 100) + "\n";
+    QTest::newRow("four pieces") << thrown + "[rank3]:  what():  " + pieces + raised << QStringList{error};
+    const qsizetype cut = what.indexOf("caught") + 3;
+    const QString first = error.first(error.indexOf("caught") + 3);
+    QTest::newRow("the next line is another rank's")
+        << thrown + "[rank3]:  what():  " + what.first(cut) + "\n[rank1]:" + what.sliced(cut) + "\n" + raised
+        << QStringList{first};
+    const qsizetype header = what.indexOf("[Rank 3]");
+    const QString beforeHeader = error.first(error.indexOf("[Rank 3]")).trimmed();
+    QTest::newRow("the next line is PyTorch's own")
+        << thrown + "[rank3]:  what():  " + what.first(header) +
+               "\nException raised from c10_cuda_check_implementation at CUDAException.cpp:44\n" + what.sliced(header) +
+               "\n"
+        << QStringList{beforeHeader};
+    QTest::newRow("the next line is another process's what()")
+        << thrown + "[rank3]:  what():  " + what.first(cut) + "\n  what():  " + what + "\n"
+        << QStringList{first, QStringLiteral("3 -1: ") + QString::fromLatin1(what)};
+    QTest::newRow("the next line has a header of its own")
+        << thrown + "[rank3]:  what():  " + what.first(cut) + "\n[E ProcessGroupNCCL.cpp:1] " + what + "\n"
+        << QStringList{first};
+    QTest::newRow("the rest comes too late")
+        << thrown + "[rank3]:  what():  " + what.first(header) + "\na\nb\nc\nd\ne\nf\n" + what.sliced(header) + "\n"
+        << QStringList{beforeHeader};
+    // A message of several lines is not a wrapped one: only its first line is the error.
+    QTest::newRow("a message of its own lines")
+        << "terminate called after throwing an instance of 'c10::Error'\n  what():  [Rank 0] NCCL watchdog thread "
+           "terminated with exception: CUDA error: an illegal memory access was encountered\nCUDA kernel errors "
+           "might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.\n"
+           "For debugging consider passing CUDA_LAUNCH_BLOCKING=1.\n" +
+               raised
+        << QStringList{QStringLiteral("2 -1: c10::Error: [Rank 0] NCCL watchdog thread terminated with exception: "
+                                      "CUDA error: an illegal memory access was encountered")};
+}
+
+void tst_LogParsers::aWrappedWhatIsOneError() {
+    QFETCH(QByteArray, log);
+    QFETCH(QStringList, errors);
+    QCOMPARE(errorsOf(log, lineRankText), errors);
+}
+
+// Processes that end at once write "terminate called after throwing an instance of 'T'" into each other's lines.
+void tst_LogParsers::aThrownTypeIsReadFromInterleavedLines_data() {
+    QTest::addColumn<QByteArray>("log");
+    QTest::addColumn<QString>("error");
+    const QByteArray terminate = "terminate called after throwing an instance of '";
+    const QByteArray what = "  what():  boom\n";
+    QTest::newRow("alone") << terminate + "c10::Error'\n" + what << QStringLiteral("c10::Error: boom");
+    QTest::newRow("another's line began in its type")
+        << terminate + "c10::Error" + terminate + "'\n" + what << QStringLiteral("c10::Error: boom");
+    QTest::newRow("each wrote its type") << terminate + "c10::Errorc10::Error'\n" + what
+                                         << QStringLiteral("c10::Error: boom");
+    QTest::newRow("three wrote it") << terminate + "std::bad_allocstd::bad_allocstd::bad_alloc'\n" + what
+                                    << QStringLiteral("std::bad_alloc: boom");
+    QTest::newRow("only another's beginning keeps the type before")
+        << terminate + "c10::Error'\n" + terminate + terminate + "\n" + what << QStringLiteral("c10::Error: boom");
+    QTest::newRow("an unqualified name is kept as it is")
+        << terminate + "ErrorError'\n" + what << QStringLiteral("ErrorError: boom");
+    QTest::newRow("a name that only starts the same is kept")
+        << terminate + "a::Ba::C'\n" + what << QStringLiteral("a::Ba::C: boom");
+}
+
+void tst_LogParsers::aThrownTypeIsReadFromInterleavedLines() {
+    QFETCH(QByteArray, log);
+    QFETCH(QString, error);
+    QCOMPARE(errorsOf(log, [](const LogError& e) { return QString::fromUtf8(e.text); }), QStringList{error});
 }
 
 // One error a line is a line of one file: the next file's first error, at the line number of the last one's, is kept.
