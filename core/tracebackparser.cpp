@@ -84,6 +84,17 @@ bool isExceptionLine(QByteArrayView text) {
     return false;
 }
 
+// A line of a C++ stack as PyTorch prints one at the margin: "Exception raised from checkTimeout at …:632 (most recent
+// call first):", "frame #0: c10::Error::Error(…) + 0x57 (0x7f… in libc10.so)", "#4 c10d::ProcessGroupNCCL::…"
+// (a CapturedTraceback's). Where processes write to one stream, another's lands among a traceback's frames.
+bool isNativeStackLine(QByteArrayView text) {
+    if (startsWithLiteral(text, "Exception raised from "))
+        return true;
+    if (startsWithLiteral(text, "frame #"))
+        text = text.sliced(6);
+    return text.size() >= 2 && text[0] == '#' && text[1] >= '0' && text[1] <= '9';
+}
+
 // What IPython prints before "Traceback (most recent call last)": the exception's type, padded with spaces.
 bool isIPythonHeader(QByteArrayView before) {
     const QByteArrayView type = trimmedBlanks(before);
@@ -284,6 +295,8 @@ void TracebackLogParser::takeTracebackLine(RankState& state, const LogLine& line
         closeTraceback(state);
         return;
     }
+    if (!indented && isNativeStackLine(body))
+        return; // another process's, not this traceback's exception
     if (state.group) {
         takeGroupLine(state, line, body, indented);
         return;

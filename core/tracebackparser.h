@@ -31,7 +31,8 @@ namespace rankscope {
 // line at the margin, which is not taken for its exception. A traceback the `rich` library draws in a box has its
 // frames in the box and its exception on the first line after it, with the lines rich wrapped it into at the box's
 // width. loguru's "> File …" at the margin is a frame. IPython's tracebacks ("ValueError    Traceback (most recent
-// call last)", frames at the margin) end at the first line of an exception's form.
+// call last)", frames at the margin) end at the first line of an exception's form. Another process's C++ stack at the
+// margin among a traceback's lines (PyTorch's "Exception raised from …", "frame #0: …") is not its exception.
 class TracebackLogParser final : public LogLineSink {
 public:
     TracebackLogParser();

@@ -805,6 +805,18 @@ void tst_LogParsers::messyLines_data() {
         << "errors"
         << R"([{"file":"log","line":1,"text":"bash: line 1: 77 Segmentation fault      (core dumped) python x.py"},)"
            R"({"file":"log","line":5,"text":"./run.sh: line 9: 4242 Aborted                 (core dumped) torchrun train.py"}])";
+    // Another process's C++ stack among a traceback's frames (processes writing to one stream): its lines at the
+    // margin are not the traceback's exception, which still comes.
+    QTest::newRow("a c++ stack among a traceback's frames")
+        << QByteArray("Traceback (most recent call last):\n"
+                      "  File \"train.py\", line 9, in <module>\n"
+                      "Exception raised from checkTimeout at ProcessGroupNCCL.cpp:632 (most recent call first):\n"
+                      "frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x57 (0x7f in libc10.so)\n"
+                      "frame #12: clone + 0x44 (0x7f in libc.so.6)\n"
+                      "#4 c10d::ProcessGroupNCCL::watchdogHandler() from ??:0\n"
+                      "    main()\n"
+                      "RuntimeError: boom\n")
+        << "errors" << R"([{"file":"log","line":8,"text":"RuntimeError: boom"}])";
     // A logger's "ERROR: " before a traceback is no host: the frames that follow do not repeat it.
     QTest::newRow("a logger's level before a traceback") << QByteArray("ERROR: Traceback (most recent call last):\n"
                                                                        "  File \"train.py\", line 9, in <module>\n"
