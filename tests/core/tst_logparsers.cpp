@@ -116,6 +116,7 @@ private slots:
     void aWrappedWhatIsOneError();
     void aThrownTypeIsReadFromInterleavedLines_data();
     void aThrownTypeIsReadFromInterleavedLines();
+    void anErrorListKeepsOneALineOnlyWhereAsked();
     void aBoxedTracebacksNcclErrorIsTheWatchdogs();
     void anErrorLineOfTwoParsersIsTheWatchdogs_data();
     void anErrorLineOfTwoParsersIsTheWatchdogs();
@@ -1415,6 +1416,28 @@ void tst_LogParsers::aThrownTypeIsReadFromInterleavedLines() {
     QFETCH(QByteArray, log);
     QFETCH(QString, error);
     QCOMPARE(errorsOf(log, [](const LogError& e) { return QString::fromUtf8(e.text); }), QStringList{error});
+}
+
+// A parser's own list keeps every error it reads; one that several parsers share (LogInspector's) keeps a line's
+// first, within the stream being read.
+void tst_LogParsers::anErrorListKeepsOneALineOnlyWhereAsked() {
+    const auto texts = [](const ErrorList& errors) {
+        QStringList found;
+        for (const LogError& error : errors.list)
+            found.append(QStringLiteral("%1 %2").arg(error.line).arg(QString::fromUtf8(error.text)));
+        return found;
+    };
+    for (const bool oneALine : {false, true}) {
+        ErrorList errors;
+        errors.oneALine = oneALine;
+        QCOMPARE(errors.append({QStringLiteral("a"), 3, -1, "first"}), 0);
+        QCOMPARE(errors.append({QStringLiteral("a"), 3, -1, "second"}), oneALine ? -1 : 1);
+        QCOMPARE(errors.append({QStringLiteral("a"), 4, -1, "next line"}), oneALine ? 1 : 2);
+        errors.streamFrom = errors.list.size(); // another file: its line 4 is another line
+        QCOMPARE(errors.append({QStringLiteral("b"), 4, -1, "other file"}), oneALine ? 2 : 3);
+        QCOMPARE(texts(errors), oneALine ? QStringList({"3 first", "4 next line", "4 other file"})
+                                         : QStringList({"3 first", "3 second", "4 next line", "4 other file"}));
+    }
 }
 
 // One error a line is a line of one file: the next file's first error, at the line number of the last one's, is kept.
