@@ -194,7 +194,7 @@ void TracebackLogParser::takeLine(const LogLine& line) {
             const qsizetype error = addError(line, trimmedBlanks(whole));
             if (message.startsWith('[') && !holdsTimeout(whole)) {
                 m_cutWhatError = error >= 0 ? error : kNotKept;
-                m_cutWhatLines = kMaxWrappedLines;
+                m_cutWhatLines = kMaxTimeoutWrapLines;
             }
             return;
         }

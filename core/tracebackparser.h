@@ -57,9 +57,6 @@ public:
 
 private:
     static constexpr qsizetype kNotKept = -2; // RankState::wrappedError's and m_cutWhatError's
-    // Lines after a "what():" that a terminal's hard wrap may have put the rest of its watchdog timeout on (as
-    // WatchdogLogParser reads the timeout).
-    static constexpr int kMaxWrappedLines = 6;
 
     // What is being read of one rank's output.
     struct RankState {
@@ -118,7 +115,8 @@ private:
     TextStore m_texts;                  // of its errors
     QByteArray m_joined;                // a boxed traceback's exception and its next piece
     // The last "what():" error's text (with its type) and the pieces joined to it, its index in *m_errors (kNotKept:
-    // one the list did not take), and how many next lines may still go on with it (continueCutWhat).
+    // one the list did not take), and how many next lines may still go on with it (continueCutWhat; at most
+    // kMaxTimeoutWrapLines, as WatchdogLogParser reads a wrapped timeout).
     QByteArray m_cutWhat;
     qsizetype m_cutWhatError = -1;
     int m_cutWhatLines = 0;

@@ -10,9 +10,6 @@ namespace rankscope {
 
 namespace {
 
-// Lines after a timeout's first that a terminal's hard wrap may have put the rest of its message on: the ~200 bytes
-// from "Watchdog caught" to "timing out." at 40 columns and more.
-constexpr int kMaxWrappedLines = 6;
 constexpr int kMaxErrorDetailLines = 8; // lines of any rank after an NCCL error that may hold its detail
 
 bool isDigit(char c) { return c >= '0' && c <= '9'; }
@@ -461,7 +458,7 @@ void WatchdogLogParser::takeWatchdogLine(QByteArrayView text, LinePrefix prefix,
         takeTimeout(text, prefix, watchdog);
     } else {
         m_joined = text.toByteArray();
-        m_joinLines = kMaxWrappedLines;
+        m_joinLines = kMaxTimeoutWrapLines;
         m_joinPrefix = prefix;
     }
 }

@@ -85,6 +85,10 @@ struct ErrorList {
     }
 };
 
+// Lines after a timeout's first that a terminal's hard wrap may have put the rest of its message on: the ~200 bytes
+// from "Watchdog caught" to "timing out." at 40 columns and more.
+inline constexpr int kMaxTimeoutWrapLines = 6;
+
 // The text an error keeps of `text`: at most kMaxErrorText characters as it is shown, whichever parser found it.
 inline constexpr qsizetype kMaxErrorText = 1000;
 [[nodiscard]] QByteArray errorText(QByteArrayView text);

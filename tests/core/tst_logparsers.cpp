@@ -1372,7 +1372,8 @@ void tst_LogParsers::aWrappedWhatIsOneError_data() {
         << thrown + "[rank3]:  what():  " + what.first(cut) + "\n[E ProcessGroupNCCL.cpp:1] " + what + "\n"
         << QStringList{first};
     QTest::newRow("the rest comes too late")
-        << thrown + "[rank3]:  what():  " + what.first(header) + "\na\nb\nc\nd\ne\nf\n" + what.sliced(header) + "\n"
+        << thrown + "[rank3]:  what():  " + what.first(header) + "\n" +
+               QByteArray("x\n").repeated(kMaxTimeoutWrapLines) + what.sliced(header) + "\n"
         << QStringList{beforeHeader};
     // A message of several lines is not a wrapped one: only its first line is the error.
     QTest::newRow("a message of its own lines")
