@@ -116,15 +116,16 @@ QString stackCapturesCommand(const QString& runDir, const QStringList& pidFiles,
         quoted << shellQuote(pidFile);
     // Each rank's capture runs in a subshell of its own (its `exit` ends only that one), its streams and status
     // kept in a directory of the run's, then framed on stdout in rank order for splitStackCaptures(); as many at once
-    // as the memory left fits debuggers (kDebuggerMiB), none where not one fits. A capture given up (its shell
-    // killed) leaves that directory behind, in the run's directory. One arg() for all: a "%2" in a path is not a
-    // placeholder.
+    // as the memory left fits debuggers (kDebuggerMiB), none where not one fits. The directory holds the shell's
+    // pid: one whose shell was killed (a capture given up) is removed by the supervisor when the run ends or is
+    // stopped (supervisor.sh sweep_captures). One arg() for all: a "%2" in a path is not a placeholder.
     return QStringLiteral("capture() {\nf=$1; t=$2\n") + stackCaptureBody() + QStringLiteral("}\n") +
            memoryRoomFunction() +
            QStringLiteral(
                "d=$(mktemp -d %4/stacks.XXXXXX) || "
                "{ echo 'rankscope: cannot make a directory for the capture in the run directory' >&2; exit 3; }\n"
                "trap 'rm -rf \"$d\"' EXIT\n"
+               "echo $$ >\"$d/pid\"\n"
                "trap 'exit 1' HUP PIPE INT TERM\n"
                "room\n"
                "n=$((r / %5)); [ \"$n\" -le %3 ] || n=%3\n"

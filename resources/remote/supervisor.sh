@@ -16,7 +16,8 @@
 # with every word quoted), rankR.out, rankR.err, rankR.events, rankR.pid, rankR.exit (written when the rank
 # ends: its wait status, 128+N for signal N), exits ("RANK STATUS UNIXTIME" per ended rank, in the order
 # they ended), alive (rewritten every 2 s while the supervisor lives, by pulse.pid), supervisor.pid, supervisor.log,
-# failed, stopping, done.
+# failed, stopping, done; stacks.XXXXXX, a stack capture's own directory while it runs (its shell's pid in
+# stacks.XXXXXX/pid): the capture removes it, and one whose shell was killed is swept at the run's end and at stop.
 #
 # A rank under gdbserver (its number in `debug-rank`): rankR.cmd runs gdbserver, which starts the trainer in a
 # process group of its own, and a trainer the debugger detached from outlives gdbserver. Both stay in the
@@ -81,6 +82,19 @@ stop_ranks() { # stop_ranks GRACE: TERM, wait, KILL; prints how many process gro
     left=0
     for g in $(rank_groups); do rank_alive "$g" && left=$((left + 1)); done
     echo "$left"
+}
+
+sweep_captures() { # removes the directories of stack captures whose shell is gone (killed: given up)
+    for c in stacks.*; do
+        [ -d "$c" ] || continue
+        if [ -f "$c/pid" ]; then
+            p=$(cat "$c/pid" 2>/dev/null)
+            [ -n "$p" ] && { kill -0 "$p" 2>/dev/null || [ -d "/proc/$p" ]; } && continue
+        elif [ -z "$(find "$c" -maxdepth 0 -mmin +1 2>/dev/null)" ]; then
+            continue # made a moment ago: its pid is being written
+        fi
+        rm -rf "$c"
+    done
 }
 
 wait_for() { # wait_for PID: sets waited to its wait status, also when a trapped signal interrupts the wait
@@ -179,6 +193,7 @@ start)
     wait $watchers
     kill "$(cat pulse.pid)" 2>/dev/null # no process of the run outlives the supervisor
     stop_sampler
+    sweep_captures
     : >done
     ;;
 stop)
@@ -201,6 +216,7 @@ stop)
         kill -0 "$(cat pulse.pid)" 2>/dev/null && left=$((left + 1))
     fi
     [ -f gpu.pid ] && group_alive "$(cat gpu.pid)" && left=$((left + 1))
+    sweep_captures
     echo "left=$left"
     ;;
 rank)

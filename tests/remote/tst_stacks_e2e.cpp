@@ -138,7 +138,17 @@ private:
         QTRY_VERIFY_WITH_TIMEOUT(steps >= 10, 90000);
         QVERIFY(engine.captureStacks(&error));
         QTRY_VERIFY_WITH_TIMEOUT(!captured.isEmpty(), 60000);
+        // The capture's own directory on the node went with it.
+        QCOMPARE(captureDirectories(engine.record()), QStringList());
         check(engine, captured.front().at(0).value<StackTree>(), steps);
+    }
+
+    // The stack captures' directories (stacks.XXXXXX) in the run directory of the run's one node.
+    static QStringList captureDirectories(const RunRecord& record) {
+        if (record.nodes.size() != 1 || record.nodes.front().runDir.isEmpty())
+            return {QStringLiteral("(no run directory)")};
+        return QDir(record.nodes.front().runDir)
+            .entryList({QStringLiteral("stacks.*")}, QDir::Dirs | QDir::NoDotAndDotDot);
     }
 
 private slots:
@@ -428,6 +438,11 @@ private slots:
         QTest::qWait(500); // what the worker might still have queued
         QCOMPARE(captured.size(), 0);
         QCOMPARE(QDir(m_store.runDir(id)).entryList({QStringLiteral("stacks-*.json")}, QDir::Files), QStringList());
+        // Its shell was killed, so its directory on the node is still there, with the pid of that shell.
+        const QStringList leftBehind = captureDirectories(engine.record());
+        QCOMPARE(leftBehind.size(), 1);
+        QVERIFY(QFileInfo::exists(engine.record().nodes.front().runDir + QLatin1Char('/') + leftBehind.front() +
+                                  QStringLiteral("/pid")));
 
         // The run itself was left running, as a detach does; it is stopped from another engine, with the real gdb.
         gdb.reset();
@@ -440,6 +455,38 @@ private slots:
         stopper.stop();
         QVERIFY(finished.wait(60000));
         QCOMPARE(stopper.record().state, QStringLiteral("stopped"));
+        // The stop swept it: nothing of the given-up capture is left in the run directory.
+        QCOMPARE(captureDirectories(stopper.record()), QStringList());
+    }
+
+    // The sweep takes only the directories of captures whose shell is gone: another front end's capture that is
+    // under way at the stop keeps its own, and so does one made a moment ago whose pid is not written yet.
+    void theSweepLeavesACaptureThatIsUnderWay() {
+        QFile resource(QStringLiteral(":/rankscope/remote/supervisor.sh"));
+        QVERIFY(resource.open(QIODevice::ReadOnly));
+        const QString supervisor = m_dir.filePath(QStringLiteral("sweep-supervisor.sh"));
+        QFile copy(supervisor);
+        QVERIFY(copy.open(QIODevice::WriteOnly) && copy.write(resource.readAll()) > 0);
+        copy.close();
+        const QString run = m_dir.filePath(QStringLiteral("sweep-run"));
+        QVERIFY(QDir().mkpath(run));
+        // Under way: a live shell's pid. Gone: the pid of a shell that ended. Made a moment ago: no pid yet. An older
+        // one with no pid: its shell was killed before it wrote one.
+        const QString setup =
+            QStringLiteral("cd \"$1\" && mkdir stacks.live stacks.gone stacks.new stacks.old || exit 1\n"
+                           "sleep 60 </dev/null >/dev/null 2>&1 &\n"
+                           "echo $! >stacks.live/pid\n"
+                           "sh -c 'echo $$' >stacks.gone/pid\n"
+                           "touch -d '5 minutes ago' stacks.old\n"
+                           "/bin/sh \"$2\" stop \"$1\" 1\n"
+                           "kill $(cat stacks.live/pid)\n");
+        QProcess sweep;
+        sweep.start(QStringLiteral("/bin/sh"), {QStringLiteral("-c"), setup, QStringLiteral("sh"), run, supervisor});
+        QVERIFY(sweep.waitForFinished(30000));
+        const QByteArray out = sweep.readAllStandardOutput();
+        QVERIFY2(out.contains("left=0"), out.constData());
+        QCOMPARE(QDir(run).entryList({QStringLiteral("stacks.*")}, QDir::Dirs | QDir::NoDotAndDotDot),
+                 (QStringList{QStringLiteral("stacks.live"), QStringLiteral("stacks.new")}));
     }
 };
 
