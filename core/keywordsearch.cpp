@@ -7,6 +7,7 @@
 #include <array>
 #include <cstring>
 #include <limits>
+#include <mutex>
 #include <utility>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -471,7 +472,67 @@ qsizetype findBytes(QByteArrayView haystack, const Needle& needle, qsizetype fro
     return findByRareByte(haystack, needle.bytes(), from, needle.rareOffset());
 }
 
-KeywordSearch::KeywordSearch(QList<QByteArray> keywords, Method method) : m_keywords(std::move(keywords)) {
+namespace {
+
+// The searches built last, untuned, the last used first; a new one for the same keywords and method copies its tables.
+constexpr size_t kKeptSearches = 16;
+struct KeptSearches {
+    std::mutex mutex;
+    std::vector<std::shared_ptr<const KeywordSearch>> searches;
+};
+KeptSearches& keptSearches() {
+    static KeptSearches kept; // built on first use: a search may be built while other statics are
+    return kept;
+}
+
+KeywordSearch::Method availableOrPortable(KeywordSearch::Method method) {
+    return KeywordSearch::isAvailable(method) ? method : KeywordSearch::Method::Portable;
+}
+
+} // namespace
+
+KeywordSearch::KeywordSearch(QList<QByteArray> keywords, Method method) {
+    const Method used = availableOrPortable(method);
+    KeptSearches& kept = keptSearches();
+    std::shared_ptr<const KeywordSearch> built;
+    {
+        const std::lock_guard lock(kept.mutex);
+        const auto found = std::find_if(kept.searches.begin(), kept.searches.end(), [&](const auto& search) {
+            return search->m_method == used && search->m_keywords == keywords;
+        });
+        if (found != kept.searches.end()) {
+            built = *found;
+            std::rotate(kept.searches.begin(), found, found + 1);
+        }
+    }
+    if (!built) {
+        built.reset(new KeywordSearch(std::move(keywords), used, Build{}));
+        const std::lock_guard lock(kept.mutex);
+        kept.searches.insert(kept.searches.begin(), built);
+        if (kept.searches.size() > kKeptSearches)
+            kept.searches.pop_back();
+    }
+    copyTablesOf(*built);
+}
+
+void KeywordSearch::copyTablesOf(const KeywordSearch& built) {
+    m_keywords = built.m_keywords; // their bytes shared: the checks' pointers are theirs
+    m_method = built.m_method;
+    if (built.m_teddy) {
+        m_teddy = std::make_unique<Teddy>(*built.m_teddy);
+        for (std::vector<Teddy::Check>& checks : m_teddy->checks) {
+            for (Teddy::Check& check : checks)
+                check.bytes = std::as_const(m_keywords)[check.keyword].constData();
+        }
+    }
+    m_fingerprints = built.m_fingerprints;
+    m_tunings = 0;
+    m_searched = built.m_searched;
+    m_rareOffsets = built.m_rareOffsets;
+    m_coveredBy = built.m_coveredBy;
+}
+
+KeywordSearch::KeywordSearch(QList<QByteArray> keywords, Method method, Build) : m_keywords(std::move(keywords)) {
     Q_ASSERT(m_keywords.size() <= kMaxKeywords);
     if (method != Method::Portable && isAvailable(method)) {
         for (const QByteArray& keyword : std::as_const(m_keywords))

@@ -184,7 +184,9 @@ public:
     [[nodiscard]] static bool isAvailable(Method method); // on this CPU
     [[nodiscard]] static Method fastestMethod();
 
-    // An unavailable method falls back to the portable one.
+    // An unavailable method falls back to the portable one. The tables are those of a search built before for the
+    // same keywords and method, where one is still kept (the last few lists are): every parser of every rank builds
+    // one, and building it took longer than inspecting a log of a few kilobytes. Each search tunes its own.
     explicit KeywordSearch(QList<QByteArray> keywords, Method method = fastestMethod());
     ~KeywordSearch();
     KeywordSearch(const KeywordSearch&) = delete;
@@ -215,6 +217,10 @@ private:
         int keyword;
         qsizetype offset; // where the covering keyword starts in it
     };
+
+    struct Build {}; // tag: build the tables from the keywords, whatever was kept
+    KeywordSearch(QList<QByteArray> keywords, Method method, Build);
+    void copyTablesOf(const KeywordSearch& built); // before any tuning: as it was built
 
     void findAllPortable(QByteArrayView text, std::vector<Hit>& hits) const;
     void tuneFingerprints(QByteArrayView text); // after a search of `text`

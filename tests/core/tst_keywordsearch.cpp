@@ -10,6 +10,8 @@
 #include <QRandomGenerator>
 #include <QTest>
 
+#include <optional>
+
 using namespace rankscope;
 
 namespace {
@@ -186,6 +188,8 @@ private slots:
     void fingerprintsMoveAFewTimesOnly();
     void tunedSearchesFindWhatANaiveSearchFinds();
     void aFingerprintMovesToThePlaceTheTextHoldsLeast();
+    void aSearchBuiltAgainStartsAsBuilt();
+    void aSearchOutlivesTheOneItCopied();
     void hashOfBytesTakesEveryByte();
     void hashedBytesKeysFindTheirEntries();
 };
@@ -507,6 +511,56 @@ void tst_KeywordSearch::aFingerprintMovesToThePlaceTheTextHoldsLeast() {
             ++tried;
         }
         QVERIFY(tried > 10);
+    }
+}
+
+// A search for the keywords and method of one built before takes that one's tables as they were built, not as its
+// texts tuned them since; and each tunes its own.
+void tst_KeywordSearch::aSearchBuiltAgainStartsAsBuilt() {
+    const QByteArray keyword = "terminate called after throwing";
+    for (const Method method : availableMethods()) {
+        if (method == Method::Portable)
+            continue;
+        KeywordSearch first({keyword}, method);
+        const qsizetype built = first.fingerprintOffset(0);
+        const QByteArray common = (keyword.sliced(built, 3) + " ").repeated(KeywordSearch::kTuningText / 4 + 1);
+        Hits hits;
+        first.findAll(common, hits);
+        const qsizetype tuned = first.fingerprintOffset(0);
+        QVERIFY(tuned != built);
+
+        KeywordSearch second({keyword}, method);
+        QCOMPARE(second.method(), method);
+        QCOMPARE(second.fingerprintOffset(0), built);
+        second.findAll(common, hits);
+        QCOMPARE(second.fingerprintOffset(0), tuned);
+        // The first, moved again by another text, leaves the second where its own text moved it.
+        const QByteArray other = (keyword.sliced(tuned, 3) + " ").repeated(KeywordSearch::kTuningText / 4 + 1);
+        first.findAll(other, hits);
+        QVERIFY(first.fingerprintOffset(0) != tuned);
+        QCOMPARE(second.fingerprintOffset(0), tuned);
+        // The same keywords by another method are searched by that one.
+        QCOMPARE(KeywordSearch({keyword}, Method::Portable).method(), Method::Portable);
+        QCOMPARE(KeywordSearch({keyword}, Method::Portable).fingerprintOffset(0), qsizetype(-1));
+    }
+}
+
+// A search built from the tables of an earlier one still finds its keywords once that one is gone and no longer kept
+// (more lists of keywords were searched since than are kept).
+void tst_KeywordSearch::aSearchOutlivesTheOneItCopied() {
+    const QList<QByteArray> keywords = parserKeywords();
+    const QByteArray text = textOfKeywordPieces(keywords, 3, 20000) + keywords.join(' ');
+    for (const Method method : availableMethods()) {
+        std::optional<KeywordSearch> first(std::in_place, keywords, method);
+        KeywordSearch second(keywords, method);
+        first.reset();
+        for (int i = 0; i < 40; ++i) {
+            const KeywordSearch unrelated({"other " + QByteArray::number(i), "keywords"}, method);
+            Q_UNUSED(unrelated);
+        }
+        Hits hits;
+        second.findAll(text, hits);
+        QCOMPARE(describe(hits), describe(naiveHits(text, keywords)));
     }
 }
 
