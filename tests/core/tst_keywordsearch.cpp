@@ -11,6 +11,7 @@
 #include <QTest>
 
 #include <optional>
+#include <vector>
 
 using namespace rankscope;
 
@@ -546,17 +547,30 @@ void tst_KeywordSearch::aSearchBuiltAgainStartsAsBuilt() {
 }
 
 // A search built from the tables of an earlier one still finds its keywords once that one is gone and no longer kept
-// (more lists of keywords were searched since than are kept).
+// (more lists of keywords were searched since than are kept), and its bytes are handed out again and overwritten.
+// Each list's keywords are bytes of their own, so that the kept search's are freed with it: a copy whose tables
+// pointed into them would then compare keywords with whatever was written there since.
 void tst_KeywordSearch::aSearchOutlivesTheOneItCopied() {
     const QList<QByteArray> keywords = parserKeywords();
+    const auto ownBytes = [&keywords] {
+        QList<QByteArray> copy;
+        for (const QByteArray& keyword : keywords)
+            copy.append(QByteArray(keyword.constData(), keyword.size()));
+        return copy;
+    };
     const QByteArray text = textOfKeywordPieces(keywords, 3, 20000) + keywords.join(' ');
     for (const Method method : availableMethods()) {
-        std::optional<KeywordSearch> first(std::in_place, keywords, method);
-        KeywordSearch second(keywords, method);
+        std::optional<KeywordSearch> first(std::in_place, ownBytes(), method);
+        KeywordSearch second(ownBytes(), method);
         first.reset();
         for (int i = 0; i < 40; ++i) {
             const KeywordSearch unrelated({"other " + QByteArray::number(i), "keywords"}, method);
             Q_UNUSED(unrelated);
+        }
+        std::vector<QByteArray> reused;
+        for (int i = 0; i < 64; ++i) {
+            for (const QByteArray& keyword : keywords)
+                reused.emplace_back(keyword.size(), '\x01');
         }
         Hits hits;
         second.findAll(text, hits);
