@@ -12,18 +12,6 @@
 namespace rankscope::gui {
 namespace {
 
-QString streamName(RankStream stream) {
-    switch (stream) {
-    case RankStream::Out:
-        return QStringLiteral("out");
-    case RankStream::Err:
-        return QStringLiteral("err");
-    case RankStream::Events:
-        return QStringLiteral("events");
-    }
-    return {};
-}
-
 QString formatTime(double unixSeconds, const QString& format) {
     return QDateTime::fromMSecsSinceEpoch(qint64(unixSeconds * 1000.0 + 0.5)).toString(format);
 }
@@ -137,7 +125,7 @@ QVariant LogModel::displayData(const Line& line, int column) const {
     case RankColumn:
         return hostRankLabel(line.rank);
     case StreamColumn:
-        return streamName(line.stream);
+        return rankStreamSuffix(line.stream);
     case SeverityColumn:
         return logSeverityName(line.severity);
     case TextColumn:

@@ -147,6 +147,13 @@ private Q_SLOTS:
 
         model.appendLines({{5, RankStream::Out, 1, QStringLiteral("plain line"), 1700000001.0}});
         QVERIFY(!at(model.rowCount() - 1, 0, Qt::BackgroundRole).isValid());
+        // The stream column names the file the line is stored in (rank-N.out, .err, .events).
+        QCOMPARE(at(model.rowCount() - 1, LogModel::StreamColumn, Qt::DisplayRole).toString(), QStringLiteral("out"));
+        model.appendLines({{5, RankStream::Err, 2, QStringLiteral("to stderr"), 1700000002.0},
+                           {5, RankStream::Events, 3, QStringLiteral("not an event"), 1700000003.0}});
+        QCOMPARE(at(model.rowCount() - 2, LogModel::StreamColumn, Qt::DisplayRole).toString(), QStringLiteral("err"));
+        QCOMPARE(at(model.rowCount() - 1, LogModel::StreamColumn, Qt::DisplayRole).toString(),
+                 QStringLiteral("events"));
     }
 };
 
