@@ -142,6 +142,10 @@ signals:
     void debugServerError(const QString& message);
 
 private:
+    // The node's GPU samples and nvidia-smi's errors in the run store, as the supervisor names the node's files.
+    static inline const QString kGpuStream = QStringLiteral("gpu.csv");
+    static inline const QString kGpuErrStream = QStringLiteral("gpu.err");
+
     // `parsers`: the state of the node's ranks' stream parsers (fresh for a launch, after the replay for an attach).
     NodeWorker* startWorker(int node, std::unique_ptr<Transport> transport, RankStreamParsers parsers);
     void onParsed(int node, int generation, const RankStreamChunk& chunk);
