@@ -95,20 +95,28 @@ private Q_SLOTS:
         QCOMPARE(isChainStep(message), step);
     }
 
-    // blankBefore and blankFrom read 16 bytes a step: every length, every blank position, against one byte a step.
+    // blankBefore and blankFrom read 16 bytes a step: every length, none, one or two blanks anywhere (spaces or tabs),
+    // every start and end, against one byte a step.
     void blanksAtEveryOffset() {
+        const auto isBlank = [](char c) { return c == ' ' || c == '\t'; };
         for (int size = 0; size <= 40; ++size) {
-            for (int blank = -1; blank < size; ++blank) {
-                for (const char kind : {' ', '\t'}) {
+            for (int first = -1; first < size; ++first) {
+                for (int second = first; second < size; ++second) {
                     QByteArray text(size, 'x');
-                    if (blank >= 0)
-                        text[blank] = kind;
+                    if (first >= 0)
+                        text[first] = ' ';
+                    if (second > first)
+                        text[second] = '\t';
                     for (int end = 0; end <= size; ++end) {
-                        const qsizetype before = blank >= 0 && blank < end ? blank : -1;
+                        qsizetype before = end - 1;
+                        while (before >= 0 && !isBlank(text[before]))
+                            --before;
                         QCOMPARE(blankBefore(text.constData(), end), before);
                     }
                     for (int from = 0; from <= size; ++from) {
-                        const qsizetype after = blank >= from ? blank : size;
+                        qsizetype after = from;
+                        while (after < size && !isBlank(text[after]))
+                            ++after;
                         QCOMPARE(blankFrom(text, from), after);
                     }
                 }
