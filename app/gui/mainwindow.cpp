@@ -2,6 +2,7 @@
 #include "mainwindow.h"
 
 #include "bridgehost.h"
+#include "diagnosticsview/diagnosticspanel.h"
 #include "historymodel.h"
 #include "jobview/clusterpanel.h"
 #include "jobview/hostkeyprompter.h"
@@ -29,7 +30,6 @@
 #include <QDockWidget>
 #include <QFile>
 #include <QFileDialog>
-#include <QFontDatabase>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QInputDialog>
@@ -38,7 +38,6 @@
 #include <QLineEdit>
 #include <QMenu>
 #include <QMessageBox>
-#include <QPainter>
 #include <QPushButton>
 #include <QSettings>
 #include <QSignalBlocker>
@@ -50,7 +49,6 @@
 #include <QTableView>
 #include <QToolBar>
 #include <QToolButton>
-#include <QTreeWidget>
 #include <QVBoxLayout>
 
 #include <cmath>
@@ -64,23 +62,6 @@ const QString kLocalNode = QString(kLocalNodeName);
 bool isLive(const RunRecord& run) {
     return run.state == QLatin1String("running") || run.state == QLatin1String("launching");
 }
-
-// The findings list; while empty it says what would appear in it, so that "nothing found" does not read as
-// "not working".
-class FindingsView final : public QTreeWidget {
-protected:
-    void paintEvent(QPaintEvent* event) override {
-        QTreeWidget::paintEvent(event);
-        if (topLevelItemCount() > 0)
-            return;
-        QPainter painter(viewport());
-        painter.setPen(palette().color(QPalette::PlaceholderText));
-        painter.drawText(viewport()->rect().adjusted(8, 6, -8, -6), Qt::AlignLeft | Qt::AlignTop | Qt::TextWordWrap,
-                         QStringLiteral("No findings. The first failure's root cause, hung ranks, stragglers, "
-                                        "diverging replicas and NCCL network problems appear here as they are "
-                                        "found; a click opens the rank's log."));
-    }
-};
 
 } // namespace
 
@@ -193,19 +174,9 @@ void MainWindow::buildTabs() {
 
     setCentralWidget(m_tabs);
 
-    m_diagnostics = new FindingsView;
+    m_diagnostics = new DiagnosticsPanel;
     m_diagnostics->setObjectName(QStringLiteral("diagnosticsView"));
-    m_diagnostics->setHeaderLabels({QStringLiteral("Finding"), QStringLiteral("Ranks"), QStringLiteral("What")});
-    m_diagnostics->setRootIsDecorated(false);
-    m_diagnostics->setWordWrap(true);
-    m_diagnostics->setColumnWidth(0, 170); // "network warning (resolved)" unelided
-    m_diagnostics->setColumnWidth(1, 70);
-    connect(m_diagnostics, &QTreeWidget::itemClicked, this, [this](QTreeWidgetItem* item) {
-        const int rank = item->data(1, Qt::UserRole).toInt();
-        if (rank >= 0 && rank != m_focusedRank)
-            focusRank(rank);
-        showTab(LogsTab);
-    });
+    connect(m_diagnostics, &DiagnosticsPanel::rankRequested, this, &MainWindow::showRankLog);
     auto* dock = new QDockWidget(QStringLiteral("Diagnostics"));
     dock->setObjectName(QStringLiteral("diagnosticsDock"));
     dock->setWidget(m_diagnostics);
@@ -275,7 +246,7 @@ void MainWindow::buildNcclDock(QDockWidget* besides) {
 }
 
 void MainWindow::showRankLog(int rank) {
-    if (rank != m_focusedRank)
+    if (rank >= 0 && rank != m_focusedRank)
         focusRank(rank);
     showTab(LogsTab);
 }
@@ -421,40 +392,8 @@ void MainWindow::onRunStarting(const RunRecord& record) {
 }
 
 void MainWindow::addDiagnoses(const QVector<Diagnosis>& diagnoses) {
+    m_diagnostics->addDiagnoses(diagnoses);
     for (const Diagnosis& d : diagnoses) {
-        QTreeWidgetItem* item = nullptr;
-        for (int i = 0; i < m_diagnostics->topLevelItemCount() && !item; ++i)
-            if (m_diagnostics->topLevelItem(i)->data(0, Qt::UserRole).toString() == d.key)
-                item = m_diagnostics->topLevelItem(i);
-        if (!item)
-            item = new QTreeWidgetItem(m_diagnostics);
-        QStringList ranks;
-        for (const int rank : d.ranks)
-            ranks << QString::number(rank);
-        item->setText(0, diagnosisKindName(d.kind) + (d.resolved ? QStringLiteral(" (resolved)") : QString()));
-        item->setText(1, ranks.join(QLatin1Char(',')));
-        item->setText(2, d.message);
-        item->setToolTip(2, d.message);
-        item->setData(0, Qt::UserRole, d.key);
-        item->setData(1, Qt::UserRole, d.ranks.value(0, -1));
-        // Under a root cause, what its rank said last, one row per line, shown at once; a click on one shows the
-        // rank's whole log, as a click on the finding does.
-        qDeleteAll(item->takeChildren());
-        for (const StoredLine& line : d.lastLines) {
-            auto* said = new QTreeWidgetItem(item);
-            if (item->childCount() == 1)
-                said->setText(0, QStringLiteral("rank %1 said last").arg(d.ranks.value(0)));
-            said->setText(2, formatStoredLines({line}).trimmed());
-            said->setToolTip(2, said->text(2));
-            said->setFont(2, QFontDatabase::systemFont(QFontDatabase::FixedFont));
-            said->setForeground(0, QColor(0x75, 0x75, 0x75));
-            said->setData(1, Qt::UserRole, d.ranks.value(0, -1));
-        }
-        item->setExpanded(true);
-        const QColor colour = d.resolved ? QColor(0x75, 0x75, 0x75)
-                              : d.kind == DiagnosisKind::Straggler ? QColor(0xe6, 0x51, 0x00)
-                                                                    : QColor(0xc6, 0x28, 0x28);
-        item->setForeground(0, colour);
         if (!d.resolved)
             showMessage(d.toString(), true);
         // The stack tree opens where the hung ranks part from the others, for this capture and the next.
@@ -467,13 +406,8 @@ void MainWindow::addDiagnoses(const QVector<Diagnosis>& diagnoses) {
 void MainWindow::showDebugServer(const remote::DebugServer& server) {
     const QString text =
         QStringLiteral("rank %1 on %2 waits for a debugger at %3").arg(server.rank).arg(server.host, server.address);
-    auto* item = new QTreeWidgetItem(m_diagnostics);
-    item->setText(0, QStringLiteral("debugger"));
-    item->setText(1, QString::number(server.rank));
-    item->setText(2, text + QStringLiteral(": ") + server.gdbCommand);
-    item->setToolTip(2, item->text(2));
-    item->setData(0, Qt::UserRole, QStringLiteral("debugger"));
-    item->setData(1, Qt::UserRole, server.rank);
+    m_diagnostics->addNote(QStringLiteral("debugger"), QStringLiteral("debugger"), server.rank,
+                           text + QStringLiteral(": ") + server.gdbCommand);
     showMessage(text);
 
     // Not modal: the run view stays live while the user attaches.

@@ -19,11 +19,11 @@ class QLabel;
 class QSortFilterProxyModel;
 class QTabWidget;
 class QTableView;
-class QTreeWidget;
 
 namespace rankscope::gui {
 
 class ClusterPanel;
+class DiagnosticsPanel;
 class HistoryModel;
 class JobEditor;
 class LogInspector;
@@ -89,7 +89,7 @@ public:
     [[nodiscard]] HistoryModel* historyModel() const { return m_historyModel; }
     // One row per finding of the engine's diagnosis (root cause, hang, straggler, divergence); a click
     // focuses every view on the rank it is about.
-    [[nodiscard]] QTreeWidget* diagnosticsView() const { return m_diagnostics; }
+    [[nodiscard]] DiagnosticsPanel* diagnosticsView() const { return m_diagnostics; }
     // The latest merged stack capture (automatic on a hang, or Capture stacks); a click on a frame of one rank
     // focuses the log inspector on it.
     [[nodiscard]] StackPanel* stackPanel() const { return m_stacks; }
@@ -137,7 +137,7 @@ private:
     HistoryModel* m_historyModel = nullptr;
     QSortFilterProxyModel* m_historyProxy = nullptr;
     QTableView* m_history = nullptr;
-    QTreeWidget* m_diagnostics = nullptr;
+    DiagnosticsPanel* m_diagnostics = nullptr;
     StackPanel* m_stacks = nullptr;
     QDockWidget* m_stacksDock = nullptr;
     NcclPanel* m_nccl = nullptr;

@@ -2,17 +2,18 @@
 // The main window driven as a user would: a real 2-rank debug run of the trainer on this machine (the local
 // transport, Gloo), then the same run reopened offline from the history. Offscreen platform, real widgets.
 #include "bridgehost.h"
+#include "diagnosticsview/diagnosticspanel.h"
 #include "historymodel.h"
 #include "jobview/jobeditor.h"
 #include "logview/logfilterproxy.h"
 #include "logview/loginspector.h"
 #include "logview/logmodel.h"
 #include "mainwindow.h"
+#include "ncclview/ncclpanel.h"
 #include "runsession.h"
 #include "runview/rankgridmodel.h"
 #include "runview/runcharts.h"
 #include "runview/runmetrics.h"
-#include "ncclview/ncclpanel.h"
 #include "runview/runview.h"
 #include "stackview/stackpanel.h"
 
@@ -515,11 +516,9 @@ private slots:
                  qPrintable(command->text()));
         window.debugServerDialog()->findChild<QPushButton*>(QStringLiteral("copyGdbCommand"))->click();
         QCOMPARE(QGuiApplication::clipboard()->text(), command->text());
-        QTreeWidgetItem* row = nullptr;
-        for (int i = 0; i < window.diagnosticsView()->topLevelItemCount(); ++i)
-            if (window.diagnosticsView()->topLevelItem(i)->text(0) == QLatin1String("debugger"))
-                row = window.diagnosticsView()->topLevelItem(i);
+        const QTreeWidgetItem* row = window.diagnosticsView()->findingOf(QStringLiteral("debugger"));
         QVERIFY(row);
+        QCOMPARE(row->text(0), QStringLiteral("debugger"));
         QCOMPARE(row->text(1), QStringLiteral("1"));
         QVERIFY2(row->text(2).contains(command->text()), qPrintable(row->text(2)));
 
