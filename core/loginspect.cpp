@@ -159,6 +159,10 @@ LogInspector::~LogInspector() {
 }
 
 void LogInspector::beginFile(const QString& name) {
+    // A name given again starts at line 1 again, before the errors its first reading left.
+    if (m_fileNames.contains(name))
+        m_errors.inOrder = false;
+    m_fileNames.insert(name);
     m_files.append(name);
     m_watchdog.setSource(name);
     m_traceback.setSource(name);
@@ -260,16 +264,15 @@ private:
 } // namespace
 
 // The parsers append to one list as they read, one error a line (ErrorList): that is file and line order, unless a
-// file was given twice (its second read starts at line 1 again). Then the errors are put in that order, each line's
-// first kept; else the list is the parsers' own, shared, not copied.
+// file was given twice (its second read starts at line 1 again) or a parser named an earlier line than the last
+// error's (ErrorList::inOrder). Then the errors are put in that order, each line's first kept; else the list is the
+// parsers' own, shared, not copied.
 QList<LogError> LogInspector::errorsInOrder() const {
+    if (m_errors.inOrder)
+        return m_errors.list;
     ErrorPlaces placeOf(m_files);
     const auto before = [&placeOf](const LogError& a, const LogError& b) { return placeOf(a) < placeOf(b); };
-    const auto notBefore = [&before](const LogError& a, const LogError& b) { return !before(a, b); };
-    const QList<LogError>& errors = m_errors.list;
-    if (std::adjacent_find(errors.cbegin(), errors.cend(), notBefore) == errors.cend())
-        return errors;
-    QList<LogError> ordered = errors;
+    QList<LogError> ordered = m_errors.list;
     std::stable_sort(ordered.begin(), ordered.end(), before);
     const auto samePlace = [&placeOf](const LogError& a, const LogError& b) { return placeOf(a) == placeOf(b); };
     ordered.erase(std::unique(ordered.begin(), ordered.end(), samePlace), ordered.end());

@@ -12,6 +12,7 @@
 #include <QByteArray>
 #include <QIODevice>
 #include <QList>
+#include <QSet>
 #include <QString>
 #include <QStringList>
 
@@ -77,6 +78,7 @@ private:
     LogLineScanner m_scanner;
     ErrorList m_errors; // of the watchdog, traceback and kill parsers, as they read them
     QStringList m_files;
+    QSet<QString> m_fileNames; // m_files, to tell a name given again
     qint64 m_bytes = 0;
     qint64 m_lines = 0;
 };

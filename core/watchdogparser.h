@@ -75,13 +75,26 @@ struct ErrorList {
     QList<LogError> list;
     bool oneALine = false;
     qsizetype streamFrom = 0; // where the errors of the stream being read start: another stream's lines are others'
+    // False once an error was appended after one of a later line in its stream (a parser that names an error's first
+    // line when it has read on). Then the list is not in line order by itself; LogInspector sorts it. Knowing it here
+    // spares a pass over every error of the log, read again cold, to find out (3 % of an inspection).
+    bool inOrder = true;
     // Appends `error`, unless one a line is kept and the stream's last error is of its line; returns its index, or -1
     // where it was not appended.
     qsizetype append(LogError&& error) {
-        if (oneALine && list.size() > streamFrom && list.constLast().line == error.line)
-            return -1;
+        if (list.size() > streamFrom) {
+            const qint64 last = list.constLast().line;
+            if (oneALine && last == error.line)
+                return -1;
+            inOrder = inOrder && last <= error.line;
+        }
         list.append(std::move(error));
         return list.size() - 1;
+    }
+    void clear() {
+        list.clear();
+        streamFrom = 0;
+        inOrder = true;
     }
 };
 
@@ -122,7 +135,7 @@ public:
     // Drops the errors read so far, and the wait for the last one's detail: a reader that wants only the timeouts
     // (a run's live diagnosis, for as long as the run lasts) keeps no more than them.
     void forgetErrors() {
-        m_errors->list.clear();
+        m_errors->clear();
         m_details.clear();
         m_texts.clear();
     }

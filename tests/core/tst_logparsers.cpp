@@ -1438,6 +1438,18 @@ void tst_LogParsers::anErrorListKeepsOneALineOnlyWhereAsked() {
         QCOMPARE(errors.append({QStringLiteral("b"), 4, -1, "other file"}), oneALine ? 2 : 3);
         QCOMPARE(texts(errors), oneALine ? QStringList({"3 first", "4 next line", "4 other file"})
                                          : QStringList({"3 first", "3 second", "4 next line", "4 other file"}));
+        // In line order within each stream so far (the other file starting again is no disorder); an error of an
+        // earlier line than the stream's last is, and stays so; clear() starts a list anew.
+        QVERIFY(errors.inOrder);
+        QCOMPARE(errors.append({QStringLiteral("b"), 9, -1, "later"}), oneALine ? 3 : 4);
+        QVERIFY(errors.inOrder);
+        QCOMPARE(errors.append({QStringLiteral("b"), 5, -1, "earlier"}), oneALine ? 4 : 5);
+        QVERIFY(!errors.inOrder);
+        errors.streamFrom = errors.list.size();
+        QCOMPARE(errors.append({QStringLiteral("c"), 1, -1, "third file"}), oneALine ? 5 : 6);
+        QVERIFY(!errors.inOrder);
+        errors.clear();
+        QVERIFY(errors.list.isEmpty() && errors.inOrder && errors.streamFrom == 0);
     }
 }
 
