@@ -19,23 +19,26 @@ using rankscope::gui::DiagnosticsPanel;
 
 namespace {
 
-Diagnosis rootCause(QVector<StoredLine> lastLines) {
+Diagnosis finding(DiagnosisKind kind, const QString& key, QVector<int> ranks, const QString& message) {
     Diagnosis d;
-    d.kind = DiagnosisKind::RootCause;
-    d.key = QStringLiteral("root-cause");
-    d.ranks = {1, 0};
+    d.kind = kind;
+    d.key = key;
+    d.ranks = std::move(ranks);
+    d.message = message;
+    return d;
+}
+
+Diagnosis rootCause(QVector<StoredLine> lastLines) {
+    Diagnosis d = finding(DiagnosisKind::RootCause, QStringLiteral("root-cause"), {1, 0},
+                          QStringLiteral("rank 1 on node-b failed first: exit status 1"));
     d.host = QStringLiteral("node-b");
-    d.message = QStringLiteral("rank 1 on node-b failed first: exit status 1");
     d.lastLines = std::move(lastLines);
     return d;
 }
 
 Diagnosis hang(bool resolved) {
-    Diagnosis d;
-    d.kind = DiagnosisKind::Hang;
-    d.key = QStringLiteral("hang:41");
-    d.ranks = {3, 0, 1, 2};
-    d.message = QStringLiteral("rank 3 on node-b stuck at step 5 in phase backward (collective #41)");
+    Diagnosis d = finding(DiagnosisKind::Hang, QStringLiteral("hang:41"), {3, 0, 1, 2},
+                          QStringLiteral("rank 3 on node-b stuck at step 5 in phase backward (collective #41)"));
     d.resolved = resolved;
     return d;
 }
@@ -101,12 +104,8 @@ private Q_SLOTS:
         QCOMPARE(cause->child(0)->text(DiagnosticsPanel::WhatColumn), QStringLiteral("[err] Traceback"));
 
         // A straggler is neither the red of a failure nor the grey of what passed.
-        Diagnosis straggler;
-        straggler.kind = DiagnosisKind::Straggler;
-        straggler.key = QStringLiteral("straggler:2");
-        straggler.ranks = {2};
-        straggler.message = QStringLiteral("rank 2 is a straggler: 1.6x the median step time of the others");
-        panel.addDiagnoses({straggler});
+        panel.addDiagnoses({finding(DiagnosisKind::Straggler, QStringLiteral("straggler:2"), {2},
+                                    QStringLiteral("rank 2 is a straggler: 1.6x the median step time of the others"))});
         const QTreeWidgetItem* slow = panel.findingOf(QStringLiteral("straggler:2"));
         QVERIFY(slow);
         QVERIFY(kindColour(slow) != standing && kindColour(slow) != kindColour(stuck));
@@ -118,10 +117,9 @@ private Q_SLOTS:
         panel.resize(900, 300);
         panel.show();
         QVERIFY(QTest::qWaitForWindowExposed(&panel));
-        Diagnosis watchdog; // a hang known from NCCL's watchdog timeouts only: no rank to show
-        watchdog.kind = DiagnosisKind::Hang;
-        watchdog.key = QStringLiteral("hang:watchdog");
-        watchdog.message = QStringLiteral("NCCL's watchdog timed out");
+        // A hang known from NCCL's watchdog timeouts only: no rank to show.
+        const Diagnosis watchdog = finding(DiagnosisKind::Hang, QStringLiteral("hang:watchdog"), {},
+                                           QStringLiteral("NCCL's watchdog timed out"));
         panel.addDiagnoses({rootCause({{RankStream::Err, QStringLiteral("error: injected failure"), 2.0}}), watchdog});
         QSignalSpy requested(&panel, &DiagnosticsPanel::rankRequested);
         const auto click = [&panel](const QTreeWidgetItem* item) {
@@ -164,12 +162,8 @@ private Q_SLOTS:
         panel.show();
         QVERIFY(QTest::qWaitForWindowExposed(&panel));
         QVERIFY(paintedBelow(panel, 40));
-        Diagnosis divergence;
-        divergence.kind = DiagnosisKind::Divergence;
-        divergence.key = QStringLiteral("divergence");
-        divergence.ranks = {1};
-        divergence.message = QStringLiteral("replicas diverged");
-        panel.addDiagnoses({divergence});
+        panel.addDiagnoses({finding(DiagnosisKind::Divergence, QStringLiteral("divergence"), {1},
+                                    QStringLiteral("replicas diverged"))});
         const QRect row = panel.visualItemRect(panel.topLevelItem(0));
         QVERIFY(row.height() > 0 && row.bottom() < 40);
         QVERIFY(!paintedBelow(panel, 40));
