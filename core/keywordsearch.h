@@ -72,6 +72,20 @@ template <qsizetype N> [[nodiscard]] inline bool startsWithLiteral(QByteArrayVie
     return text.size() >= N - 1 && std::memcmp(text.data(), prefix, N - 1) == 0;
 }
 
+// The number that `digits` spell, all of them decimal digits (1 to 18 of them), or -1. The log parsers' reading of a
+// pid, a rank, a line number or a count that stands alone.
+[[nodiscard]] inline qint64 decimalValue(QByteArrayView digits) {
+    if (digits.isEmpty() || digits.size() > 18)
+        return -1;
+    qint64 value = 0;
+    for (const char c : digits) {
+        if (c < '0' || c > '9')
+            return -1;
+        value = value * 10 + (c - '0');
+    }
+    return value;
+}
+
 // Where the byte `c` first is in `text` from `from` on, or -1: QByteArrayView::indexOf(char) runs Qt's search for a
 // byte string, out of line.
 [[nodiscard]] inline qsizetype indexOfByte(QByteArrayView text, char c, qsizetype from = 0) {

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "core/logprefix.h"
 
+#include "core/keywordsearch.h"
+
 #include <cstring>
 
 namespace rankscope {
@@ -14,16 +16,9 @@ constexpr qsizetype kMaxSrunLabelWidth = 7; // up to 9,999,999 tasks
 bool isDigit(char c) { return c >= '0' && c <= '9'; }
 bool isAlpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 
+// A prefix's number (a rank, a pid, a task): at most 9 digits, an int.
 int digitsValue(QByteArrayView digits) {
-    if (digits.isEmpty() || digits.size() > 9)
-        return -1;
-    int value = 0;
-    for (char c : digits) {
-        if (!isDigit(c))
-            return -1;
-        value = value * 10 + (c - '0');
-    }
-    return value;
+    return digits.size() > 9 ? -1 : static_cast<int>(decimalValue(digits));
 }
 
 QByteArrayView skipSpaces(QByteArrayView text) {

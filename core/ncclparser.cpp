@@ -274,13 +274,14 @@ void NcclLogParser::takeRecord(const Header& header, QByteArrayView source, bool
         const qsizetype slash = indexOfByte(message, '/');
         const qsizetype colon = findBytes(message, kSpaceColon);
         if (slash > 0 && colon > slash)
-            m_channels = std::max<int>(m_channels, static_cast<int>(toNumber(trimmedBlanks(message.sliced(slash + 1, colon - slash - 1)))));
+            m_channels = std::max<int>(m_channels, static_cast<int>(decimalValue(
+                                                       trimmedBlanks(message.sliced(slash + 1, colon - slash - 1)))));
         return;
     }
     // "16 coll channels, 16 collnet channels, …": the most channels of any rank.
     if (!message.isEmpty() && isDigit(message.front()) && containsBytes(message, kCollChannels)) {
         const qsizetype space = indexOfByte(message, ' ');
-        m_channels = std::max<int>(m_channels, static_cast<int>(toNumber(message.first(space))));
+        m_channels = std::max<int>(m_channels, static_cast<int>(decimalValue(message.first(space))));
         return;
     }
     if (startsWithLiteral(message, "Connected NVLS")) {
@@ -430,11 +431,11 @@ void NcclLogParser::takeConnection(QByteArrayView via) {
 // rank not seen before or a field it did not have yet.
 void NcclLogParser::takeCommInit(const Header& header, QByteArrayView message) {
     const CommInitFields fields = readCommInit(message);
-    const int rankNumber = static_cast<int>(toNumber(fields.rank));
-    const int nranks = static_cast<int>(toNumber(fields.nranks));
+    const int rankNumber = static_cast<int>(decimalValue(fields.rank));
+    const int nranks = static_cast<int>(decimalValue(fields.nranks));
     if (rankNumber < 0 || nranks <= 0)
         return;
-    const qint64 cudaDev = toNumber(fields.cudaDev);
+    const qint64 cudaDev = decimalValue(fields.cudaDev);
     const QByteArrayView busId = fields.busId;
     QString init;
     if (fields.complete)

@@ -23,18 +23,6 @@ inline bool isSpace(char c) {
     return c == ' ' || c == '\t';
 }
 
-inline qint64 toNumber(QByteArrayView digits) {
-    if (digits.isEmpty() || digits.size() > 18)
-        return -1;
-    qint64 value = 0;
-    for (char c : digits) {
-        if (!isDigit(c))
-            return -1;
-        value = value * 10 + (c - '0');
-    }
-    return value;
-}
-
 // The last `c` before index `before`; QByteArrayView::lastIndexOf goes through a general substring search.
 inline qsizetype lastIndexBefore(QByteArrayView text, char c, qsizetype before) {
     for (qsizetype i = before - 1; i >= 0; --i) {
@@ -47,7 +35,7 @@ inline qsizetype lastIndexBefore(QByteArrayView text, char c, qsizetype before) 
 // "misc/ibvwrap.cc:63": a file with an extension, a colon and a line number.
 inline bool isSourceLocation(QByteArrayView token) {
     const qsizetype colon = lastIndexBefore(token, ':', token.size());
-    return colon > 0 && indexOfByte(token.first(colon), '.') >= 0 && toNumber(token.sliced(colon + 1)) >= 0;
+    return colon > 0 && indexOfByte(token.first(colon), '.') >= 0 && decimalValue(token.sliced(colon + 1)) >= 0;
 }
 
 #ifdef __SSE2__

@@ -33,13 +33,7 @@ int trainerErrorRank(QByteArrayView text, qsizetype keywordAt) {
     const qsizetype digits = keywordAt - open.size();
     if (digits < 1 || digits > 9 || !text.startsWith(open))
         return -1;
-    int rank = 0;
-    for (const char c : text.sliced(open.size(), digits)) {
-        if (c < '0' || c > '9')
-            return -1;
-        rank = rank * 10 + (c - '0');
-    }
-    return rank;
+    return static_cast<int>(decimalValue(text.sliced(open.size(), digits)));
 }
 
 // "worker-1: ": a host name as pdsh prints it (lower-case letters, digits, '.', '-', '_') and ": ", all of `text`.

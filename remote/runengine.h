@@ -160,6 +160,9 @@ private:
     void onFailed(int node, int kind, const QString& message);
     void onDrained(int node);
     void onStopped(int node, int left, const QString& detail);
+    // Stores a node's bytes of `stream` at `offset`: those not stored before, a view into `bytes` (empty where the
+    // store has them already, or failed, which goes to the log).
+    QByteArrayView storeNodeStream(int node, const QString& stream, qint64 offset, const QByteArray& bytes);
     void onGpuData(int node, qint64 offset, const QByteArray& bytes);
     void parseGpu(int node, QByteArrayView bytes);
     void onGpuErrors(int node, qint64 offset, const QByteArray& bytes);

@@ -189,26 +189,24 @@ void RunEngine::onParsed(int /*node*/, int generation, const RankStreamChunk& ch
         deliver(chunk);
 }
 
-void RunEngine::onGpuData(int node, qint64 offset, const QByteArray& bytes) {
+QByteArrayView RunEngine::storeNodeStream(int node, const QString& stream, qint64 offset, const QByteArray& bytes) {
     QString error;
     qint64 appended = 0;
-    if (!m_store->appendNodeStream(m_record.id, node, kGpuStream, offset, bytes, &error, &appended)) {
+    if (!m_store->appendNodeStream(m_record.id, node, stream, offset, bytes, &error, &appended)) {
         qWarning("rankscope: %s", qPrintable(error));
-        return;
+        return {};
     }
-    if (appended > 0)
-        parseGpu(node, QByteArrayView(bytes).last(appended));
+    return QByteArrayView(bytes).last(appended);
+}
+
+void RunEngine::onGpuData(int node, qint64 offset, const QByteArray& bytes) {
+    if (const QByteArrayView fresh = storeNodeStream(node, kGpuStream, offset, bytes); !fresh.isEmpty())
+        parseGpu(node, fresh);
 }
 
 void RunEngine::onGpuErrors(int node, qint64 offset, const QByteArray& bytes) {
-    QString error;
-    qint64 appended = 0;
-    if (!m_store->appendNodeStream(m_record.id, node, kGpuErrStream, offset, bytes, &error, &appended)) {
-        qWarning("rankscope: %s", qPrintable(error));
-        return;
-    }
-    if (appended > 0)
-        parseGpuErrors(node, QByteArrayView(bytes).last(appended));
+    if (const QByteArrayView fresh = storeNodeStream(node, kGpuErrStream, offset, bytes); !fresh.isEmpty())
+        parseGpuErrors(node, fresh);
 }
 
 void RunEngine::parseGpuErrors(int node, QByteArrayView bytes) {

@@ -181,6 +181,7 @@ private slots:
     void generatedText();
     void sixtyFourKeywords();
     void maskOf();
+    void decimalValueOfDigitsOnly();
     void findBytesOnLongAndShortText();
     void needleFindsWhatTheBytesFind();
     void findBytesFromEveryPlace_data();
@@ -297,6 +298,20 @@ void tst_KeywordSearch::sixtyFourKeywords() {
     }
     const QByteArray text = textOfKeywordPieces(keywords, 7, 3000);
     QCOMPARE(foundHits(text, keywords), describe(naiveHits(text, keywords)));
+}
+
+// A number that stands alone: 1 to 18 decimal digits and nothing else, or -1.
+void tst_KeywordSearch::decimalValueOfDigitsOnly() {
+    QCOMPARE(decimalValue("0"), qint64(0));
+    QCOMPARE(decimalValue("007"), qint64(7));
+    QCOMPARE(decimalValue("123456789012345678"), qint64(123456789012345678LL));
+    QCOMPARE(decimalValue("1234567890123456789"), qint64(-1)); // more than 18 digits
+    QCOMPARE(decimalValue(""), qint64(-1));
+    QCOMPARE(decimalValue("12a"), qint64(-1));
+    QCOMPARE(decimalValue(" 12"), qint64(-1));
+    QCOMPARE(decimalValue("-1"), qint64(-1));
+    QCOMPARE(decimalValue("9/"), qint64(-1)); // the bytes beside '0' and '9'
+    QCOMPARE(decimalValue(":9"), qint64(-1));
 }
 
 void tst_KeywordSearch::maskOf() {

@@ -143,15 +143,6 @@ private Q_SLOTS:
         const QByteArray zeros("pid:00000042");
         QCOMPARE(digitsValue(zeros.constData() + zeros.size(), 8), qint64(42));
     }
-
-    void numbers() {
-        QCOMPARE(toNumber("0"), qint64(0));
-        QCOMPARE(toNumber("123456789012345678"), qint64(123456789012345678LL));
-        QCOMPARE(toNumber("1234567890123456789"), qint64(-1)); // more than 18 digits
-        QCOMPARE(toNumber(""), qint64(-1));
-        QCOMPARE(toNumber("12a"), qint64(-1));
-        QCOMPARE(toNumber("-1"), qint64(-1));
-    }
 };
 
 QTEST_GUILESS_MAIN(TestNcclText)
