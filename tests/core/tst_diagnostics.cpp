@@ -83,7 +83,9 @@ QVector<Diagnosis> replay(RunDiagnostics& diagnostics, const QVector<TrainerEven
     QVector<Diagnosis> found;
     const double end = std::max(until, events.back().time);
     qsizetype next = 0;
-    for (double now = events.front().time; now <= end + 1e-9; now += 0.05) {
+    // Each tick's time from its index: a sum of 0.05 s steps drifts, and the last tick could miss the last events.
+    for (qint64 tick = 0; events.front().time + tick * 0.05 <= end + 1e-9; ++tick) {
+        const double now = events.front().time + tick * 0.05;
         QVector<TrainerEvent> batch;
         while (next < events.size() && events[next].time <= now)
             batch.append(events[next++]);
@@ -288,6 +290,82 @@ private slots:
         for (int s = 1; s <= 30; ++s)
             close << step(0, 1000.0 + s, s, 300, 100) << step(1, 1000.0 + s, s, 300, 80); // 1.1x
         QVERIFY(replay(mild, close, DiagnosisKind::Straggler).isEmpty());
+    }
+
+    // However long its steps take, a rank's window needs its 20 steps: a rank computing twice as long as the other,
+    // in steps of a second each, is flagged at its 20th step (20 s), not at its 5th (5 s, the window's span).
+    void aStragglerWindowNeedsItsStepsHoweverLongTheyTake() {
+        QVector<TrainerEvent> events;
+        for (int s = 1; s <= 25; ++s)
+            events << step(0, 1000.0 + s, s, 1000, 500) << step(1, 1000.0 + s, s, 1000, 0); // 500 vs 1000 ms
+        RunDiagnostics diagnostics;
+        const QVector<Diagnosis> found = replay(diagnostics, events, DiagnosisKind::Straggler);
+        QCOMPARE(found.size(), 1);
+        QCOMPARE(found.front().ranks, QVector<int>{1});
+        QVERIFY2(found.front().time >= 1020.0 && found.front().time < 1020.1,
+                 qPrintable(QString::number(found.front().time, 'f', 2)));
+        QVERIFY2(found.front().message.contains(QLatin1String("2.00x")) &&
+                     found.front().message.contains(QLatin1String("over its last 20 steps, 20.0 s")),
+                 qPrintable(found.front().message));
+    }
+
+    // Sustained means three quarters of the window: a rank twice as slow in 60 % of its steps has a median above
+    // the factor but is as fast as the others in the rest, and is not flagged; slow in 80 % of them, it is.
+    void aStragglerIsSlowInThreeQuartersOfItsWindow() {
+        const auto slowIn = [](int slowOfFive) {
+            QVector<TrainerEvent> events;
+            for (int s = 1; s <= 40; ++s) {
+                const double t = 1000.0 + s * 0.5;
+                const double computeMs = s % 5 < slowOfFive ? 400 : 200;
+                events << step(0, t, s, 500, 300) << step(1, t, s, 500, 300) << step(2, t, s, 500, 500 - computeMs);
+            }
+            return events;
+        };
+        RunDiagnostics sometimes;
+        const QVector<Diagnosis> none = replay(sometimes, slowIn(3), DiagnosisKind::Straggler);
+        for (const Diagnosis& d : none)
+            qWarning("unexpected: %s", qPrintable(d.toString()));
+        QVERIFY(none.isEmpty());
+        RunDiagnostics mostly;
+        const QVector<Diagnosis> found = replay(mostly, slowIn(4), DiagnosisKind::Straggler);
+        QCOMPARE(found.size(), 1);
+        QCOMPARE(found.front().ranks, QVector<int>{2});
+        QVERIFY2(found.front().message.contains(QLatin1String("2.00x")), qPrintable(found.front().message));
+    }
+
+    // Each rank is measured against the others, itself left out. Of compute times 100, 152 and 160 ms, rank 2 is
+    // 1.27x the median of 100 and 152; rank 1 is 1.17x that of 100 and 160, under the factor, though 1.2x the
+    // median of 100 and its own 152.
+    void aRankIsMeasuredAgainstTheOthersOnly() {
+        QVector<TrainerEvent> events;
+        for (int s = 1; s <= 30; ++s) {
+            const double t = 1000.0 + s * 0.2;
+            events << step(0, t, s, 200, 100) << step(1, t, s, 200, 48) << step(2, t, s, 200, 40);
+        }
+        RunDiagnostics diagnostics;
+        const QVector<Diagnosis> found = replay(diagnostics, events, DiagnosisKind::Straggler);
+        QCOMPARE(found.size(), 1);
+        QCOMPARE(found.front().ranks, QVector<int>{2});
+        QVERIFY2(found.front().message.contains(QLatin1String("1.27x as long as the median of the others (160 ms vs "
+                                                              "126 ms")),
+                 qPrintable(found.front().message));
+    }
+
+    // A rank with a full window and none to compare it with (the others' first steps still to come, or fewer than
+    // a window of them) is no straggler, however slow.
+    void aFullWindowAloneIsComparedWithNoOne() {
+        QVector<TrainerEvent> events;
+        for (int s = 1; s <= 30; ++s)
+            events << step(0, 1000.0 + s * 0.3, s, 300, 0);
+        for (int s = 1; s <= 5; ++s)
+            events << step(1, 1000.0 + s * 0.3, s, 300, 200);
+        std::stable_sort(events.begin(), events.end(),
+                         [](const TrainerEvent& a, const TrainerEvent& b) { return a.time < b.time; });
+        RunDiagnostics diagnostics;
+        const QVector<Diagnosis> found = replay(diagnostics, events, DiagnosisKind::Straggler);
+        for (const Diagnosis& d : found)
+            qWarning("unexpected: %s", qPrintable(d.toString()));
+        QVERIFY(found.isEmpty());
     }
 
     // A thousand ranks and more, two of them slow: both are flagged, no other is, and each is measured against the
@@ -729,6 +807,15 @@ private slots:
         // Once rank 1 has waited the threshold (1.2 heartbeats, 0.6 s): 0.1 s before the pause, 0.5 s after it.
         QVERIFY2(hangs.front().time >= 3008.45 && hangs.front().time <= 3008.55,
                  qPrintable(QString::number(hangs.front().time, 'f', 2)));
+        // A second capture begun while the first still holds the ranks (the first one superseded) holds them once:
+        // the hang comes as soon after the resume as with one capture.
+        RunDiagnostics heldTwice;
+        heldTwice.pauseRanks(3003.7);
+        heldTwice.pauseRanks(3005.0);
+        heldTwice.resumeRanks(3008.0);
+        const QVector<Diagnosis> once = replay(heldTwice, stuck, DiagnosisKind::Hang);
+        QCOMPARE(once.size(), 1);
+        QCOMPARE(once.front().time, hangs.front().time);
     }
 
     // A rank that is merely slower to reach the collective, but moving, is not a hang; once it arrives the
@@ -762,6 +849,45 @@ private slots:
         }
         RunDiagnostics diagnostics;
         QVERIFY(replay(diagnostics, events, DiagnosisKind::Hang).isEmpty());
+    }
+
+    // Every rank still outside any collective (a long checkpoint write or evaluation on all of them) is no hang:
+    // none waits for another.
+    void ranksStillOutsideEveryCollectiveAreNoHang() {
+        QVector<TrainerEvent> events = stepDone(3);
+        for (int i = 0; i < 10; ++i)
+            for (int rank = 0; rank < 3; ++rank)
+                events << heartbeat(rank, 2000.0 + i, 30, "checkpoint", 91, 91);
+        RunDiagnostics diagnostics;
+        const QVector<Diagnosis> hangs = replay(diagnostics, events, DiagnosisKind::Hang);
+        for (const Diagnosis& d : hangs)
+            qWarning("unexpected: %s", qPrintable(d.toString()));
+        QVERIFY(hangs.isEmpty());
+    }
+
+    // Where steps take longer than the heartbeats' patience, a rank waits in its collective for a peer still
+    // computing for most of a step, every step: no hang until the ranks have been still for two steps' time.
+    // Steps of 3 s and heartbeats every 0.5 s: rank 0 waits 2.5 s for rank 1's forward, then both go on; then rank 1
+    // stops in its forward for good, and is named once rank 0 has waited 6 s.
+    void ranksWaitingLessThanTwoStepsAreNoHang() {
+        QVector<TrainerEvent> events;
+        for (int s = 1; s <= 5; ++s)
+            events << step(0, 1990.0 + s, s, 3000, 2500) << step(1, 1990.0 + s, s, 3000, 0);
+        for (int i = 0; i < 6; ++i) { // step 6: rank 0 inside collective #6 from 2000.0, rank 1 computing
+            events << heartbeat(0, 2000.0 + 0.5 * i, 5, "forward", 6, 5);
+            events << heartbeat(1, 2000.0 + 0.5 * i, 5, "forward", 5, 5);
+        }
+        for (int i = 0; i < 20; ++i) { // step 7: rank 1 never reaches collective #7
+            events << heartbeat(0, 2003.0 + 0.5 * i, 6, "forward", 7, 6);
+            events << heartbeat(1, 2003.0 + 0.5 * i, 6, "forward", 6, 6);
+        }
+        RunDiagnostics diagnostics;
+        const QVector<Diagnosis> hangs = replay(diagnostics, events, DiagnosisKind::Hang);
+        QCOMPARE(hangs.size(), 1);
+        QVERIFY2(hangs.front().message.startsWith(QLatin1String("rank 1 stuck at step 7 in phase forward")),
+                 qPrintable(hangs.front().message));
+        QVERIFY2(hangs.front().time >= 2003.0 + 6.0 && hangs.front().time <= 2003.0 + 6.2,
+                 qPrintable(QString::number(hangs.front().time, 'f', 2)));
     }
 
     // A hang that moves on is resolved.
