@@ -150,6 +150,29 @@ private slots:
         QVERIFY(first->cause.contains(QStringLiteral("its last words: Segmentation fault in libfoo")));
     }
 
+    // The last line on stderr of a rank killed by a signal is whatever it was printing then, not why it ended: the
+    // cause names the signal only.
+    void aKilledRanksLastLineIsNoReason() {
+        QMap<int, RankExit> exits{{3, {137, at(30)}}};
+        QHash<int, QString> said{{3, QStringLiteral("epoch 1 step 40 loss 0.51")}};
+        const auto first = findFirstFailure(exits, {}, said);
+        QVERIFY(first);
+        QCOMPARE(first->rank, 3);
+        QCOMPARE(first->cause, describeExitStatus(137));
+    }
+
+    // Ranks that failed at the same millisecond, each in its own way: the lowest rank is named, whatever order the
+    // exits were noted in.
+    void aTieInTimeNamesTheLowestRank() {
+        QMap<int, RankExit> exits;
+        exits.insert(2, {137, at(20)});
+        exits.insert(1, {134, at(20)});
+        const auto first = findFirstFailure(exits, {}, {});
+        QVERIFY(first);
+        QCOMPARE(first->rank, 1);
+        QVERIFY(first->alike.isEmpty());
+    }
+
     void aSignalOtherThanSigtermIsPrimaryAndSigtermIsNot() {
         QMap<int, RankExit> exits{{0, {143, at(10)}}, {1, {137, at(20)}}};
         auto first = findFirstFailure(exits, {}, {});
