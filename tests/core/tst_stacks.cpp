@@ -26,6 +26,24 @@ StackTree hungGlooTree() {
     return tree;
 }
 
+// One thread's stack from its functions, innermost first; a function "??@lib" is a frame without a symbol in lib,
+// "f@file:line" one with a location.
+ProcessStacks oneThread(const QStringList& innermostFirst) {
+    ThreadStack stack;
+    for (const QString& text : innermostFirst) {
+        StackFrame frame{text.section(QLatin1Char('@'), 0, 0), {}, 0, {}, false};
+        const QString at = text.section(QLatin1Char('@'), 1);
+        if (frame.function == QLatin1String("??"))
+            frame.library = at;
+        else if (!at.isEmpty()) {
+            frame.file = at.section(QLatin1Char(':'), 0, 0);
+            frame.line = at.section(QLatin1Char(':'), 1).toInt();
+        }
+        stack.frames.append(frame);
+    }
+    return ProcessStacks{1, {stack}};
+}
+
 } // namespace
 
 class tst_Stacks final : public QObject {
@@ -110,6 +128,16 @@ private slots:
         QTest::newRow("nccl proxy") << "ncclProxyProgress" << "nccl wait";
         QTest::newRow("sleep_for") << "std::this_thread::sleep_for<long, std::ratio<3600l, 1l> >" << "sleep";
         QTest::newRow("nanosleep") << "__GI___clock_nanosleep" << "sleep";
+        QTest::newRow("nccl barrier") << "c10d::ProcessGroupNCCL::barrier"
+                                      << "c10d wait";
+        QTest::newRow("store get") << "c10d::PrefixStore::get"
+                                   << "c10d wait";
+        QTest::newRow("work synchronize") << "c10d::ProcessGroupNCCL::WorkNCCL::synchronize"
+                                          << "c10d wait";
+        QTest::newRow("torch's nccl") << "torch::cuda::nccl::all_reduce"
+                                      << "nccl wait";
+        QTest::newRow("a name with sleep in it") << "worker::sleeping"
+                                                 << "";
         QTest::newRow("other") << "main" << "";
     }
     void waitLabels() {
@@ -352,6 +380,84 @@ private slots:
         QCOMPARE(formatRankList({3, 1, 2, 9}), QStringLiteral("1-3,9"));
     }
 
+    // Frames without a symbol are one node per library: NCCL's and the CUDA driver's unknown frames below the same
+    // call stay apart. A frame of a library with a symbol keeps no library.
+    void unknownFramesOfTwoLibrariesStayApart() {
+        StackTree tree;
+        tree.addRank(0, oneThread({"??@libnccl.so.2", "ncclGroupEnd", "main"}));
+        tree.addRank(1, oneThread({"??@libcuda.so.1", "ncclGroupEnd", "main"}));
+        const auto group = tree.find(QStringLiteral("ncclGroupEnd"));
+        QCOMPARE(group.size(), 1);
+        QCOMPARE(group.front()->children.size(), 2);
+        const QString text = tree.render();
+        QVERIFY2(text.contains(QLatin1String("[rank 0] ?? (libnccl.so.2)")) &&
+                     text.contains(QLatin1String("[rank 1] ?? (libcuda.so.1)")),
+                 qPrintable(text));
+        ProcessStacks named = oneThread({"c10d::ProcessGroupGloo::runLoop", "main"});
+        named.threads[0].frames[0].library = QStringLiteral("libtorch_cpu.so.1.13");
+        StackTree withLibrary;
+        withLibrary.addRank(0, named);
+        QVERIFY(withLibrary.find(QStringLiteral("runLoop")).front()->library.isEmpty());
+    }
+
+    // Where ranks part, the branch of more threads comes first, then the branch of the lower first rank: the
+    // odd rank out is at the end, whichever rank it is.
+    void branchesByThreadsThenFirstRank() {
+        StackTree tree;
+        tree.addRank(0, oneThread({"injectFaults", "main"}));
+        tree.addRank(1, oneThread({"c10d::Reducer::finalize_backward", "main"}));
+        tree.addRank(2, oneThread({"c10d::Reducer::finalize_backward", "main"}));
+        const StackNode& main = tree.root().children.front();
+        QCOMPARE(main.children.size(), 2);
+        QCOMPARE(main.children[0].function, QStringLiteral("c10d::Reducer::finalize_backward"));
+        QCOMPARE(main.children[1].function, QStringLiteral("injectFaults"));
+        StackTree even;
+        even.addRank(3, oneThread({"b", "main"}));
+        even.addRank(1, oneThread({"a", "main"}));
+        even.addRank(2, oneThread({"c", "main"}));
+        const QVector<StackNode>& parts = even.root().children.front().children;
+        QCOMPARE(parts.size(), 3);
+        QCOMPARE(parts[0].function, QStringLiteral("a")); // rank 1
+        QCOMPARE(parts[1].function, QStringLiteral("c")); // rank 2
+        QCOMPARE(parts[2].function, QStringLiteral("b")); // rank 3
+    }
+
+    // One frame at several lines (ranks at different lines of one function) lists them once each, in order.
+    void aFramesLinesAreListedOnceInOrder() {
+        StackTree tree;
+        tree.addRank(0, oneThread({"step@training.cpp:310", "main"}));
+        tree.addRank(1, oneThread({"step@training.cpp:295", "main"}));
+        tree.addRank(2, oneThread({"step@training.cpp:310", "main"}));
+        QVERIFY2(tree.render().contains(QLatin1String("[ranks 0-2] step at training.cpp:295, training.cpp:310\n")),
+                 qPrintable(tree.render()));
+        QCOMPARE(StackFrame({"f", "x/sleep.c", 0, {}, false}).location(), QStringLiteral("sleep.c"));
+    }
+
+    // A wait's chain is folded only while it is the C library's or the C++ runtime's (std:: too), one chain that
+    // every thread of the wait passes through to its end.
+    void aWaitChainIsFoldedOnlyWhereItIsOne() {
+        StackTree runtime;
+        runtime.addRank(0, oneThread({"__futex_wait", "__pthread_cond_wait", "std::condition_variable::wait",
+                                      "c10d::ProcessGroupGloo::AsyncWork::wait", "main"}));
+        QVERIFY2(runtime.render().contains(QStringLiteral("[rank 0] … 3 frames down to __futex_wait\n")),
+                 qPrintable(runtime.render()));
+        StackTree unnamed; // frames without a symbol in the C library or the C++ runtime are theirs too
+        unnamed.addRank(0, oneThread({"??@libpthread.so.0", "??@libstdc++.so.6",
+                                      "c10d::ProcessGroupGloo::AsyncWork::wait", "main"}));
+        QVERIFY2(unnamed.render().contains(QStringLiteral("[rank 0] … 2 frames down to ?? (libpthread.so.0)\n")),
+                 qPrintable(unnamed.render()));
+        // Rank 1's stack ends at the wait itself (its debugger saw no deeper): not every thread goes down the chain.
+        StackTree shorter = runtime;
+        shorter.addRank(1, oneThread({"c10d::ProcessGroupGloo::AsyncWork::wait", "main"}));
+        QVERIFY2(!shorter.render().contains(QLatin1String("frames down to")), qPrintable(shorter.render()));
+        // Two runtime branches below the wait: no one chain.
+        StackTree forked = runtime;
+        forked.addRank(1, oneThread({"__futex_wait", "__poll", "std::condition_variable::wait",
+                                     "c10d::ProcessGroupGloo::AsyncWork::wait", "main"}));
+        QVERIFY2(forked.render().contains(QLatin1String("[ranks 0-1] std::condition_variable::wait\n")),
+                 qPrintable(forked.render()));
+    }
+
     void jsonRoundTrip() {
         StackTree tree = hungGlooTree();
         tree.runId = QStringLiteral("20240101-000000-abcd");
@@ -368,6 +474,14 @@ private slots:
         QCOMPARE(back->errors(), tree.errors());
         QCOMPARE(back->render(), tree.render());
         QVERIFY(!StackTree::fromJson(QJsonObject{{"version", 2}}));
+        QJsonObject newer = tree.toJson();
+        newer.insert("version", 2); // a tree of a later format is not read as this one
+        QVERIFY(!StackTree::fromJson(newer));
+        // Notes only where there are some.
+        QVERIFY(tree.toJson().contains(QLatin1String("notes")));
+        QVERIFY(!hungGlooTree().toJson().contains(QLatin1String("notes")));
+        // A named frame keeps no library (its name says what it is); a frame without a symbol keeps its own.
+        QVERIFY(!tree.toJson()["tree"].toObject()["children"][0].toObject().contains(QLatin1String("library")));
     }
 };
 
