@@ -251,6 +251,22 @@ private slots:
         QVERIFY2(text.contains(QLatin1String("[rank 3] ?? (libcuda.so.1)")), qPrintable(text));
     }
 
+    // Without the process id (no "Attaching to process", no "(process N)") and threads without an LWP, the main
+    // thread is gdb's thread 1, though gdb prints it last.
+    void withoutAPidThreadOneIsTheMainThread() {
+        const ProcessStacks stacks = parseGdbStacks("Thread 2 (Thread 0x7f0000000700):\n"
+                                                    "#0  0x00007f00000001 in __poll () from /lib/libc.so.6\n"
+                                                    "#1  0x00007f00000002 in helperLoop () from /lib/libx.so\n"
+                                                    "\n"
+                                                    "Thread 1 (Thread 0x7f0000000800):\n"
+                                                    "#0  0x00007f00000003 in runStep () at train.cpp:12\n"
+                                                    "#1  0x00007f00000004 in main () at main.cpp:5\n");
+        QCOMPARE(stacks.pid, 0);
+        QCOMPARE(stacks.threads.size(), 2);
+        QCOMPARE(stacks.threads[0].number, 1);
+        QCOMPARE(stacks.threads[0].frames.front().function, QStringLiteral("runStep"));
+    }
+
     void euStack() {
         const ProcessStacks stacks = parseStacks(data(QStringLiteral("sleep.eu-stack.txt")));
         QCOMPARE(stacks.pid, 5100);
