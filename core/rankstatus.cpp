@@ -55,7 +55,6 @@ void RankStatusTracker::clear() {
     m_ranks.clear();
     m_history.clear();
     m_diagnoses.clear();
-    m_worldSize = 0;
     m_newestTime = 0.0;
     m_rankHosts.clear();
 }
@@ -88,20 +87,16 @@ void RankStatusTracker::apply(const TrainerEvent& event) {
     RankLiveStatus& status = ensure(event.rank);
     History& history = m_history[event.rank];
     m_newestTime = std::max(m_newestTime, event.time);
-    status.lastEvent = event.time;
-    if (!status.lastProgress)
-        status.lastProgress = event.time; // the clock of a rank starts with its first word
     switch (event.type) {
     case TrainerEventType::Start:
         if (!m_rankHosts.contains(event.rank))
             status.host = event.string(schema::start::kHost);
-        m_worldSize = std::max(m_worldSize, int(event.integer(schema::start::kWorldSize)));
         break;
     case TrainerEventType::Step:
         applyStep(event, status, history);
         break;
     case TrainerEventType::Heartbeat:
-        applyHeartbeat(event, status, history);
+        status.lastHeartbeat = event.time;
         break;
     case TrainerEventType::End:
         if (event.string(schema::end::kStatus) == jsonKey(schema::status::kOk)) {
@@ -128,8 +123,6 @@ void RankStatusTracker::apply(const TrainerEvent& event) {
     }
     case TrainerEventType::Eval:
     case TrainerEventType::Checkpoint:
-        status.lastProgress = event.time; // both only happen when the rank moves on
-        break;
     case TrainerEventType::Unknown:
         break;
     }
@@ -137,8 +130,6 @@ void RankStatusTracker::apply(const TrainerEvent& event) {
 
 void RankStatusTracker::applyStep(const TrainerEvent& event, RankLiveStatus& status, History& history) {
     const qint64 step = event.integer(schema::step::kStep);
-    if (step != status.step)
-        status.lastProgress = event.time;
     status.step = step;
     status.epoch = event.integer(schema::step::kEpoch);
     status.loss = event.number(schema::step::kLoss);
@@ -149,18 +140,6 @@ void RankStatusTracker::applyStep(const TrainerEvent& event, RankLiveStatus& sta
     while (history.steps.size() - drop > kMinRateSamples && history.steps[drop].first < horizon)
         ++drop;
     history.steps.remove(0, drop);
-}
-
-void RankStatusTracker::applyHeartbeat(const TrainerEvent& event, RankLiveStatus& status, History& history) {
-    status.lastHeartbeat = event.time;
-    const QString phase = event.string(schema::heartbeat::kPhase);
-    const qint64 started = event.integer(schema::heartbeat::kCollectiveStarted);
-    const qint64 finished = event.integer(schema::heartbeat::kCollectiveFinished);
-    if (phase != history.phase || started != history.collectiveStarted || finished != history.collectiveFinished)
-        status.lastProgress = event.time;
-    history.phase = phase;
-    history.collectiveStarted = started;
-    history.collectiveFinished = finished;
 }
 
 void RankStatusTracker::rankExited(int rank, int exitStatus, const QString& host, bool stopped) {

@@ -35,8 +35,6 @@ struct RankLiveStatus {
     qint64 step = 0;
     std::optional<double> loss;
     std::optional<double> lastHeartbeat;  // Unix seconds
-    std::optional<double> lastEvent;      // Unix seconds, any event
-    std::optional<double> lastProgress;   // Unix seconds: last new step, or a heartbeat that moved
     std::optional<double> stepsPerSecond; // over the rate window, measured up to `now`
     std::optional<int> exitStatus;
     RankEnding ending = RankEnding::Running; // finished: it said so or exited 0; stopped: the teardown ended it
@@ -92,15 +90,11 @@ public:
     [[nodiscard]] const QMap<int, RankLiveStatus>& ranks() const { return m_ranks; }
     [[nodiscard]] const RankLiveStatus* rank(int rank) const;
     [[nodiscard]] int rankCount() const { return int(m_ranks.size()); }
-    [[nodiscard]] int worldSize() const { return m_worldSize; }
     [[nodiscard]] double newestTime() const { return m_newestTime; }
 
 private:
     struct History {
         QVector<QPair<double, qint64>> steps; // (time, step) within the rate window
-        QString phase;
-        qint64 collectiveStarted = -1;
-        qint64 collectiveFinished = -1;
         bool failed = false;
         bool finished = false;
         bool stopped = false;
@@ -110,7 +104,6 @@ private:
     };
 
     void apply(const TrainerEvent& event);
-    void applyHeartbeat(const TrainerEvent& event, RankLiveStatus& status, History& history);
     void applyStep(const TrainerEvent& event, RankLiveStatus& status, History& history);
     static void settle(RankLiveStatus& status, History& history); // failed or stopped, and why
     RankLiveStatus& ensure(int rank);
@@ -122,7 +115,6 @@ private:
     QMap<int, RankLiveStatus> m_ranks;
     QMap<int, History> m_history;
     QMap<QString, Diagnosis> m_diagnoses; // by key, the newest version of each
-    int m_worldSize = 0;
     QHash<int, QString> m_rankHosts;
     double m_newestTime = 0.0;
 };

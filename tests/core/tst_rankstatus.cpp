@@ -92,7 +92,6 @@ private Q_SLOTS:
         const QVector<TrainerEvent> events = recording(QStringLiteral("clean"), QStringLiteral(".events"));
         feedUntil(tracker, events, 1e12, events.constLast().time);
         QCOMPARE(tracker.rankCount(), 2);
-        QCOMPARE(tracker.worldSize(), 2);
         for (const RankLiveStatus& s : tracker.ranks())
             QCOMPARE(s.state, RankLiveState::Finished);
     }
@@ -575,6 +574,99 @@ private Q_SLOTS:
         tracker.rankExited(2, 137);
         QCOMPARE(tracker.rank(2)->state, RankLiveState::Failed);
         QCOMPARE(tracker.rank(2)->reason, QStringLiteral("data: no file"));
+    }
+
+    // A job that names no host for a rank leaves the one its start event gave; an exit naming another host does
+    // not replace it either.
+    void aRanksHostIsNotBlankedOrReplaced() {
+        RankStatusTracker tracker;
+        tracker.addEvents({decoded(R"({"v":"1.0","type":"start","rank":0,"time":10,"world_size":1,"local_rank":0,)"
+                                   R"("local_world_size":1,"host":"vm","pid":7,"backend":"gloo","device":"cpu",)"
+                                   R"("torch_version":"1.13","steps_per_epoch":10,"total_steps":10,"config":{}})")});
+        tracker.setRankHosts({{0, QString()}});
+        QCOMPARE(tracker.rank(0)->host, QStringLiteral("vm"));
+        tracker.rankExited(0, 0, QStringLiteral("other-node"));
+        QCOMPARE(tracker.rank(0)->host, QStringLiteral("vm"));
+    }
+
+    // A rank's words: a non-fatal error (a corrupt checkpoint skipped) fails nothing; of two fatal errors the first
+    // is the reason, and of two "terminated" the first signal.
+    void aRanksFirstFatalWordsAreItsReason() {
+        RankStatusTracker tracker;
+        tracker.addEvents(
+            {step(0, 10.0, 4), decoded(R"({"v":"1.0","type":"error","rank":0,"time":11,"kind":"checkpoint",)"
+                                       R"("message":"corrupt checkpoint skipped","fatal":false})")});
+        QCOMPARE(tracker.rank(0)->state, RankLiveState::Running);
+        QVERIFY(tracker.rank(0)->reason.isEmpty());
+        tracker.addEvents(
+            {decoded(R"({"v":"1.0","type":"error","rank":0,"time":12,"kind":"data","message":"no file"})"),
+             decoded(R"({"v":"1.0","type":"error","rank":0,"time":13,"kind":"internal","message":"later"})")});
+        QCOMPARE(tracker.rank(0)->state, RankLiveState::Failed);
+        QCOMPARE(tracker.rank(0)->reason, QStringLiteral("data: no file"));
+
+        RankStatusTracker told;
+        told.addEvents({step(1, 10.0, 4),
+                        decoded(R"({"v":"1.0","type":"error","rank":1,"time":11,"kind":"terminated",)"
+                                R"("message":"SIGTERM received at step 5","fatal":true})"),
+                        decoded(R"({"v":"1.0","type":"error","rank":1,"time":12,"kind":"terminated",)"
+                                R"("message":"SIGINT received at step 5","fatal":true})")});
+        told.rankExited(1, 143, QStringLiteral("node-b"));
+        QCOMPARE(told.rank(1)->state, RankLiveState::Failed);
+        QCOMPARE(told.rank(1)->reason, QStringLiteral("terminated: SIGTERM received at step 5"));
+    }
+
+    // The rate is over the window up to now: it falls while a rank stalls, and a gap longer than the window still
+    // leaves the last three steps to measure it by.
+    void theRateIsMeasuredUpToNow() {
+        RankStatusTracker tracker;
+        tracker.addEvents(lockstep(1, 5)); // steps 1-5 at 1001-1005
+        tracker.update(1005.0);
+        QCOMPARE(*tracker.rank(0)->stepsPerSecond, 1.0);
+        tracker.update(1009.0);
+        QCOMPARE(*tracker.rank(0)->stepsPerSecond, 0.5); // 4 steps in 8 s
+        tracker.addEvents({step(0, 1100.0, 6)});
+        tracker.update(1100.0);
+        QVERIFY(tracker.rank(0)->stepsPerSecond.has_value());
+        QCOMPARE(*tracker.rank(0)->stepsPerSecond, 2.0 / 96.0); // steps 4-6, the window's minimum of three
+    }
+
+    // A node that stopped answering is lost, even where the teardown ended the run around it; what failed before
+    // keeps its reason. A rank that had finished stays finished when the teardown's exit comes.
+    void lostAndFinishedAreNotUndoneByTheTeardown() {
+        RankStatusTracker tracker;
+        tracker.addEvents({step(0, 10.0, 4), step(1, 10.0, 4), step(2, 10.0, 4)});
+        tracker.rankExited(0, kLostExitStatus, QStringLiteral("node-a"), true);
+        QCOMPARE(tracker.rank(0)->state, RankLiveState::Lost);
+        QCOMPARE(tracker.rank(0)->reason, describeExitStatus(kLostExitStatus));
+        tracker.addEvents(
+            {decoded(R"({"v":"1.0","type":"error","rank":1,"time":11,"kind":"data","message":"no file"})")});
+        tracker.rankExited(1, kLostExitStatus, QStringLiteral("node-b"));
+        QCOMPARE(tracker.rank(1)->state, RankLiveState::Failed);
+        QCOMPARE(tracker.rank(1)->reason, QStringLiteral("data: no file"));
+        tracker.addEvents({decoded(R"({"v":"1.0","type":"end","rank":2,"time":12,"status":"ok","steps":4,)"
+                                   R"("images_per_sec":700,"wall_s":1.5,"param_checksum":1.5})")});
+        tracker.rankExited(2, 143, QStringLiteral("node-c"), true);
+        QCOMPARE(tracker.rank(2)->state, RankLiveState::Finished);
+        QCOMPARE(tracker.rank(2)->ending, RankEnding::Finished);
+        QVERIFY2(tracker.rank(2)->reason.isEmpty(), qPrintable(tracker.rank(2)->reason));
+    }
+
+    // A hung rank the teardown then ends stays hung, but how it ended is kept (its tile reads "hung, stopped").
+    void anEndingThatChangesAloneIsKept() {
+        RankStatusTracker tracker;
+        tracker.addEvents({step(0, 10.0, 4), step(1, 10.0, 4)});
+        tracker.applyDiagnoses({Diagnosis{DiagnosisKind::Hang,
+                                          QStringLiteral("hang:9"),
+                                          {1, 0},
+                                          QString(),
+                                          12.0,
+                                          QStringLiteral("rank 1 stuck at step 4"),
+                                          false,
+                                          1}});
+        QCOMPARE(tracker.rank(1)->state, RankLiveState::Hung);
+        tracker.rankExited(1, 143, QStringLiteral("node-b"), true);
+        QCOMPARE(tracker.rank(1)->state, RankLiveState::Hung);
+        QCOMPARE(tracker.rank(1)->ending, RankEnding::Stopped);
     }
 
     void stateNames() {
