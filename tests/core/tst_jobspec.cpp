@@ -321,7 +321,15 @@ void tst_JobSpec::rejectsMistake_data() {
     trainer("max_steps negative", R"("max_steps": -1)", "trainer.max_steps", "must be >= 0");
     trainer("batch_size 0", R"("batch_size": 0)", "trainer.batch_size", "must be >= 1");
     trainer("batch_size huge", R"("batch_size": 2000000)", "trainer.batch_size", "must be <= 1048576");
+    trainer("epochs huge", R"("epochs": 1000001)", "trainer.epochs", "must be <= 1000000");
     trainer("lr 0", R"("lr": 0)", "trainer.lr", "must be > 0");
+    {
+        QByteArray nodes;
+        for (int i = 0; i < 17; ++i)
+            nodes += (i ? ", " : "") + QByteArray(R"({"host": "n)") + QByteArray::number(i) + R"(", "procs": 4096})";
+        QTest::newRow("more ranks than a run may have") << R"({"nodes": [)" + nodes + "]}" << QStringLiteral("nodes")
+                                                        << QStringLiteral("69632 ranks in all; at most 65536");
+    }
     trainer("lr negative", R"("lr": -0.1)", "trainer.lr", "must be > 0");
     trainer("lr string", R"("lr": "0.1")", "trainer.lr", "must be a number");
     trainer("optimizer", R"("optimizer": "rmsprop")", "trainer.optimizer", "must be one of adam, sgd");
