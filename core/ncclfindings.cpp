@@ -2,6 +2,7 @@
 #include "core/ncclfindings.h"
 
 #include "core/ncclparser.h"
+#include "core/netinterface.h"
 #include "core/ranklist.h"
 #include "core/repeats.h"
 
@@ -23,12 +24,6 @@ QString interfaceName(const QString& device) {
 
 bool isLoopback(const QString& name) {
     return name == QLatin1String("lo") || name.startsWith(QLatin1String("lo"));
-}
-
-bool isVirtualBridge(const QString& name) {
-    return name.startsWith(QLatin1String("docker")) || name.startsWith(QLatin1String("virbr")) ||
-           name.startsWith(QLatin1String("veth")) || name.startsWith(QLatin1String("br-")) ||
-           name.startsWith(QLatin1String("cni")) || name.startsWith(QLatin1String("flannel"));
 }
 
 Diagnosis finding(const QString& key, QVector<int> ranks, const QString& host, double now, const QString& message) {
@@ -76,7 +71,7 @@ QVector<Diagnosis> networkChoiceFindings(const QVector<NetworkChoice>& choices, 
         if (std::any_of(names.begin(), names.end(), isLoopback))
             onLoopback.append(i);
         for (const QString& name : std::as_const(names))
-            if (isVirtualBridge(name)) {
+            if (isVirtualInterface(name)) {
                 onBridge.append(i);
                 if (!bridgeNames.contains(name))
                     bridgeNames.append(name);

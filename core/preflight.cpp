@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "core/preflight.h"
 
+#include "core/netinterface.h"
+
 #include <QHash>
 #include <QJsonArray>
 #include <QJsonValue>
@@ -302,17 +304,6 @@ qsizetype findBody(QByteArrayView bytes, ProbeReport& report) {
     return -1;
 }
 
-bool isVirtual(const QString& name) {
-    static const QStringList kPrefixes = {QStringLiteral("docker"), QStringLiteral("virbr"), QStringLiteral("veth"),
-                                          QStringLiteral("br-"),    QStringLiteral("cni"),   QStringLiteral("flannel"),
-                                          QStringLiteral("cali")};
-    for (const QString& prefix : kPrefixes) {
-        if (name.startsWith(prefix))
-            return true;
-    }
-    return false;
-}
-
 bool isLoopback(const QString& name) {
     return name == QLatin1String("lo");
 }
@@ -333,7 +324,7 @@ const NetInterface* interfaceForAddress(const QVector<NetInterface>& interfaces,
 
 const NetInterface* firstPhysicalUp(const QVector<NetInterface>& interfaces) {
     for (const NetInterface& interface : interfaces) {
-        if (interface.up && !isLoopback(interface.name) && !isVirtual(interface.name))
+        if (interface.up && !isLoopback(interface.name) && !isVirtualInterface(interface.name))
             return &interface;
     }
     return nullptr;
@@ -433,7 +424,7 @@ SocketIfnameAdvice adviseSocketIfname(const QVector<NetInterface>& interfaces, c
             advice.warnings.append(
                 QStringLiteral("%1 is the loopback interface: ranks on other nodes cannot connect through it")
                     .arg(chosen->name));
-        } else if (isVirtual(chosen->name)) {
+        } else if (isVirtualInterface(chosen->name)) {
             advice.warnings.append(
                 QStringLiteral("%1 is a container or VM bridge: ranks on other nodes usually cannot reach it")
                     .arg(chosen->name));

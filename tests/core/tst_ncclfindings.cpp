@@ -145,6 +145,7 @@ private slots:
         QTest::newRow("docker network") << QByteArray("br-3f2e1d:172.18.0.1") << true;
         QTest::newRow("cni") << QByteArray("cni0:10.244.0.1") << true;
         QTest::newRow("flannel") << QByteArray("flannel.1:10.244.0.0") << true;
+        QTest::newRow("calico") << QByteArray("cali1a2b3c4d:169.254.1.1") << true;
         QTest::newRow("ethernet") << QByteArray("eth0:10.0.0.1") << false;
         QTest::newRow("predictable name") << QByteArray("ens5:10.0.0.1") << false;
         QTest::newRow("bond") << QByteArray("bond0:10.0.0.1") << false;

@@ -452,6 +452,21 @@ void tst_Preflight::advice_data() {
     QTest::newRow("veth") << QStringList{"veth3f2a 10.200.0.1/24 up"} << "10.200.0.2"
                           << ""
                           << "veth3f2a" << QStringList{"veth3f2a is a container"};
+    QTest::newRow("subnet not on a byte boundary")
+        << QStringList{"ib0 10.0.32.5/20 up", "eth0 10.0.16.5/20 up"} << "10.0.31.200"
+        << ""
+        << "eth0" << none;
+    QTest::newRow("an IPv6 subnet never holds an IPv4 address") // a00:1:: starts with the bytes of 10.0.0.1
+        << QStringList{"eth1 192.168.1.5/24 up", "ib0 a00:1::5/32 up", "eth0 10.0.0.5/24 up"} << "10.0.0.1"
+        << ""
+        << "eth0" << none;
+    QTest::newRow("calico") << QStringList{"cali1234 10.244.1.1/32 up"} << "10.244.1.1"
+                            << ""
+                            << "cali1234" << QStringList{"cali1234 is a container"};
+    QTest::newRow("host name: first physical that is up")
+        << QStringList{"lo 127.0.0.1/8 up", "eth0 10.0.0.5/24 down", "eth1 10.1.0.5/24 up"} << "node-a"
+        << ""
+        << "eth1" << none;
     QTest::newRow("ipv6") << node << "fd01::1"
                           << ""
                           << "ib0" << none;
@@ -476,6 +491,13 @@ void tst_Preflight::advice_data() {
     QTest::newRow("setting leaves out") << node << "10.0.0.1"
                                         << "=ib0"
                                         << "eth0" << QStringList{"leaves out eth0"};
+    QTest::newRow("setting of exact names") << node << "10.0.0.1"
+                                            << "=eth"
+                                            << "eth0" << QStringList{"selects none of this node's interfaces"};
+    QTest::newRow("setting, nothing to suggest")
+        << QStringList{"lo 127.0.0.1/8 up", "eth0 10.0.0.5/24 down"} << "203.0.113.7"
+        << "eth"
+        << "" << QStringList{"no interface fits"};
     QTest::newRow("setting matches nothing") << node << "10.0.0.1"
                                              << "ens"
                                              << "eth0" << QStringList{"selects none of this node's interfaces"};
