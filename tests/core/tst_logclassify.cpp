@@ -24,6 +24,10 @@ private Q_SLOTS:
         QTest::newRow("plain") << "Epoch 1 done" << "Epoch 1 done";
         QTest::newRow("time is not a host") << "10:00:00 [x] started" << "10:00:00 [x] started";
         QTest::newRow("long bracket kept") << "a:b:c [0123456789] x" << "a:b:c [0123456789] x";
+        QTest::newRow("a time with words is no host") << "at 10:00:00 [3] restarted"
+                                                      << "at 10:00:00 [3] restarted";
+        QTest::newRow("a long bracket is no rank") << "[rankscope-monitor-process] up"
+                                                   << "[rankscope-monitor-process] up";
     }
     void processPrefix() {
         QFETCH(QString, line);
@@ -83,6 +87,23 @@ private Q_SLOTS:
         QTest::newRow("error event") << R"(@rankscope {"v":"1.0","type":"error","rank":0,"kind":"NCCL"})"
                                      << LogSeverity::Error << false;
         QTest::newRow("empty") << "" << LogSeverity::Info << false;
+        // What only looks like a level, a prefix or a class.
+        QTest::newRow("a word that starts with ERROR") << "metric ERRORS_TOTAL=0" << LogSeverity::Info << false;
+        QTest::newRow("a level word that goes on") << "ERRORS: 0" << LogSeverity::Info << false;
+        QTest::newRow("a letter and a space is no glog level") << "E = m c^2" << LogSeverity::Info << false;
+        QTest::newRow("NCCL inside a name") << "MY_NCCL WARN_LEVEL=2 set" << LogSeverity::Info << true;
+        QTest::newRow("a long bracket is no source")
+            << "[abcdefghijklmnopqrstuvwxyz0]:Traceback (most recent call last):" << LogSeverity::Info << false;
+        QTest::newRow("a c10 level before a colon is no source")
+            << "[W init.cpp:12]: slow" << LogSeverity::Warning << false;
+        // And what is one.
+        QTest::newRow("mpirun's stream tag")
+            << "[1,0]<stderr>:Traceback (most recent call last):" << LogSeverity::Error << false;
+        QTest::newRow("nccl abort") << "h:1:2 [0] NCCL ABORT comm 0x55" << LogSeverity::Error << true;
+        QTest::newRow("keyboard interrupt") << "KeyboardInterrupt" << LogSeverity::Error << false;
+        QTest::newRow("core dumped") << "Aborted (core dumped)" << LogSeverity::Fatal << false;
+        QTest::newRow("Error: inside") << "step 3 failed with Error: disk full" << LogSeverity::Error << false;
+        QTest::newRow("WARN inside") << "2024-01-01 12:00 [WARN] low disk" << LogSeverity::Warning << false;
     }
 
     void classifies() {
