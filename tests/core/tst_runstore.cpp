@@ -162,6 +162,7 @@ private slots:
     void reattachNeverDuplicatesOrLosesBytes();
     void kernelLogsAreKeptPerNode();
     void latestStacksIsTheNewestThatReadsBack();
+    void anArrivalIndexAheadOfItsStreamIsIgnored();
     void lastStoredLinesAreWhatTheRankSaidLast();
     void stopRequestIsSeenByEveryFollower();
     void defaultRootHonoursRankscopeHome();
@@ -622,6 +623,41 @@ void tst_RunStore::storedPiecesComeInTheOrderTheyArrived() {
     QVERIFY(QFile::remove(store.streamPath(id, 1, RankStream::Err) + QStringLiteral(".arrivals")));
     QCOMPARE(describe(rankscope::piecesInArrivalOrder(store, id, {1, 0}, {RankStream::Err})),
              (QStringList{"1 err 0-15 @0.0", "0 err 0-15 @0.0"}));
+}
+
+// A crash between writing the arrivals index and the stream (or an index copied without its stream) leaves entries
+// that end before the last one, or past the stream's end: they are ignored, and the stream's pieces still cover
+// it once, each byte in one piece. A line ending past the last piece arrived with it; the last piece is the one at
+// the stream's end.
+void tst_RunStore::anArrivalIndexAheadOfItsStreamIsIgnored() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    RunStore store(dir.path());
+    const QString id = QString::fromLatin1(kRunId);
+    QVERIFY(store.save(minimalRecord(id)));
+    QVERIFY(store.appendStream(id, 0, RankStream::Err, 0, "r0 a\n", nullptr, nullptr, 1000.0));
+    QVERIFY(store.appendStream(id, 0, RankStream::Err, 5, "r0 b\n", nullptr, nullptr, 1001.0));
+    QVERIFY(store.appendStream(id, 0, RankStream::Err, 10, "r0 c", nullptr, nullptr, 1002.0));
+    QFile index(store.streamPath(id, 0, RankStream::Err) + QStringLiteral(".arrivals"));
+    QVERIFY(index.open(QIODevice::Append));
+    index.write("7 1003000\n99 1004000\n");
+    index.close();
+    const QVector<StoredPiece> pieces = rankscope::storedPieces(store, id, 0, RankStream::Err);
+    QCOMPARE(pieces.size(), 3);
+    QCOMPARE(pieces[2].from, 10);
+    QCOMPARE(pieces[2].to, 14);
+    QCOMPARE(pieces[2].arrivedAt, 1002.0);
+    QCOMPARE(rankscope::arrivalOfLineEnding(pieces, 20), 1002.0);
+    QCOMPARE(rankscope::arrivalOfLineEnding(pieces, 5), 1000.0);
+    QStringList visited;
+    rankscope::visitStoredPieces(store, id, {0}, {RankStream::Err},
+                                 [&](const StoredPiece& piece, QByteArrayView bytes, bool last) {
+                                     visited << QStringLiteral("%1-%2 %3%4")
+                                                    .arg(piece.from)
+                                                    .arg(piece.to)
+                                                    .arg(QString::fromUtf8(bytes).trimmed(), last ? " last" : "");
+                                 });
+    QCOMPARE(visited, (QStringList{"0-5 r0 a", "5-10 r0 b", "10-14 r0 c last"}));
 }
 
 // What a root cause shows of its rank: the last lines of stdout and stderr merged by arrival, blank ones left out,
