@@ -23,7 +23,7 @@ QString interfaceName(const QString& device) {
 }
 
 bool isLoopback(const QString& name) {
-    return name == QLatin1String("lo") || name.startsWith(QLatin1String("lo"));
+    return name.startsWith(QLatin1String("lo"));
 }
 
 Diagnosis finding(const QString& key, QVector<int> ranks, const QString& host, double now, const QString& message) {

@@ -133,6 +133,14 @@ private:
 
 constexpr char kRunId[] = "20240301-120000-abcd";
 
+// A store in a fresh directory holding one minimal run, kRunId; `saved` says whether that worked.
+struct SavedRun {
+    QTemporaryDir dir;
+    RunStore store{dir.path()};
+    const QString id = QString::fromLatin1(kRunId);
+    const bool saved = dir.isValid() && store.save(minimalRecord(id));
+};
+
 } // namespace
 
 class tst_RunStore final : public QObject {
@@ -470,11 +478,10 @@ void tst_RunStore::resolveLatestInEmptyStore() {
 }
 
 void tst_RunStore::streamPathAndSize() {
-    QTemporaryDir dir;
-    QVERIFY(dir.isValid());
-    RunStore store(dir.path());
-    const QString id = QString::fromLatin1(kRunId);
-    QVERIFY(store.save(minimalRecord(id)));
+    SavedRun run;
+    QVERIFY(run.saved);
+    RunStore& store = run.store;
+    const QString& id = run.id;
 
     QCOMPARE(rankscope::rankStreamSuffix(RankStream::Out), QStringLiteral("out"));
     QCOMPARE(rankscope::rankStreamSuffix(RankStream::Err), QStringLiteral("err"));
@@ -533,11 +540,10 @@ void tst_RunStore::appendStream() {
     QFETCH(QList<bool>, accepted);
     QFETCH(QByteArray, content);
 
-    QTemporaryDir dir;
-    QVERIFY(dir.isValid());
-    RunStore store(dir.path());
-    const QString id = QString::fromLatin1(kRunId);
-    QVERIFY(store.save(minimalRecord(id)));
+    SavedRun run;
+    QVERIFY(run.saved);
+    RunStore& store = run.store;
+    const QString& id = run.id;
     for (qsizetype i = 0; i < chunks.size(); ++i) {
         const QByteArray before = readAll(store.streamPath(id, 0, RankStream::Events));
         QString error;
@@ -557,11 +563,10 @@ void tst_RunStore::appendStream() {
 }
 
 void tst_RunStore::appendStreamGapIsRefused() {
-    QTemporaryDir dir;
-    QVERIFY(dir.isValid());
-    RunStore store(dir.path());
-    const QString id = QString::fromLatin1(kRunId);
-    QVERIFY(store.save(minimalRecord(id)));
+    SavedRun run;
+    QVERIFY(run.saved);
+    RunStore& store = run.store;
+    const QString& id = run.id;
     QVERIFY(store.appendStream(id, 3, RankStream::Err, 0, "12345"));
 
     QString error;
@@ -582,11 +587,10 @@ void tst_RunStore::appendStreamGapIsRefused() {
 // arrival join it; a clock set back does not reorder a stream's own bytes; a run stored without arrivals reads
 // stream by stream, untimed.
 void tst_RunStore::storedPiecesComeInTheOrderTheyArrived() {
-    QTemporaryDir dir;
-    QVERIFY(dir.isValid());
-    RunStore store(dir.path());
-    const QString id = QString::fromLatin1(kRunId);
-    QVERIFY(store.save(minimalRecord(id)));
+    SavedRun run;
+    QVERIFY(run.saved);
+    RunStore& store = run.store;
+    const QString& id = run.id;
     QVERIFY(store.appendStream(id, 0, RankStream::Err, 0, "r0 a\n", nullptr, nullptr, 1000.0));
     QVERIFY(store.appendStream(id, 1, RankStream::Err, 0, "r1 a\nr1 b", nullptr, nullptr, 1000.5));
     QVERIFY(store.appendStream(id, 0, RankStream::Events, 0, "{}\n", nullptr, nullptr, 1000.7));
@@ -630,11 +634,10 @@ void tst_RunStore::storedPiecesComeInTheOrderTheyArrived() {
 // it once, each byte in one piece. A line ending past the last piece arrived with it; the last piece is the one at
 // the stream's end.
 void tst_RunStore::anArrivalIndexAheadOfItsStreamIsIgnored() {
-    QTemporaryDir dir;
-    QVERIFY(dir.isValid());
-    RunStore store(dir.path());
-    const QString id = QString::fromLatin1(kRunId);
-    QVERIFY(store.save(minimalRecord(id)));
+    SavedRun run;
+    QVERIFY(run.saved);
+    RunStore& store = run.store;
+    const QString& id = run.id;
     QVERIFY(store.appendStream(id, 0, RankStream::Err, 0, "r0 a\n", nullptr, nullptr, 1000.0));
     QVERIFY(store.appendStream(id, 0, RankStream::Err, 5, "r0 b\n", nullptr, nullptr, 1001.0));
     QVERIFY(store.appendStream(id, 0, RankStream::Err, 10, "r0 c", nullptr, nullptr, 1002.0));
@@ -663,11 +666,10 @@ void tst_RunStore::anArrivalIndexAheadOfItsStreamIsIgnored() {
 // What a root cause shows of its rank: the last lines of stdout and stderr merged by arrival, blank ones left out,
 // indentation kept, each cut; of a log longer than the 64 KiB read, only whole lines.
 void tst_RunStore::lastStoredLinesAreWhatTheRankSaidLast() {
-    QTemporaryDir dir;
-    QVERIFY(dir.isValid());
-    RunStore store(dir.path());
-    const QString id = QString::fromLatin1(kRunId);
-    QVERIFY(store.save(minimalRecord(id)));
+    SavedRun run;
+    QVERIFY(run.saved);
+    RunStore& store = run.store;
+    const QString& id = run.id;
     QVERIFY(store.appendStream(id, 1, RankStream::Out, 0, "step 1\nstep 2\n", nullptr, nullptr, 1000.0));
     QVERIFY(store.appendStream(id, 1, RankStream::Err, 0, "Traceback (most recent call last):\r\n", nullptr, nullptr,
                                1001.0));
