@@ -26,10 +26,9 @@ bool isDecimal(QStringView text) {
 
 // The N of "slots=N", or nothing when it is not an integer 1..kMaxProcsPerNode.
 std::optional<int> parseSlots(QStringView value) {
-    // Ten digits already overflow an int; the length check keeps toInt from wrapping.
-    if (!isDecimal(value) || value.size() > 9)
+    if (!isDecimal(value))
         return std::nullopt;
-    const int count = value.toInt();
+    const int count = value.toInt(); // 0 where it overflows an int
     if (count < 1 || count > kMaxProcsPerNode)
         return std::nullopt;
     return count;

@@ -55,11 +55,16 @@ void tst_Hostfile::parse_data() {
                                                                        "integer 1-4096)")
                                                             .arg(QLatin1String(value))};
     };
-    for (const char* value : {"0", "-1", "x", "", "2.5", "4097", "99999999999", "+3", "0x10"})
+    for (const char* value : {"0", "-1", "x", "", "2.5", "4097", "99999999999", "4294967297", "+3", "0x10"})
         badSlots(value);
 
     QTest::newRow("slots twice") << QByteArray("w1 slots=2 slots=2") << QStringList() << QList<int>() << QList<int>()
                                  << QStringList{"hostfile:1: slots given twice"};
+    QTest::newRow("slots twice, the second bad") << QByteArray("w1 slots=2 slots=x") << QStringList() << QList<int>()
+                                                 << QList<int>() << QStringList{"hostfile:1: slots given twice"};
+    QTest::newRow("a rejected line's host is free for a later line")
+        << QByteArray("w1 slots=x\nw1 slots=2\n") << QStringList{"w1"} << QList<int>{2} << QList<int>{2}
+        << QStringList{"hostfile:1: bad slots \"x\" (must be an integer 1-4096)"};
     QTest::newRow("unknown token") << QByteArray("w1 gpus=2") << QStringList() << QList<int>() << QList<int>()
                                    << QStringList{"hostfile:1: unknown token \"gpus=2\" (expected slots=N)"};
     QTest::newRow("duplicate host") << QByteArray("w1 slots=1\nw1 slots=2\n") << QStringList{"w1"} << QList<int>{1}

@@ -248,6 +248,27 @@ private slots:
                           "[   24.000000] oom_reaper: reaped process 935 (python), now anon-rss:0kB\n"
                           "NVRM: Xid (")
             << kBoot << QStringList{};
+        QTest::newRow("a cgroup's summary whose Killed line the log lost")
+            << QByteArray("[   30.000000] oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=/,mems_allowed=0,"
+                          "oom_memcg=/kubepods/pod1,task_memcg=/kubepods/pod1/c1,task=python3,pid=4242,uid=1000\n")
+            << unknown
+            << QStringList{"4242|python3|-|cgroup|CONSTRAINT_MEMCG|/kubepods/pod1|-|vm=-1|anon=-1|file=-1|shmem=-1|"
+                           "uid=1000|line=1"};
+        QTest::newRow("a summary, then another process's Killed line")
+            << QByteArray("[   31.000000] oom-kill:constraint=CONSTRAINT_NONE,nodemask=(null),cpuset=/,mems_allowed=0,"
+                          "global_oom,task_memcg=/user.slice,task=a,pid=100,uid=0\n"
+                          "[   31.000100] Out of memory: Killed process 200 (b) total-vm:10kB, anon-rss:5kB, "
+                          "file-rss:0kB, shmem-rss:0kB\n")
+            << unknown
+            << QStringList{"100|a|-|node|CONSTRAINT_NONE|/user.slice|-|vm=-1|anon=-1|file=-1|shmem=-1|uid=0|line=1",
+                           "200|b|-|node|-|-|-|vm=10|anon=5|file=0|shmem=0|uid=-1|line=2"};
+        QTest::newRow("an Xid's pid that is not all digits is no pid")
+            << QByteArray("[ 2.0] NVRM: Xid (PCI:0000:07:00): 31, pid=12ab, name=python, MMU Fault\n") << kBoot
+            << QStringList{"31|0000:07:00|-1|python|2023-11-14T22:13:22.000Z|MMU Fault|line=1"};
+        QTest::newRow("an ISO stamp without its zone is a time of no known zone")
+            << QByteArray("2026-11-22T11:17:10 node-a kernel: Out of memory: Killed process 77 (python) total-vm:1kB, "
+                          "anon-rss:1kB, file-rss:0kB, shmem-rss:0kB\n")
+            << unknown << QStringList{"77|python|-|node|-|-|-|vm=1|anon=1|file=0|shmem=0|uid=-1|line=1"};
         QTest::newRow("a line longer than the parser keeps is cut, its start still read")
             << QByteArray("[   25.000000] Out of memory: Killed process 9090 (x) total-vm:") + QByteArray(70000, '1') +
                    QByteArray("kB\n[   26.000000] Out of memory: Killed process 9091 (y)\n")

@@ -1032,6 +1032,16 @@ void tst_LogParsers::messyLines_data() {
         << QByteArray("Failures:\n[1]:\n  rank      : 3 (local_rank: 1)\n") +
                QByteArray("  timex: 1\n").repeated(21) + QByteArray("  exitcode  : 2 (pid: 9)\n====\n")
         << "failures.0" << R"({"local_rank":1,"rank":3,"root_cause":false})";
+    QTest::newRow("twenty other lines are still the table's")
+        << QByteArray("Failures:\n[1]:\n  rank      : 3 (local_rank: 1)\n") + QByteArray("  timex: 1\n").repeated(20) +
+               QByteArray("  exitcode  : 2 (pid: 9)\n====\n")
+        << "failures.0"
+        << R"({"exit_code":2,"local_rank":1,"pid":9,"rank":3,"root_cause":false})";
+    QTest::newRow("<NO_OTHER_FAILURES> is no other line")
+        << QByteArray("Failures:\n[1]:\n  rank      : 3 (local_rank: 1)\n") + QByteArray("  timex: 1\n").repeated(20) +
+               QByteArray("<NO_OTHER_FAILURES>\n  exitcode  : 2 (pid: 9)\n====\n")
+        << "failures.0"
+        << R"({"exit_code":2,"local_rank":1,"pid":9,"rank":3,"root_cause":false})";
     // The agent reports the worker's end, then prints the table: one failure, the table's (it has rank, host, time).
     QTest::newRow("agent report, then the table")
         << QByteArray("[2024-01-01 00:00:00,100] torch.distributed.elastic.multiprocessing.api: [ERROR] failed "
@@ -1049,6 +1059,13 @@ void tst_LogParsers::messyLines_data() {
         << "failures"
         << R"([{"exit_code":1,"local_rank":0,"pid":11,"root_cause":false},)"
            R"({"exit_code":-6,"local_rank":3,"pid":12,"root_cause":false,"signal":"SIGABRT"}])";
+    QTest::newRow("the same agent report twice is one failure")
+        << QByteArray(
+               "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: 0 (pid: 11) "
+               "of binary: python\n")
+               .repeated(2)
+        << "failures"
+        << R"([{"exit_code":1,"local_rank":0,"pid":11,"root_cause":false}])";
     QTest::newRow("a program's own 'failed (exitcode' without a pid is no report")
         << QByteArray("job 3 failed (exitcode: 1) see above\n") << "failures"
         << "<absent>";

@@ -175,6 +175,27 @@ private slots:
             << QStringList{"0|Tesla P4|00000000:86:00.0|2025-01-12T16:15:58.000Z|util=-|mem=7719/8192|temp=49|"
                            "power=24/75"}
             << 0;
+        QTest::newRow("timestamps with and without milliseconds, a name not given")
+            << QByteArray("timestamp, name, index, utilization.gpu [%]\n"
+                          "2024/01/15 10:23:45, [N/A], 0, 5 %\n"
+                          "2024/01/15 10:23:46.250, NVIDIA L4, 0, 6 %\n")
+            << QStringList()
+            << QStringList{"0|||2024-01-15T10:23:45.000Z|util=5|mem=-/-|temp=-|power=-/-",
+                           "0|NVIDIA L4||2024-01-15T10:23:46.250Z|util=6|mem=-/-|temp=-|power=-/-"}
+            << 0;
+        QTest::newRow("power.draw and its average: the first power column is the draw")
+            << QByteArray(
+                   "index, power.draw [W], power.draw.average [W], power.limit [W]\n0, 310.5 W, 250.0 W, 400 W\n")
+            << QStringList() << QStringList{"0|||-|util=-|mem=-/-|temp=-|power=310.5/400"} << 0;
+        QTest::newRow("no index column: each bus id keeps the index it was first given")
+            << QByteArray("pci.bus_id, utilization.gpu [%]\n00000000:07:00.0, 1 %\n00000000:0F:00.0, 2 %\n"
+                          "00000000:07:00.0, 3 %\n00000000:0F:00.0, 4 %\n")
+            << QStringList()
+            << QStringList{"0||00000000:07:00.0|-|util=1|mem=-/-|temp=-|power=-/-",
+                           "1||00000000:0F:00.0|-|util=2|mem=-/-|temp=-|power=-/-",
+                           "0||00000000:07:00.0|-|util=3|mem=-/-|temp=-|power=-/-",
+                           "1||00000000:0F:00.0|-|util=4|mem=-/-|temp=-|power=-/-"}
+            << 0;
         QTest::newRow("empty") << QByteArray() << QStringList() << QStringList() << 0;
     }
 

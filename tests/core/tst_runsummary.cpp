@@ -82,6 +82,7 @@ private slots:
     void cleanRunFromFiles();
     void failedRunFromFile();
     void progressWithinEpochsAndMaxSteps();
+    void stepIsTheLatestNotTheHighest();
 };
 
 void tst_RunSummary::status_data() {
@@ -271,6 +272,18 @@ void tst_RunSummary::progressWithinEpochsAndMaxSteps() {
     QCOMPARE(state->epochs, qint64(1));
     QCOMPARE(state->stepInEpoch(), qint64(35));
     QVERIFY(state->cappedByMaxSteps()); // 100 steps of an epoch of 469
+}
+
+// A rank that went back to an earlier checkpoint and goes on from there is at the step it reports now, with that
+// step's loss: not at the highest step it once reached.
+void tst_RunSummary::stepIsTheLatestNotTheHighest() {
+    RunSummary summary;
+    summary.add(makeEvent("start", 0, 1.0, {{"steps_per_epoch", 100}}));
+    summary.add(makeEvent("step", 0, 2.0, {{"epoch", 1}, {"step", 30}, {"loss", 0.5}}));
+    summary.add(makeEvent("step", 0, 3.0, {{"epoch", 1}, {"step", 21}, {"loss", 0.75}}));
+    const RankState* state = summary.rank(0);
+    QCOMPARE(state->step, qint64(21));
+    QCOMPARE(state->loss, std::optional<double>(0.75));
 }
 
 QTEST_GUILESS_MAIN(tst_RunSummary)

@@ -43,6 +43,7 @@ private slots:
                                         << QStringList{};
         QTest::newRow("quoted") << QByteArray("Host \"my node\" other\n") << QStringList{"my node", "other"};
         QTest::newRow("crlf") << QByteArray("Host a\r\nHost b\r\n") << QStringList{"a", "b"};
+        QTest::newRow("runs of blanks") << QByteArray("Host  a \t  b   \n") << QStringList{"a", "b"};
     }
 
     void hostLines() {
@@ -61,6 +62,44 @@ private slots:
                                                                      absolute.toUtf8() + "\nHost last\n");
         QCOMPARE(sshConfigHosts(main),
                  (QStringList{"first", "from-a", "from-b", "from-extra", "from-absolute", "last"}));
+    }
+
+    // OpenSSH resolves a relative Include in the user's config against ~/.ssh, also inside an included file: the
+    // top config's folder, never the including file's own.
+    void relativeIncludeInsideAnIncludeIsTheTopConfigsFolder() {
+        write(QStringLiteral("nest/sub/first.conf"), "Host from-first\nInclude second.conf\n");
+        write(QStringLiteral("nest/second.conf"), "Host from-top-folder\n");
+        write(QStringLiteral("nest/sub/second.conf"), "Host from-including-folder\n");
+        const QString main = write(QStringLiteral("nest/config"), "Include sub/first.conf\n");
+        QCOMPARE(sshConfigHosts(main), (QStringList{"from-first", "from-top-folder"}));
+    }
+
+    // A config split into files that include each other a few levels deep (a team's shared config, a cluster's
+    // generated one) is followed all the way down.
+    void nestedIncludesAreFollowed() {
+        QByteArray text;
+        for (int level = 5; level >= 1; --level) {
+            text = "Host level" + QByteArray::number(level) + "\n";
+            if (level < 5)
+                text += "Include deep" + QByteArray::number(level + 1) + "\n";
+            write(QStringLiteral("deep/deep%1").arg(level), text);
+        }
+        const QString main = write(QStringLiteral("deep/config"), "Include deep1\n");
+        QCOMPARE(sshConfigHosts(main), (QStringList{"level1", "level2", "level3", "level4", "level5"}));
+    }
+
+    // "~/" is the home folder, in a glob too; a character class is a glob.
+    void includeExpandsHomeAndClasses() {
+        const QByteArray home = qgetenv("HOME");
+        qputenv("HOME", m_dir.filePath(QStringLiteral("home")).toUtf8());
+        write(QStringLiteral("home/.ssh/cluster-1"), "Host from-home-1\n");
+        write(QStringLiteral("home/.ssh/cluster-2"), "Host from-home-2\n");
+        write(QStringLiteral("home/.ssh/cluster-3"), "Host never\n");
+        write(QStringLiteral("home/single"), "Host from-home-file\n");
+        const QString main = write(QStringLiteral("tilde/config"), "Include ~/.ssh/cluster-[12]\nInclude ~/single\n");
+        const QStringList hosts = sshConfigHosts(main);
+        qputenv("HOME", home);
+        QCOMPARE(hosts, (QStringList{"from-home-1", "from-home-2", "from-home-file"}));
     }
 
     void includeLoopEnds() {

@@ -78,6 +78,27 @@ private slots:
         QCOMPARE(fresh.read(4097, 2).lines, reader.read(4097, 2).lines);
     }
 
+    // A file of several megabytes indexed in one go (the log viewer opened on a long run's stream): pages far into
+    // it, at a stride's last line, and the byte offset where each line ends (what its arrival time is found by).
+    void pagesOfAFileIndexedInOneGo() {
+        QTemporaryDir dir;
+        const QString path = dir.filePath(QStringLiteral("rank0.err"));
+        const QByteArray text = numbered(1, 200000); // 2.4 MB: more than one read of the index
+        append(path, text);
+        QList<qint64> ends{0}; // ends[n]: the offset just past line n's newline
+        for (qsizetype at = text.indexOf('\n'); at >= 0; at = text.indexOf('\n', at + 1))
+            ends << at + 1;
+        StreamLineReader reader(path);
+        QCOMPARE(reader.lineCount(), 200000);
+        for (const qint64 first : {qint64(1024), qint64(2048), qint64(150001), qint64(199999)}) {
+            const StreamLineReader::Page page = reader.read(first, 2);
+            QCOMPARE(page.first, first);
+            QCOMPARE(page.lines, (QVector<QString>{QStringLiteral("line %1").arg(first),
+                                                   QStringLiteral("line %1").arg(first + 1)}));
+            QCOMPARE(page.ends, (QVector<qint64>{ends[first], ends[first + 1]}));
+        }
+    }
+
     // A line read back carries when its last byte arrived: a piece of several lines gives each its time, a line
     // cut across two pieces takes the second's, bytes written after the last recorded arrival take its time,
     // and a run stored before arrivals were kept reads as 0.
