@@ -28,10 +28,7 @@ void RankStreamParsers::keepRaw(int rankNumber, RankStream stream) {
 RankStreamParsers RankStreamParsers::take(const QVector<int>& ranks) {
     RankStreamParsers taken;
     for (const int r : ranks)
-        taken.m_ranks.insert(r, m_ranks.take(r));
-    for (auto it = taken.m_ranks.begin(); it != taken.m_ranks.end(); ++it)
-        if (!it.value())
-            it.value() = std::make_shared<Rank>();
+        taken.m_ranks.insert(r, m_ranks.take(r)); // a rank not seen yet: empty, made when it is fed (rank())
     return taken;
 }
 

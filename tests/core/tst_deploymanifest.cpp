@@ -10,6 +10,8 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <unistd.h>
+
 using rankscope::DeployManifest;
 using rankscope::ManifestEntry;
 
@@ -65,6 +67,9 @@ private slots:
     void fromDirectoryNestedFiles();
     void fromDirectoryMatchesSha256sum();
     void fromDirectoryWithoutFiles();
+    void fromDirectoryRefusesAnUnreadableFile();
+    void fromDirectoryRefusesAnUnsafeName_data();
+    void fromDirectoryRefusesAnUnsafeName();
     void serializeFormat();
     void parseSerializeRoundTrip();
     void hashFollowsContent();
@@ -136,6 +141,47 @@ void tst_DeployManifest::fromDirectoryWithoutFiles() {
     const QString missing = dir.filePath(QStringLiteral("missing"));
     QVERIFY(!DeployManifest::fromDirectory(missing, &error));
     QVERIFY2(error.contains(missing), qPrintable(error));
+}
+
+// A file of the tree that cannot be read stops the manifest, naming the file: a deploy never ships it as empty.
+void tst_DeployManifest::fromDirectoryRefusesAnUnreadableFile() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    writeSampleTree(dir.path());
+    const QString unreadable = dir.filePath(QStringLiteral("a/secret"));
+    if (::geteuid() == 0) {
+        // Root reads a file whatever its mode; a write-only sysfs attribute is refused to it too.
+        const QString writeOnly = QStringLiteral("/sys/bus/pci/rescan");
+        if (QFile(writeOnly).open(QIODevice::ReadOnly))
+            QSKIP("no file here that root cannot read");
+        QVERIFY(QFile::link(writeOnly, unreadable));
+    } else {
+        writeFile(dir.path(), QStringLiteral("a/secret"), "x");
+        QVERIFY(QFile::setPermissions(unreadable, QFileDevice::Permissions()));
+    }
+    QString error;
+    QVERIFY(!DeployManifest::fromDirectory(dir.path(), &error));
+    QCOMPARE(error, QStringLiteral("cannot read ") + unreadable);
+}
+
+// A file name the manifest's lines cannot carry (a newline, a control character, a backslash) stops it, naming
+// the file, rather than deploying it under another name.
+void tst_DeployManifest::fromDirectoryRefusesAnUnsafeName_data() {
+    QTest::addColumn<QString>("name");
+    QTest::newRow("newline") << QStringLiteral("a/bad\nname.py");
+    QTest::newRow("escape") << QStringLiteral("a/\x1b[31mred");
+    QTest::newRow("backslash") << QStringLiteral("win\\path.py");
+}
+
+void tst_DeployManifest::fromDirectoryRefusesAnUnsafeName() {
+    QFETCH(QString, name);
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    writeSampleTree(dir.path());
+    writeFile(dir.path(), name, "x");
+    QString error;
+    QVERIFY(!DeployManifest::fromDirectory(dir.path(), &error));
+    QCOMPARE(error, name + QStringLiteral(": unsafe path in the deploy tree"));
 }
 
 void tst_DeployManifest::serializeFormat() {

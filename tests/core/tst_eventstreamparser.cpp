@@ -248,6 +248,16 @@ void tst_EventStreamParser::overlongEventLineIsReportedAndKept() {
     const ParsedBatch plain = parseChunks({QByteArray(150, 'x') + "\nend"}, cap);
     QCOMPARE(plain.errors.size(), 0);
     QCOMPARE(logLineNumbers(plain), (QList<qint64>{1, 1, 1, 2}));
+
+    // A long line whose cut leaves an event's text at the start of its last piece: that piece is the line's end, not
+    // an event of its own, and no error.
+    const QByteArray event = R"(@rankscope {"v":"1.0","type":"error","rank":1,"time":2.5,"kind":"data","message":"m"})";
+    QVERIFY(event.size() <= 2 * cap);
+    const ParsedBatch cut = parseChunks({QByteArray(2 * cap, 'x') + event + "\n"}, 2 * cap);
+    QCOMPARE(cut.events.size(), 0);
+    QCOMPARE(cut.errors.size(), 0);
+    QCOMPARE(logLineNumbers(cut), (QList<qint64>{1, 1}));
+    QCOMPARE(cut.logLines[1].text, QString::fromUtf8(event));
 }
 
 void tst_EventStreamParser::prefixMustStartTheLine() {

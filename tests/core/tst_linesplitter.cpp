@@ -82,6 +82,8 @@ void tst_LineSplitter::addCases() {
         << QByteArray("ab\xe2\x82\xacx\n") << qsizetype(4) << QByteArrayList{"ab" + kCut, "\xe2\x82\xacx"};
     QTest::newRow("cap: 4-byte sequences") << QByteArray("\xf0\x9f\x94\xa5\xf0\x9f\x94\xa5\n") << qsizetype(4)
                                            << QByteArrayList{"\xf0\x9f\x94\xa5" + kCut, "\xf0\x9f\x94\xa5"};
+    QTest::newRow("cap: three bytes back to a sequence's start")
+        << QByteArray("a\xf0\x9f\x94\xa5\n") << qsizetype(4) << QByteArrayList{"a" + kCut, "\xf0\x9f\x94\xa5"};
     QTest::newRow("cap: stray continuation bytes") << QByteArray("\x80\x80\x80\x80\x80\x80\n") << qsizetype(4)
                                                    << QByteArrayList{"\x80\x80\x80\x80" + kCut, "\x80\x80"};
     QTest::newRow("cap: unterminated long line")

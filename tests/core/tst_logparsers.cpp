@@ -185,6 +185,12 @@ void tst_LogParsers::prefixes_data() {
     QTest::newRow("no time of day: no space after") << QByteArray("12:34:56x") << QByteArray("12:34:56x") << -1;
     QTest::newRow("an address is no label") << QByteArray("10.0.0.1: x") << QByteArray("10.0.0.1: x") << -1;
     QTest::newRow("a wider number is no label") << QByteArray("12345678: x") << QByteArray("12345678: x") << -1;
+    QTest::newRow("open mpi's job is a number") << QByteArray("[x,3]<stdout>:y") << QByteArray("[x,3]<stdout>:y") << -1;
+    QTest::newRow("a colon without a number is no label") << QByteArray(": x") << QByteArray(": x") << -1;
+    QTest::newRow("a colon without a number after a timestamp is no label")
+        << QByteArray("[2024-05-08 08:47:31,261] : x") << QByteArray(": x") << -1;
+    QTest::newRow("four prefixes: label, time, tee, rank")
+        << QByteArray("1: [2024-01-01 10:00:00] [default3]:[rank7]:hello") << QByteArray("hello") << 7;
     QTest::newRow("failure table entry is kept") << QByteArray("[0]:") << QByteArray("[0]:") << -1;
     QTest::newRow("glog prefix is kept") << QByteArray("[E ProcessGroupNCCL.cpp:458] [Rank 0] x")
                                          << QByteArray("[E ProcessGroupNCCL.cpp:458] [Rank 0] x") << -1;
@@ -210,6 +216,7 @@ void tst_LogParsers::runRankIsPyTorchsPrefix() {
     QCOMPARE(stripLogPrefix("[default0]:[rank8]:x").rank, 8);
     QCOMPARE(kind("[default3]:x"), PrefixRank::Local);
     QCOMPARE(kind("[trainer3]:x"), PrefixRank::Local); // torchrun's prefix holds the role's name
+    QCOMPARE(kind("[work3]:x"), PrefixRank::Local);    // four letters, but not "rank"
     QCOMPARE(kind("[1,3]<stdout>:x"), PrefixRank::Launcher);
     QCOMPARE(kind("3: x"), PrefixRank::Launcher);
     QCOMPARE(kind("[rank3]:[default2]:x"), PrefixRank::Local);
@@ -253,6 +260,16 @@ void tst_LogParsers::desyncReportBlamesItsRanks() {
     QCOMPARE(blames[0].text,
              QStringLiteral("[7] finished collective #182, but didn't join collective #183 (count from 1)"));
     QCOMPARE(blames[1].ranks, (QVector<int>{1, 3}));
+
+    // Blamed ranks come in order, however the report lists them.
+    WatchdogLogParser unordered;
+    unordered.feed("[E515 18:36:47.343377708 ProcessGroupNCCL.cpp:1937] Rank 2\n"
+                   "         - To our best knowledge, the lagging/dead/mismatched ranks that caused the desync are:\n"
+                   "             [30, 12, 3, 18, 7, 0, 25] finished collective #5, but didn't join collective #6\n"
+                   "         - Snapshot of ranks' latest states:\n");
+    unordered.finish();
+    QCOMPARE(unordered.desyncBlamesRead().size(), 1);
+    QCOMPARE(unordered.desyncBlamesRead()[0].ranks, (QVector<int>{0, 3, 7, 12, 18, 25, 30}));
 }
 
 // A timeout's line hard-wrapped by a terminal (`fold`, a narrow tmux pane, a copied scrollback) at any width from 45
@@ -324,6 +341,8 @@ void tst_LogParsers::terminalArtifacts() {
     QCOMPARE(cleanTerminalArtifacts("10%\r50%\r100%", scratch).toByteArray(), QByteArray("100%"));
     QCOMPARE(cleanTerminalArtifacts("\x1b[31mNCCL WARN\x1b[0m x", scratch).toByteArray(), QByteArray("NCCL WARN x"));
     QCOMPARE(cleanTerminalArtifacts("a\r\x1b[2Kb", scratch).toByteArray(), QByteArray("b"));
+    // A '\r' at the end hides nothing: the text after the one before it is what the terminal showed.
+    QCOMPARE(cleanTerminalArtifacts("10%\r100%\r", scratch).toByteArray(), QByteArray("100%\r"));
 }
 
 void tst_LogParsers::publicLogs_data() {
@@ -858,6 +877,18 @@ void tst_LogParsers::messyLines_data() {
                QByteArray("[rank3]: epoch 0 step 1\n").repeated(8) + "Last error:\nsocket: gone\n"
         << "errors.0.text"
         << "torch.distributed.DistBackendError: NCCL error in: a.cpp:1, unhandled system error";
+    // The detail may be the eighth line after the error, not the ninth.
+    QTest::newRow("nccl last error at the window's end")
+        << QByteArray("torch.distributed.DistBackendError: NCCL error in: a.cpp:1, unhandled system error\n") +
+               QByteArray("[rank3]: epoch 0 step 1\n").repeated(6) + "Last error:\nsocket: gone\n"
+        << "errors.0.text"
+        << "torch.distributed.DistBackendError: NCCL error in: a.cpp:1, unhandled system error; last error: socket: "
+           "gone";
+    QTest::newRow("nccl last error just past the window")
+        << QByteArray("torch.distributed.DistBackendError: NCCL error in: a.cpp:1, unhandled system error\n") +
+               QByteArray("[rank3]: epoch 0 step 1\n").repeated(7) + "Last error:\nsocket: gone\n"
+        << "errors.0.text"
+        << "torch.distributed.DistBackendError: NCCL error in: a.cpp:1, unhandled system error";
     // Ranks below 4095 are looked up by index, the others by hash: both follow their own traceback and exception.
     QTest::newRow("interleaved tracebacks of high ranks")
         << QByteArray("[rank4094]:Traceback (most recent call last):\n"
@@ -1118,6 +1149,53 @@ void tst_LogParsers::messyLines_data() {
     QTest::newRow("watchdog without numels: found after the line")
         << caught + "SeqNum=7, OpType=ALLREDUCE, Timeout(ms)=5) ran for 6 milliseconds before timing out. NumelOut=3\n"
         << "timeouts.0" << R"({"numel_out":3,"op":"ALLREDUCE","ran_ms":6,"rank":0,"seq":7,"timeout_ms":5})";
+    QTest::newRow("watchdog without numels: both found after the line")
+        << caught + "SeqNum=7, OpType=ALLREDUCE, Timeout(ms)=5) ran for 6 milliseconds before timing out. NumelIn=4, "
+                    "NumelOut=3\n"
+        << "timeouts.0"
+        << R"({"numel_in":4,"numel_out":3,"op":"ALLREDUCE","ran_ms":6,"rank":0,"seq":7,"timeout_ms":5})";
+    // The same timeout again (the exception's what() that ends the process) fills in what the first lacked and
+    // takes nothing away.
+    QTest::newRow("watchdog repeated without its numels")
+        << caught + "SeqNum=7, OpType=ALLREDUCE, NumelIn=8, NumelOut=9, Timeout(ms)=5) ran for 6 milliseconds\n" +
+               caught + "SeqNum=7, OpType=ALLREDUCE, Timeout(ms)=5) ran for 6 milliseconds\n"
+        << "timeouts"
+        << R"([{"numel_in":8,"numel_out":9,"op":"ALLREDUCE","ran_ms":6,"rank":0,"seq":7,"timeout_ms":5}])";
+    QTest::newRow("watchdog rank in a bracket that is no process group")
+        << QByteArray("[gpu1 Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7, "
+                      "OpType=ALLREDUCE, NumelIn=8, NumelOut=9, Timeout(ms)=5) ran for 6 milliseconds\n")
+        << "timeouts.0.rank"
+        << "3";
+    // A timeout a terminal wrapped ends at its "timing out": the next rank's line is a timeout of its own.
+    QTest::newRow("watchdog wrapped, then another rank's")
+        << caught + "SeqNum=7, OpType=ALLREDUCE, NumelIn=8, NumelOut=9, Timeout(ms)=5) ran for 6 \n"
+                    "milliseconds before timing out.\n"
+                    "[Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE, "
+                    "NumelIn=8, NumelOut=9, Timeout(ms)=5) ran for 6 milliseconds before timing out.\n"
+        << "timeouts.1.rank"
+        << "1";
+    // Of a rank's progress reports, the one about the work that timed out.
+    QTest::newRow("watchdog progress of the work that timed out")
+        << caught + "SeqNum=7, OpType=ALLREDUCE, NumelIn=8, NumelOut=9, Timeout(ms)=5) ran for 6 milliseconds\n" +
+               "[Rank 0] failure detected by watchdog at work sequence id: 5 PG status: last enqueued work: 10, last "
+               "completed work: 4\n"
+               "[Rank 0] failure detected by watchdog at work sequence id: 7 PG status: last enqueued work: 20, last "
+               "completed work: 6\n"
+        << "timeouts.0.last_enqueued"
+        << "20";
+    // A work sequence id after the progress's counters is not the work the progress is about.
+    QTest::newRow("watchdog progress: a sequence id after its counters")
+        << caught + "SeqNum=7, OpType=ALLREDUCE, NumelIn=8, NumelOut=9, Timeout(ms)=5) ran for 6 milliseconds\n" +
+               "[Rank 0] Some state: last enqueued work: 315, last completed work: 183, then at work sequence id: 9\n"
+        << "timeouts.0.last_enqueued"
+        << "315";
+    // torchrun's local-rank prefix before the default group's watchdog end: the text's rank is the run's.
+    QTest::newRow("watchdog end of the default group under torchrun's prefix")
+        << QByteArray("[default3]:[E1011 12:00:00.000 ProcessGroupNCCL.cpp:1600] [PG ID 0 PG GUID 0(default_pg) "
+                      "Rank 5] Terminating the process after attempting to dump debug info, due to collective timeout "
+                      "or exception.\n")
+        << "errors.0.rank"
+        << "5";
     QTest::newRow("watchdog spaced number")
         << caught + "SeqNum= 7, OpType=ALLREDUCE, NumelIn=8, NumelOut=9, Timeout(ms)=5) ran for 6 milliseconds\n"
         << "timeouts.0.seq" << "7";

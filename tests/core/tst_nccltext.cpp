@@ -49,6 +49,16 @@ private Q_SLOTS:
         QTest::newRow("a value that is a key")
             << QByteArray("comm 0x3 rank busId nranks 4 cudaDev 0 busId 7 - Init COMPLETE") << QByteArray("busId")
             << QByteArray("4") << QByteArray("0") << QByteArray("nranks") << QByteArray() << false << true;
+        QTest::newRow("a value that is the key rank")
+            << QByteArray("comm rank rank 1 nranks 2 cudaDev 0 busId 7 - Init COMPLETE") << QByteArray("rank")
+            << QByteArray("2") << QByteArray("0") << QByteArray("7") << QByteArray() << false << true;
+        // ncclCommDestroy and ncclCommAbort end their line with a state too: neither is an init.
+        QTest::newRow("destroy is no init")
+            << QByteArray("comm 0x5598 rank 0 nranks 2 cudaDev 0 busId 7000 - Destroy COMPLETE") << QByteArray("0")
+            << QByteArray("2") << QByteArray("0") << QByteArray("7000") << QByteArray() << false << false;
+        QTest::newRow("a word that starts with the state")
+            << QByteArray("comm 0x55 rank 0 nranks 2 cudaDev 0 busId 7000 STARTED COMPLETED") << QByteArray("0")
+            << QByteArray("2") << QByteArray("0") << QByteArray("7000") << QByteArray() << false << false;
         QTest::newRow("not an init line") << QByteArray("Channel 00/02 : 0 1 2 3") << QByteArray() << QByteArray()
                                           << QByteArray() << QByteArray() << QByteArray() << false << false;
         QTest::newRow("a key at the end has no value")
@@ -73,6 +83,28 @@ private Q_SLOTS:
         QCOMPARE(fields.commId.toByteArray(), commId);
         QCOMPARE(fields.start, start);
         QCOMPARE(fields.complete, complete);
+    }
+
+    // A tab before a key (a log that a tool re-spaced) still starts its word, wherever the 16-byte steps put it: here
+    // the tabbed key comes last, after the state, so that it falls in the bytes after the last whole step too.
+    void aTabBeforeAKeyAtEveryOffset() {
+        const QList<QByteArray> keys{"rank", "nranks", "cudaDev", "busId", "commId"};
+        const QList<QByteArray> values{"3", "8", "2", "4c000", "0x7c1b"};
+        for (int pad = 0; pad < 16; ++pad) {
+            for (qsizetype tabbed = 0; tabbed < keys.size(); ++tabbed) {
+                QByteArray text = "comm 0x" + QByteArray(pad + 1, 'f');
+                for (qsizetype k = 0; k < keys.size(); ++k) {
+                    if (k != tabbed)
+                        text += ' ' + keys[k] + ' ' + values[k];
+                }
+                text += " - Init COMPLETE\t" + keys[tabbed] + ' ' + values[tabbed];
+                const CommInitFields fields = readCommInit(text);
+                const QList<QByteArray> read{fields.rank.toByteArray(), fields.nranks.toByteArray(),
+                                             fields.cudaDev.toByteArray(), fields.busId.toByteArray(),
+                                             fields.commId.toByteArray()};
+                QVERIFY2(read == values && fields.complete && !fields.start, text.constData());
+            }
+        }
     }
 
     void chainStep_data() {

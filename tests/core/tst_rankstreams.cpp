@@ -123,6 +123,36 @@ private Q_SLOTS:
         QCOMPARE(parsers.feed(1, RankStream::Out, "NCCL INFO a\nNCCL", 1.0).raw, QByteArray("NCCL INFO a\nNCCL"));
         QVERIFY(parsers.feed(0, RankStream::Out, "NCCL INFO b\n", 1.0).raw.isEmpty());
         QVERIFY(parsers.feed(1, RankStream::Err, "err\n", 1.0).raw.isEmpty());
+        parsers.keepRaw(1, RankStream::Err);
+        QCOMPARE(parsers.feed(1, RankStream::Err, "NCCL WARN c\n", 1.0).raw, QByteArray("NCCL WARN c\n"));
+        QCOMPARE(parsers.feed(1, RankStream::Out, "x\n", 1.0).raw, QByteArray("x\n")); // stdout's wish stays
+    }
+
+    // A rank's stdout and stderr are two streams: a line stdout has not ended yet is not continued by stderr's
+    // bytes, and each ends its own.
+    void aRanksStreamsAreSplitApart() {
+        RankStreamParsers parsers;
+        QVERIFY(parsers.feed(3, RankStream::Out, "epoch 1 step 7 lo", 1.0).lines.isEmpty()); // not ended yet
+        const RankStreamChunk err = parsers.feed(3, RankStream::Err, "UserWarning: x\n", 2.0);
+        QCOMPARE(err.lines.size(), 1);
+        QCOMPARE(err.lines[0].text, QStringLiteral("UserWarning: x"));
+        QCOMPARE(err.lines[0].lineNumber, 1);
+        QVERIFY(err.lines[0].endsLine);
+        const RankStreamChunk out = parsers.feed(3, RankStream::Out, "ss 0.25\n", 3.0);
+        QCOMPARE(out.lines.size(), 1);
+        QCOMPARE(out.lines[0].text, QStringLiteral("epoch 1 step 7 loss 0.25"));
+        QCOMPARE(out.lines[0].lineNumber, 1);
+    }
+
+    // An events stream's line that is no valid event is reported with its line, and kept as a log line.
+    void badEventsAreReported() {
+        RankStreamParsers parsers;
+        const RankStreamChunk chunk =
+            parsers.feed(0, RankStream::Events, "plain text\n@rankscope {\"v\": 1, \"type\":\n", 1.0);
+        QCOMPARE(chunk.decodeErrors.size(), 1);
+        QCOMPARE(chunk.decodeErrors[0].lineNumber, 2);
+        QCOMPARE(chunk.lines.size(), 2);
+        QCOMPARE(chunk.lines[1].text, QStringLiteral("@rankscope {\"v\": 1, \"type\":"));
     }
 
     // The replay parses the stored bytes, then the node's ranks are taken to its worker thread: a line cut by

@@ -129,6 +129,7 @@ private slots:
     void optionalFieldsAreCheckedWhenPresent_data();
     void optionalFieldsAreCheckedWhenPresent();
     void accessors();
+    void zeroCountsAndAFailedEnd();
 };
 
 void tst_TrainerEvent::decodesEveryType_data() {
@@ -234,6 +235,8 @@ void tst_TrainerEvent::wrongFieldType_data() {
     row("step", "v", "\"1.x\"", "a \"MAJOR.MINOR\" string");
     row("step", "v", "\"1.0.0\"", "a \"MAJOR.MINOR\" string");
     row("step", "v", "\"-1.0\"", "a \"MAJOR.MINOR\" string");
+    row("step", "v", "\"1.\"", "a \"MAJOR.MINOR\" string");
+    row("step", "v", "\".1\"", "a \"MAJOR.MINOR\" string");
     QTest::newRow("type not a string") << "step"
                                        << "type" << QByteArray("5") << "event: field 'type' must be a string";
     QTest::newRow("end status") << "end"
@@ -308,7 +311,8 @@ void tst_TrainerEvent::nonFiniteNumbers_data() {
     QTest::addColumn<double>("expected");
     const double inf = std::numeric_limits<double>::infinity();
     const double nan = std::numeric_limits<double>::quiet_NaN();
-    for (const auto& [type, field] : {std::pair{"step", "loss"}, {"eval", "val_loss"}, {"end", "param_checksum"}}) {
+    for (const auto& [type, field] :
+         {std::pair{"step", "loss"}, {"eval", "val_loss"}, {"end", "param_checksum"}, {"error", "checksum"}}) {
         QTest::addRow("%s nan", field) << type << field << "nan" << nan;
         QTest::addRow("%s inf", field) << type << field << "inf" << inf;
         QTest::addRow("%s -inf", field) << type << field << "-inf" << -inf;
@@ -393,6 +397,23 @@ void tst_TrainerEvent::optionalFieldsAreCheckedWhenPresent() {
     QVERIFY(decode(object).ok());
     object.insert(field, jsonValue(bad));
     QCOMPARE(decode(object).error, message);
+}
+
+// The heartbeat before the first step counts from 0, and a run that failed ends with status "error": both are
+// events like any other.
+void tst_TrainerEvent::zeroCountsAndAFailedEnd() {
+    QJsonObject heartbeat = validEvent("heartbeat");
+    for (const char* field : {"step", "collective_started", "collective_finished"})
+        heartbeat.insert(field, 0);
+    const TrainerEventResult first = decode(heartbeat);
+    QVERIFY2(first.ok(), qPrintable(first.error));
+    QCOMPARE(first.event->integer("collective_started"), qint64(0));
+
+    QJsonObject end = validEvent("end");
+    end.insert("status", "error");
+    const TrainerEventResult failed = decode(end);
+    QVERIFY2(failed.ok(), qPrintable(failed.error));
+    QCOMPARE(failed.event->string("status"), QStringLiteral("error"));
 }
 
 void tst_TrainerEvent::accessors() {

@@ -5,7 +5,6 @@
 #include "logview/logcollapsemodel.h"
 #include "logview/logfilterproxy.h"
 #include "logview/logmodel.h"
-#include "core/ranklist.h"
 
 #include <QAbstractItemModelTester>
 #include <QtTest>
@@ -152,21 +151,6 @@ private Q_SLOTS:
         f.verifyCoversProxy();
         f.model.clear();
         QCOMPARE(f.collapse.rowCount(), 0);
-    }
-
-    void rankLists() {
-        using rankscope::formatRankList;
-        using rankscope::parseRankList;
-        QCOMPARE(formatRankList({7, 0, 1, 2, 3, 5, 3}), QStringLiteral("0-3,5,7"));
-        QCOMPARE(formatRankList({4}), QStringLiteral("4"));
-        QCOMPARE(formatRankList({}), QString());
-        QCOMPARE(*parseRankList(QStringLiteral("0-3, 7")), QSet<int>({0, 1, 2, 3, 7}));
-        QCOMPARE(*parseRankList(QString()), QSet<int>());
-        QString error;
-        QVERIFY(!parseRankList(QStringLiteral("3-1"), &error));
-        QVERIFY(error.contains(QStringLiteral("3-1")));
-        QVERIFY(!parseRankList(QStringLiteral("x")));
-        QVERIFY(!parseRankList(QStringLiteral("0-")));
     }
 };
 
