@@ -152,7 +152,7 @@ void tst_DeployManifest::fromDirectoryRefusesAnUnreadableFile() {
     if (::geteuid() == 0) {
         // Root reads a file whatever its mode; a write-only sysfs attribute is refused to it too.
         const QString writeOnly = QStringLiteral("/sys/bus/pci/rescan");
-        if (QFile(writeOnly).open(QIODevice::ReadOnly))
+        if (!QFileInfo::exists(writeOnly) || QFile(writeOnly).open(QIODevice::ReadOnly))
             QSKIP("no file here that root cannot read");
         QVERIFY(QFile::link(writeOnly, unreadable));
     } else {

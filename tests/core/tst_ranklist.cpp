@@ -42,7 +42,6 @@ private slots:
         QTest::newRow("ranges and ranks, blanks")
             << QStringLiteral(" 0 - 2 , 7,9-10 ") << QList<int>{0, 1, 2, 7, 9, 10};
         QTest::newRow("overlapping") << QStringLiteral("0-3,2-4,1") << QList<int>{0, 1, 2, 3, 4};
-        QTest::newRow("the largest range") << QStringLiteral("0-100000") << QList<int>{};
     }
 
     void parse() {
@@ -51,15 +50,18 @@ private slots:
         QString error;
         const std::optional<QSet<int>> parsed = parseRankList(text, &error);
         QVERIFY2(parsed, qPrintable(error));
-        if (QTest::currentDataTag() == QByteArray("the largest range")) {
-            QCOMPARE(parsed->size(), 100001);
-            QVERIFY(parsed->contains(0) && parsed->contains(100000));
-            return;
-        }
         QList<int> sorted = parsed->values();
         std::sort(sorted.begin(), sorted.end());
         QCOMPARE(sorted, ranks);
         QVERIFY(error.isEmpty());
+    }
+
+    // A range may hold 100,001 ranks, no more (refused below): a typo of one digit does not ask for billions.
+    void theLargestRange() {
+        const std::optional<QSet<int>> parsed = parseRankList(QStringLiteral("0-100000"));
+        QVERIFY(parsed);
+        QCOMPARE(parsed->size(), 100001);
+        QVERIFY(parsed->contains(0) && parsed->contains(100000));
     }
 
     // Each refusal names the part that is wrong, so that a long list's one typo is found.
