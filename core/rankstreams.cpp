@@ -27,8 +27,11 @@ void RankStreamParsers::keepRaw(int rankNumber, RankStream stream) {
 
 RankStreamParsers RankStreamParsers::take(const QVector<int>& ranks) {
     RankStreamParsers taken;
-    for (const int r : ranks)
-        taken.m_ranks.insert(r, m_ranks.take(r)); // a rank not seen yet: empty, made when it is fed (rank())
+    for (const int r : ranks) {
+        // A rank not seen yet has no state to hand over: rank() makes it when the rank is first fed.
+        if (std::shared_ptr<Rank> state = m_ranks.take(r))
+            taken.m_ranks.insert(r, std::move(state));
+    }
     return taken;
 }
 
