@@ -13,7 +13,6 @@ namespace rankscope {
 
 namespace {
 
-constexpr int kMaxTracebackLines = 5000;
 constexpr int kFlatRanks = 4096; // -1 to 4094 kept in TracebackLogParser::m_flatRanks
 
 constexpr QByteArrayView kTerminate = "terminate called after throwing an instance of '";

@@ -39,6 +39,9 @@ public:
 
     static constexpr qint64 kMaxTracebackGap = 2000;
     static constexpr int kMaxStrayLines = 20;
+    // A traceback longer than this (frames and the lines between them) is no traceback but a runaway: it ends there,
+    // and the line after it is not taken for its exception.
+    static constexpr int kMaxTracebackLines = 5000;
 
     void setSource(const QString& file) { m_source = file; }
     void feed(QByteArrayView chunk) { m_scanner.feed(chunk); }

@@ -113,6 +113,7 @@ private slots:
     void longLinesAreCut();
     void aSinkMayLookForTheBytesTheScannerCleans();
     void countsLinesPerStream();
+    void aBlockLeftOpenEndsWithItsStream();
     void linesFarApartKeepTheirNumbers();
     void keywordPositions_data();
     void keywordPositions();
@@ -146,6 +147,9 @@ void tst_LogLines::linesAndKeywords_data() {
     QTest::newRow("a block gets every line, without keywords")
         << QByteArray("BEGIN\nplain\nError\nEND\nplain\n") << "1 -1 100 BEGIN|2 -1 0 plain|3 -1 0 Error|4 -1 0 END|end"
         << "3 -1 1 Error|end";
+    QTest::newRow("a keyword only in a prefix, with an escape sequence in the text")
+        << QByteArray("(NCCL pid=12) \x1b[1mhello\x1b[0m\n(NCCL pid=12) \x1b[1mError\x1b[0m\n") << "end"
+        << "2 -1 1 Error|end";
     QTest::newRow("the last line needs no newline") << QByteArray("a\nError") << "end"
                                                     << "2 -1 1 Error|end";
 }
@@ -173,11 +177,12 @@ void tst_LogLines::everySplitPointGivesTheSameLines() {
 }
 
 void tst_LogLines::longLinesAreCut() {
-    // Cut after 20 bytes: a keyword past the cut, or across it, is not in the line.
-    const QByteArray log = "0123456789012345 NCCL\n01234567890123456789 Error\nError\n";
+    // Cut after 20 bytes: a keyword past the cut, or across it, is not in the line. A '\r' that the cut leaves at
+    // the line's end is not a CRLF's: it stays in the text, whether the line came in one piece or several.
+    const QByteArray log = "0123456789012345 NCCL\n01234567890123456789 Error\nError\n0123456789 Error 12\r34567\n";
     const Scan whole = scan(log, -1, 20);
     QCOMPARE(whole.first, QStringLiteral("end"));
-    QCOMPARE(whole.second, QStringLiteral("3 -1 1 Error|end"));
+    QCOMPARE(whole.second, QStringLiteral("3 -1 1 Error|4 -1 1 0123456789 Error 12\r|end"));
     for (qsizetype at = 0; at <= log.size(); ++at) {
         const Scan split = scan(log, at, 20);
         QCOMPARE(split.first, whole.first);
@@ -210,6 +215,18 @@ void tst_LogLines::countsLinesPerStream() {
 
 // Outside blocks the scanner goes from one line with a hit to the next without walking the lines in between; the
 // lines it gets to keep their numbers, near and far apart, across chunks, and a block still gets every line.
+// A sink that wants every line (an open block) at a stream's end is asked again after endOfStream(): the next
+// stream's lines without keywords are not its.
+void tst_LogLines::aBlockLeftOpenEndsWithItsStream() {
+    RecordingSink sink({"BEGIN", "NCCL"});
+    LogLineScanner scanner({&sink});
+    scanner.feed("BEGIN\nplain\n");
+    QCOMPARE(scanner.finish(), 2);
+    scanner.feed("plain\nNCCL x\n");
+    QCOMPARE(scanner.finish(), 2);
+    QCOMPARE(sink.lines(), QStringLiteral("1 -1 1 BEGIN|2 -1 0 plain|end|2 -1 10 NCCL x|end"));
+}
+
 void tst_LogLines::linesFarApartKeepTheirNumbers() {
     const QList<int> withError = {1, 2, 3, 17, 1000, 4097, 4098, 9000, 9999, 10000};
     QByteArray log;
@@ -257,6 +274,9 @@ void tst_LogLines::keywordPositions_data() {
     QTest::newRow("positions are in the text, after a launcher prefix")
         << QByteArray("[1,3]<stdout>:NCCL INFO\n[rank2]:x NCCL\n") << "1:0@0|2:0@2"
         << "1:2@0|2:1@0 3@0 2@2";
+    QTest::newRow("after a launcher prefix, with an escape sequence")
+        << QByteArray("(NCCL pid=12) x \x1b[1mNC\x1b[0mCL\n") << "1:0@2"
+        << "1:1@0 3@0 2@2";
     QTest::newRow("crlf") << QByteArray("a NCCL\r\n") << "1:0@2"
                           << "1:2@2";
     QTest::newRow("a keyword split by an escape sequence, in the cleaned text")

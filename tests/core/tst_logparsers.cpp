@@ -123,6 +123,7 @@ private slots:
     void aResultSharesItsErrorsAndKeepsThem();
     void interleavedErrorsAreMarked();
     void ncclErrorChainsFollowTheirThread();
+    void ncclInfinibandMissingIsAFactOfTheStream();
     void ncclHostsInterleaved();
     void aRetryLoopsChainIsCountedAndCut();
     void ncclChainsOfManyThreadsAndHosts();
@@ -652,6 +653,12 @@ void tst_LogParsers::messyLines_data() {
         << QByteArray("h:1:2 [0] NCCL INFO comm 0x1 rank 1 nranks 2 cudaDev 1 busId 2000 commId 0xab - Init START "
                       "Init COMPLETE\n")
         << "nccl.communicators.0.ranks.0.init" << "COMPLETE";
+    // A rank's init lines come one after another: its later state is the one it reached.
+    QTest::newRow("comm init: a rank's later line")
+        << QByteArray("h:1:2 [0] NCCL INFO comm 0x1 rank 1 nranks 2 cudaDev 1 busId 2000 commId 0xab - Init START\n"
+                      "h:1:2 [0] NCCL INFO comm 0x1 rank 1 nranks 2 cudaDev 1 busId 2000 commId 0xab - Init COMPLETE\n")
+        << "nccl.communicators.0.ranks"
+        << R"([{"bus_id":"2000","cuda_dev":1,"host":"h","init":"COMPLETE","pid":1,"rank":1}])";
     QTest::newRow("comm init: two spaces between words")
         << QByteArray("h:1:2 [0] NCCL INFO comm 0x1 rank 1  nranks 2 cudaDev 3 busId 2000 commId 0xab - Init START\n")
         << "nccl.communicators.0.ranks.0.cuda_dev" << "3";
@@ -744,6 +751,24 @@ void tst_LogParsers::messyLines_data() {
                                                                   "d:1:1 [0] NCCL INFO NCCL version 2.18.1+cuda12.1\n")
                                                     << "nccl.versions"
                                                     << R"(["2.4.7","2.13.4","2.18.1","2.18.10"])";
+    QTest::newRow("nccl version printed by every rank")
+        << QByteArray("a:1:1 [0] NCCL INFO NCCL version 2.18.3+cuda12.2\n"
+                      "a:2:2 [1] NCCL INFO NCCL version 2.18.3+cuda12.2\n"
+                      "b:1:1 [0] NCCL INFO NCCL version 2.18.3+cuda12.2\n")
+        << "nccl.versions"
+        << R"(["2.18.3"])";
+    // Two nodes' lines in one file: the node whose NCCL chose the loopback is a finding, with its rank.
+    QTest::newRow("nccl findings") << QByteArray(
+                                          "node-a:1:2 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>\n"
+                                          "node-a:1:2 [0] NCCL INFO Using network Socket\n"
+                                          "node-a:1:2 [0] NCCL INFO comm 0x5 rank 0 nranks 2 cudaDev 0 busId 1000 "
+                                          "commId 0x77 - Init COMPLETE\n"
+                                          "node-b:3:4 [0] NCCL INFO NET/Socket : Using [0]lo:127.0.0.1<0>\n"
+                                          "node-b:3:4 [0] NCCL INFO Using network Socket\n"
+                                          "node-b:3:4 [0] NCCL INFO comm 0x6 rank 1 nranks 2 cudaDev 0 busId 1000 "
+                                          "commId 0x77 - Init COMPLETE\n")
+                                   << "nccl.findings.@key"
+                                   << "nccl:loopback";
     QTest::newRow("ib no device is not a network") << QByteArray("h:1:1 [0] NCCL INFO NET/IB : No device found.\n")
                                                    << "nccl.network" << "<absent>";
     QTest::newRow("interleaved tracebacks by rank")
@@ -922,6 +947,32 @@ void tst_LogParsers::messyLines_data() {
         << R"([{"file":"log","line":3,"rank":7000,"text":"c10::Error: bad"},)"
            R"({"file":"log","line":4,"rank":1,"text":"std::runtime_error: worse"},)"
            R"({"file":"log","line":5,"rank":1,"text":"again"},{"file":"log","line":6,"rank":9000,"text":"alone"}])";
+    // A second thrown type before the "what():" line is the one it is about.
+    QTest::newRow("c++ exception: the last thrown type")
+        << QByteArray("terminate called after throwing an instance of 'std::bad_alloc'\n"
+                      "terminate called after throwing an instance of 'c10::Error'\n"
+                      "  what():  bad\n")
+        << "errors"
+        << R"([{"file":"log","line":3,"text":"c10::Error: bad"}])";
+    // Ray's workers each have a traceback of their own: another worker's exception line is not this one's.
+    QTest::newRow("ray: another worker's exception") << QByteArray("(pid=1234) Traceback (most recent call last):\n"
+                                                                   "(pid=1234)   File \"a.py\", line 1, in f\n"
+                                                                   "(pid=1235) KeyError: 'other'\n"
+                                                                   "(pid=1234) ValueError: mine\n")
+                                                     << "errors"
+                                                     << R"([{"file":"log","line":4,"text":"ValueError: mine"}])";
+    // A traceback of kMaxTracebackLines frame lines ends with its exception; one line more is a runaway, whose
+    // next line is no exception.
+    const QByteArray header = "Traceback (most recent call last):\n";
+    QTest::newRow("traceback of the most lines")
+        << header + QByteArray("  x\n").repeated(TracebackLogParser::kMaxTracebackLines) + "ValueError: in time\n"
+        << "errors"
+        << QStringLiteral(R"([{"file":"log","line":%1,"text":"ValueError: in time"}])")
+               .arg(TracebackLogParser::kMaxTracebackLines + 2);
+    QTest::newRow("traceback past the most lines")
+        << header + QByteArray("  x\n").repeated(TracebackLogParser::kMaxTracebackLines + 1) + "ValueError: late\n"
+        << "errors"
+        << "<absent>";
     // A traceback whose rank prints nothing for kMaxTracebackGap lines was cut off: a line of its rank after that
     // is not its exception. Up to the gap, other ranks' lines in between change nothing.
     const QByteArray cutTraceback = "Traceback (most recent call last):\n  File \"a.py\", line 1, in <module>\n";
@@ -950,6 +1001,16 @@ void tst_LogParsers::messyLines_data() {
     QTest::newRow("a long NCCL error is cut at 1,000 characters")
         << "NCCL error in: " + accents.toUtf8() + "\n"
         << "errors.0.text" << QString(QStringLiteral("NCCL error in: ") + accents).left(1000);
+    // Among tangled tracebacks only a line of an exception's form is one: a type and then anything but ':' is not.
+    QTest::newRow("tangled tracebacks: a type and words is no exception")
+        << QByteArray("Traceback (most recent call last):\n"
+                      "Traceback (most recent call last):\n"
+                      "  File \"train.py\", line 9, in <module>\n"
+                      "ValueError raised by the loader, retrying\n"
+                      "ValueError: bad batch\n"
+                      "KeyError: 'x'\n")
+        << "errors.@line"
+        << "5,6";
     // torchrun without --tee: every rank's traceback at once and nothing to tell their lines apart. Each rank's
     // exception is found; the agent's line and the second line of a CUDA error's message in between are not.
     QTest::newRow("interleaved tracebacks without prefixes")
@@ -1354,14 +1415,18 @@ void tst_LogParsers::interleavedErrorsAreMarked() {
                    "[default0]:Traceback (most recent call last):\n[default1]:Traceback (most recent call last):\n"
                    "[default0]:OSError: c\n[default1]:TypeError: d\n"
                    "ZeroDivisionError                         Traceback (most recent call last)\n"
-                   "Cell In [1], line 1\n----> 1 f()\n\nZeroDivisionError: division by zero\n");
+                   "Cell In [1], line 1\n----> 1 f()\n\nZeroDivisionError: division by zero\n"
+                   // Two tracebacks of one rank at once (its threads): the prefix says whose they are, so not marked.
+                   "[rank2]:Traceback (most recent call last):\n[rank2]:Traceback (most recent call last):\n"
+                   "[rank2]:  File \"a.py\", line 1\n[rank2]:NameError: e\n[rank2]:IndexError: f\n");
     inspector.endFile();
     QStringList marked;
     for (const LogError& error : inspector.result().errors)
         marked.append(QStringLiteral("%1:%2")
                           .arg(QString::fromUtf8(error.text.first(error.text.indexOf(':'))))
                           .arg(error.interleaved));
-    QCOMPARE(marked, QStringList({"ValueError:1", "KeyError:1", "OSError:0", "TypeError:0", "ZeroDivisionError:0"}));
+    QCOMPARE(marked, QStringList({"ValueError:1", "KeyError:1", "OSError:0", "TypeError:0", "ZeroDivisionError:0",
+                                  "NameError:0", "IndexError:0"}));
 }
 
 void tst_LogParsers::aFileReadTwiceListsItsErrorsOnce() {
@@ -1663,6 +1728,22 @@ void tst_LogParsers::severalFilesKeepTheirLineNumbers() {
     }
     QVERIFY(expected > 2);
     QCOMPARE(result.lines, expected);
+}
+
+// "NET/IB : No device found" is a fact of the whole stream (a rank's log, which the live network findings read) as
+// well as of the process that printed it, with or without a header before it.
+void tst_LogParsers::ncclInfinibandMissingIsAFactOfTheStream() {
+    for (const QByteArray& line : {QByteArray("h:1:2 [0] NCCL INFO NET/IB : No device found.\n"),
+                                   QByteArray("NCCL INFO NET/IB : No device found.\n")}) {
+        NcclLogParser parser;
+        parser.feed("h:1:2 [0] NCCL INFO NCCL version 2.18.3+cuda12.2\n" + line);
+        parser.finish();
+        QVERIFY2(parser.facts().ibNoDevice, line.constData());
+    }
+    NcclLogParser parser;
+    parser.feed("h:1:2 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB ; OOB eth0:10.0.0.1<0>\n");
+    parser.finish();
+    QVERIFY(!parser.facts().ibNoDevice);
 }
 
 void tst_LogParsers::ncclErrorChainsFollowTheirThread() {
