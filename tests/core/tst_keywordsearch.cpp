@@ -10,6 +10,7 @@
 #include <QRandomGenerator>
 #include <QTest>
 
+#include <limits>
 #include <optional>
 #include <vector>
 
@@ -53,9 +54,11 @@ Hits hitsBy(Method method, QByteArrayView text, const QList<QByteArray>& keyword
     KeywordSearch search(keywords, method);
     if (search.method() != method)
         return {{-1, -1}};
-    Hits hits{{-7, -7}}; // findAll appends: what was there stays
+    // findAll appends: what was there stays first, even where it would sort after what is found.
+    const KeywordSearch::Hit before{std::numeric_limits<qsizetype>::max(), -7};
+    Hits hits{before};
     search.findAll(text, hits);
-    if (hits.empty() || !(hits.front() == KeywordSearch::Hit{-7, -7}))
+    if (hits.empty() || !(hits.front() == before))
         return {{-1, -1}};
     hits.erase(hits.begin());
     return hits;

@@ -51,6 +51,7 @@ RunRecord fullRecord(const QString& id) {
     record.exits.insert(1, RankExit{143, utc("2024-03-01T12:34:57.000Z"), true}); // ended by the teardown
     record.firstFailedRank = 2;
     record.failedAlike = {3};
+    record.debugRank = 0; // rank 0 under the debugger: a rank, not "none"
     record.summary = QStringLiteral("rank 2 on node-b killed by SIGKILL");
     record.verdict =
         record.summary + QStringLiteral("; it was waiting on a hung rank: rank 1 on 127.0.0.1 stuck at step 5");
@@ -95,6 +96,7 @@ void compareRecords(const RunRecord& actual, const RunRecord& expected) {
     }
     QCOMPARE(actual.firstFailedRank, expected.firstFailedRank);
     QCOMPARE(actual.failedAlike, expected.failedAlike);
+    QCOMPARE(actual.debugRank, expected.debugRank);
     QCOMPARE(actual.summary, expected.summary);
     QCOMPARE(actual.verdict, expected.verdict);
 }
@@ -167,6 +169,7 @@ private slots:
     void appendStream();
     void appendStreamGapIsRefused();
     void storedPiecesComeInTheOrderTheyArrived();
+    void anOverlappingChunksArrivalEndsWhereTheStreamDoes();
     void reattachNeverDuplicatesOrLosesBytes();
     void kernelLogsAreKeptPerNode();
     void latestStacksIsTheNewestThatReadsBack();
@@ -586,6 +589,22 @@ void tst_RunStore::appendStreamGapIsRefused() {
 // time, not rank 0's whole file before rank 1's. A resent overlap adds no arrival; bytes past the last recorded
 // arrival join it; a clock set back does not reorder a stream's own bytes; a run stored without arrivals reads
 // stream by stream, untimed.
+// A chunk that overlaps what is stored (resent after a reconnect, with bytes past it) adds its new tail: its arrival
+// ends where the stream now ends, not where the chunk's new bytes would end had they started at its offset.
+void tst_RunStore::anOverlappingChunksArrivalEndsWhereTheStreamDoes() {
+    SavedRun run;
+    QVERIFY(run.saved);
+    QVERIFY(run.store.appendStream(run.id, 0, RankStream::Err, 0, "r0 a\n", nullptr, nullptr, 1000.0));
+    qint64 appended = 0;
+    QVERIFY(run.store.appendStream(run.id, 0, RankStream::Err, 3, "a\nr0 b\n", nullptr, &appended, 1001.0));
+    QCOMPARE(appended, 5);
+    QCOMPARE(readAll(run.store.streamPath(run.id, 0, RankStream::Err)), QByteArray("r0 a\nr0 b\n"));
+    const QVector<QPair<qint64, double>> arrivals = run.store.arrivals(run.id, 0, RankStream::Err);
+    QCOMPARE(arrivals.size(), 2);
+    QCOMPARE(arrivals[1].first, run.store.streamSize(run.id, 0, RankStream::Err));
+    QCOMPARE(arrivals[1].second, 1001.0);
+}
+
 void tst_RunStore::storedPiecesComeInTheOrderTheyArrived() {
     SavedRun run;
     QVERIFY(run.saved);
