@@ -74,6 +74,9 @@ private Q_SLOTS:
         const QModelIndex beat = model.index(model.rowOfRank(1), RankGridModel::HeartbeatColumn);
         QCOMPARE(beat.data(RankGridModel::SortRole).toDouble(), 1795315920.692);
         QCOMPARE(beat.data().toString(), QStringLiteral("18 s ago"));
+        // A clock behind the rank's (another node's clock runs ahead): no negative age.
+        model.setNow(1795315920.692 - 2.0);
+        QCOMPARE(beat.data().toString(), QStringLiteral("0.0 s ago"));
         // Ended by the teardown, the hung rank stays hung, and says it no longer runs.
         model.rankExited(1, QStringLiteral("node-a"), 128 + 15, true);
         QCOMPARE(cell(model, 1, RankGridModel::StateColumn), QStringLiteral("hung, stopped"));
@@ -108,19 +111,25 @@ private Q_SLOTS:
         QCOMPARE(cell(model, 0, RankGridModel::StateColumn, Qt::ToolTipRole), cause.message);
     }
 
-    // A straggler that ran to the end reads "finished, slow", with the finding as its tooltip; the others
-    // "finished".
+    // A straggler reads "slow" while it runs, and "finished, slow" once it ran to the end, with the finding as its
+    // tooltip; the others "finished".
     void finishedStragglerIsToldApart() {
         RankGridModel model;
-        model.addEvents(recordedEvents(QStringLiteral("recorded-ok")));
-        model.rankExited(0, QStringLiteral("node-a"), 0, false);
-        model.rankExited(1, QStringLiteral("node-a"), 0, false);
+        QVector<TrainerEvent> running;
+        QVector<TrainerEvent> ends;
+        for (const TrainerEvent& event : recordedEvents(QStringLiteral("recorded-ok")))
+            (event.type == TrainerEventType::End ? ends : running).append(event);
+        model.addEvents(running);
         Diagnosis straggler;
         straggler.kind = DiagnosisKind::Straggler;
         straggler.key = QStringLiteral("straggler:1");
         straggler.ranks = {1};
         straggler.message = QStringLiteral("rank 1 on node-a is a straggler: it computes 2.10x as long as the median");
         model.addDiagnoses({straggler});
+        QCOMPARE(cell(model, 1, RankGridModel::StateColumn), QStringLiteral("slow")); // still running
+        model.addEvents(ends);
+        model.rankExited(0, QStringLiteral("node-a"), 0, false);
+        model.rankExited(1, QStringLiteral("node-a"), 0, false);
         QCOMPARE(cell(model, 1, RankGridModel::StateColumn), QStringLiteral("finished, slow"));
         QCOMPARE(cell(model, 1, RankGridModel::StateColumn, Qt::ToolTipRole), straggler.message);
         QCOMPARE(cell(model, 0, RankGridModel::StateColumn), QStringLiteral("finished"));
@@ -155,9 +164,13 @@ private Q_SLOTS:
         const QColor diverged = rankStateColor(RankLiveState::Diverged);
         QCOMPARE(model.index(model.rowOfRank(1), RankGridModel::StateColumn).data(Qt::BackgroundRole).value<QColor>(),
                  diverged);
-        for (int state = 0; state <= int(RankLiveState::Stopped); ++state)
-            QVERIFY(RankLiveState(state) == RankLiveState::Diverged ||
-                    rankStateColor(RankLiveState(state)) != diverged);
+        // Each state has a colour of its own.
+        for (int a = 0; a <= int(RankLiveState::Stopped); ++a) {
+            for (int b = a + 1; b <= int(RankLiveState::Stopped); ++b)
+                QVERIFY2(rankStateColor(RankLiveState(a)) != rankStateColor(RankLiveState(b)),
+                         qPrintable(rankLiveStateName(RankLiveState(a)) + QLatin1Char('/') +
+                                    rankLiveStateName(RankLiveState(b))));
+        }
 
         // Ended by the teardown while it trained on.
         RankGridModel stopped;
@@ -205,8 +218,56 @@ private Q_SLOTS:
         QCOMPARE(cell(model, 6, RankGridModel::StateColumn), QStringLiteral("lost"));
         QCOMPARE(cell(model, 70, RankGridModel::StateColumn), QStringLiteral("finished"));
         QCOMPARE(cell(model, 70, RankGridModel::HostColumn), QStringLiteral("node-d"));
+        // Rank 70 is the 65th row: the row is no rank.
+        QCOMPARE(model.rowOfRank(70), 64);
+        QCOMPARE(model.index(64, RankGridModel::StateColumn).data(RankGridModel::RankRole).toInt(), 70);
+        // A rank never heard from has no loss and no heartbeat: nothing to sort by, not 0.
+        QVERIFY(!model.index(64, RankGridModel::LossColumn).data(RankGridModel::SortRole).isValid());
+        QVERIFY(!model.index(64, RankGridModel::HeartbeatColumn).data(RankGridModel::SortRole).isValid());
+        // Ranks sort by number: 70, 63, 62 … (as text, "9" would come first).
+        QSortFilterProxyModel proxy;
+        proxy.setSourceModel(&model);
+        proxy.setSortRole(RankGridModel::SortRole);
+        proxy.sort(RankGridModel::RankColumn, Qt::DescendingOrder);
+        QCOMPARE(proxy.index(0, RankGridModel::RankColumn).data().toString(), QStringLiteral("70"));
+        QCOMPARE(proxy.index(1, RankGridModel::RankColumn).data().toString(), QStringLiteral("63"));
         model.clear();
         QCOMPARE(model.rowCount(), 0);
+        // The next run's ranks only.
+        model.addEvents({rankscope::test::syntheticStep(3, 200.0, 1, 2.0)});
+        QCOMPARE(model.rowCount(), 1);
+        QCOMPARE(model.rowOfRank(3), 0);
+    }
+
+    // What changes every row (time, the hosts the plan names) repaints every row; an exit repaints its rank's.
+    void changesRepaintTheRowsTheyTouch() {
+        RankGridModel model;
+        QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        QVector<TrainerEvent> batch;
+        for (int rank = 0; rank < 8; ++rank)
+            batch.append(rankscope::test::syntheticStep(rank, 100.0, 1, 2.0));
+        model.addEvents(batch);
+        QSignalSpy changed(&model, &QAbstractItemModel::dataChanged);
+        const auto spans = [&changed] {
+            QStringList found;
+            for (const QList<QVariant>& signal : std::as_const(changed)) {
+                const auto from = signal[0].value<QModelIndex>();
+                const auto to = signal[1].value<QModelIndex>();
+                found.append(
+                    QStringLiteral("%1,%2-%3,%4").arg(from.row()).arg(from.column()).arg(to.row()).arg(to.column()));
+            }
+            changed.clear();
+            return found.join(QLatin1Char(' '));
+        };
+        const QString all = QStringLiteral("0,0-7,%1").arg(RankGridModel::ColumnCount - 1);
+        model.setNow(130.0);
+        QCOMPARE(spans(), all);
+        model.setRankHosts({{5, QStringLiteral("node-x")}});
+        QCOMPARE(spans(), all);
+        QCOMPARE(cell(model, 5, RankGridModel::HostColumn), QStringLiteral("node-x"));
+        model.rankExited(5, QStringLiteral("node-x"), 137);
+        QCOMPARE(spans(), QStringLiteral("5,0-5,%1").arg(RankGridModel::ColumnCount - 1));
+        QCOMPARE(cell(model, 5, RankGridModel::StateColumn), QStringLiteral("failed"));
     }
 
     void gridTilesClickAndFocus() {

@@ -65,6 +65,7 @@ private Q_SLOTS:
         RunProgress p = metrics.progress();
         QCOMPARE(p.step, 6);
         QCOMPARE(p.totalSteps, 12);
+        QCOMPARE(metrics.totalSteps(), 12); // what the charts' x axis spans
         QCOMPARE(p.epoch, 1);
         QCOMPARE(p.epochs, 1);
         QVERIFY(!p.done);
@@ -137,6 +138,47 @@ private Q_SLOTS:
         QCOMPARE(metrics.validationAccuracy(), (QVector<QPointF>{{1, 0.5625}, {2, 0.75}}));
         QCOMPARE(metrics.rank(0)->loss.size(), 4);
         QCOMPARE(metrics.progress().epochs, 2);
+    }
+
+    // The mean of each part over the ranks, per step: a step enters once every rank still running has passed it,
+    // and a rank that ended holds none back.
+    void meanPartsWaitForEveryRunningRank() {
+        const auto step = [](int rank, qint64 number, double forwardMs) {
+            TrainerEvent event = rankscope::test::syntheticStep(rank, 100.0 + double(number), number, 1.0);
+            QJsonObject object = event.fields;
+            object.insert(QStringLiteral("forward_ms"), forwardMs);
+            return *decodeTrainerEvent(object).event;
+        };
+        RunMetrics metrics;
+        metrics.addEvents({step(0, 1, 2.0), step(0, 2, 2.0), step(0, 3, 2.0), step(1, 1, 4.0), step(1, 2, 6.0)});
+        QCOMPARE(metrics.meanPartMs(StepPart::Forward).points(), (QVector<QPointF>{{1, 3.0}, {2, 4.0}}));
+        metrics.rankExited(1, 128 + 9);
+        QCOMPARE(metrics.meanPartMs(StepPart::Forward).points(), (QVector<QPointF>{{1, 3.0}, {2, 4.0}, {3, 2.0}}));
+    }
+
+    // The rate is the last kRateWindowSeconds' (20 s), not the whole run's: a run that sped up says so. clear()
+    // forgets it with the rest, for the next run.
+    void theRateIsTheRecentOneUntilCleared() {
+        RunMetrics metrics;
+        QVector<TrainerEvent> events;
+        double time = 1000.0;
+        for (int number = 1; number <= 10; ++number) // a step every 10 s
+            events.append(rankscope::test::syntheticStep(0, time += 10.0, number, 1.0));
+        for (int number = 11; number <= 60; ++number) // then ten a second
+            events.append(rankscope::test::syntheticStep(0, time += 0.1, number, 1.0));
+        metrics.addEvents(events);
+        // From step 9 (1090 s, the oldest in the window) to step 60 (1105 s): 3.4 steps a second; the whole run's
+        // would be 0.6.
+        QVERIFY(metrics.progress().stepsPerSecond.has_value());
+        QVERIFY2(std::abs(*metrics.progress().stepsPerSecond - 51.0 / 15.0) < 0.01,
+                 qPrintable(QString::number(*metrics.progress().stepsPerSecond)));
+
+        metrics.clear();
+        QVERIFY(metrics.meanPartMs(StepPart::Forward).isEmpty());
+        QVERIFY(!metrics.progress().stepsPerSecond.has_value());
+        metrics.addEvents(
+            {rankscope::test::syntheticStep(0, 5.0, 1, 1.0), rankscope::test::syntheticStep(0, 7.0, 2, 1.0)});
+        QCOMPARE(*metrics.progress().stepsPerSecond, 0.5);
     }
 
     void windowBoundsMemory() {

@@ -127,6 +127,42 @@ private Q_SLOTS:
         QCOMPARE(buffer.points().mid(buffer.size() - 250), points.mid(points.size() - 250));
     }
 
+    // The next run starts from nothing: clear() forgets the last run's points, its y range and its count.
+    void clearForgetsTheYRange() {
+        SeriesBuffer buffer;
+        buffer.append({QPointF(1, 5.0), QPointF(2, -5.0)});
+        const quint64 revision = buffer.revision();
+        buffer.clear();
+        QVERIFY(buffer.revision() != revision);
+        buffer.append(QPointF(1, 1.0));
+        QCOMPARE(buffer.minY(), 1.0);
+        QCOMPARE(buffer.maxY(), 1.0);
+        QCOMPARE(buffer.appendedCount(), 1);
+    }
+
+    // A smaller capacity (a shorter window chosen mid-run) compacts what is there at once: bounded, the newest at
+    // full resolution, the first point and the spikes kept. Never below 16.
+    void aSmallerCapacityCompactsAtOnce() {
+        SeriesBuffer buffer(1000);
+        QVector<QPointF> points = noisy(1000, 5);
+        points[123].setY(42.0);
+        buffer.append(points);
+        QCOMPARE(buffer.size(), 1000);
+        const quint64 revision = buffer.revision();
+        buffer.setCapacity(100);
+        QCOMPARE(buffer.capacity(), 100);
+        QVERIFY2(buffer.size() <= 100, qPrintable(QString::number(buffer.size())));
+        QVERIFY(buffer.revision() != revision);
+        QVERIFY(buffer.points().contains(points[123]));
+        QCOMPARE(buffer.points().constFirst(), points.constFirst());
+        QCOMPARE(buffer.points().constLast(), points.constLast());
+        QCOMPARE(buffer.points().mid(buffer.size() - 25), points.mid(points.size() - 25)); // the newest untouched
+        QVERIFY(xOrdered(buffer.points()));
+        buffer.setCapacity(3);
+        QCOMPARE(buffer.capacity(), 16);
+        QVERIFY(buffer.size() <= 16);
+    }
+
     void bufferSkipsNonFinite() {
         SeriesBuffer buffer;
         buffer.append(QPointF(1, qQNaN()));
