@@ -36,11 +36,12 @@ inline QVector<QVector<TrainerEvent>> inBatches(const QVector<TrainerEvent>& eve
 }
 
 // A step event of schema 1.0 with every required field.
-inline TrainerEvent syntheticStep(int rank, double time, qint64 step, double loss, double imagesPerSec = 100.0) {
+inline TrainerEvent syntheticStep(int rank, double time, qint64 step, double loss, double imagesPerSec = 100.0,
+                                  double forwardMs = 2.0) {
     QJsonObject o{{"v", "1.0"},         {"type", "step"},      {"rank", rank},
                   {"time", time},       {"epoch", 1},          {"step", step},
                   {"loss", loss},       {"lr", 0.1},           {"images_per_sec", imagesPerSec},
-                  {"step_ms", 10.0},    {"data_ms", 1.0},      {"forward_ms", 2.0},
+                  {"step_ms", 10.0},    {"data_ms", 1.0},      {"forward_ms", forwardMs},
                   {"backward_ms", 3.0}, {"comm_wait_ms", 3.0}, {"optimizer_ms", 1.0}};
     const TrainerEventResult r = decodeTrainerEvent(o);
     if (!r.ok())

@@ -23,6 +23,14 @@ QString cell(const RankGridModel& model, int rank, int column, int role = Qt::Di
     return model.index(model.rowOfRank(rank), column).data(role).toString();
 }
 
+// The recorded healthy run apart from its end events: the ranks still train on the first.
+std::pair<QVector<TrainerEvent>, QVector<TrainerEvent>> recordedOkWithoutEnds() {
+    std::pair<QVector<TrainerEvent>, QVector<TrainerEvent>> runningAndEnds;
+    for (const TrainerEvent& event : recordedEvents(QStringLiteral("recorded-ok")))
+        (event.type == TrainerEventType::End ? runningAndEnds.second : runningAndEnds.first).append(event);
+    return runningAndEnds;
+}
+
 } // namespace
 
 class TestRankGridModel final : public QObject {
@@ -115,10 +123,7 @@ private Q_SLOTS:
     // tooltip; the others "finished".
     void finishedStragglerIsToldApart() {
         RankGridModel model;
-        QVector<TrainerEvent> running;
-        QVector<TrainerEvent> ends;
-        for (const TrainerEvent& event : recordedEvents(QStringLiteral("recorded-ok")))
-            (event.type == TrainerEventType::End ? ends : running).append(event);
+        const auto [running, ends] = recordedOkWithoutEnds();
         model.addEvents(running);
         Diagnosis straggler;
         straggler.kind = DiagnosisKind::Straggler;
@@ -139,10 +144,7 @@ private Q_SLOTS:
     // and whether it still trains: "diverged, running", then "diverged, finished" (or "diverged, stopped").
     void divergedReplicaIsToldApart() {
         RankGridModel model;
-        QVector<TrainerEvent> running;
-        QVector<TrainerEvent> ends;
-        for (const TrainerEvent& event : recordedEvents(QStringLiteral("recorded-ok")))
-            (event.type == TrainerEventType::End ? ends : running).append(event);
+        const auto [running, ends] = recordedOkWithoutEnds();
         QVERIFY(!ends.isEmpty());
         model.addEvents(running);
         Diagnosis divergence;

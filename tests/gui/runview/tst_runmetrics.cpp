@@ -144,10 +144,7 @@ private Q_SLOTS:
     // and a rank that ended holds none back.
     void meanPartsWaitForEveryRunningRank() {
         const auto step = [](int rank, qint64 number, double forwardMs) {
-            TrainerEvent event = rankscope::test::syntheticStep(rank, 100.0 + double(number), number, 1.0);
-            QJsonObject object = event.fields;
-            object.insert(QStringLiteral("forward_ms"), forwardMs);
-            return *decodeTrainerEvent(object).event;
+            return rankscope::test::syntheticStep(rank, 100.0 + double(number), number, 1.0, 100.0, forwardMs);
         };
         RunMetrics metrics;
         metrics.addEvents({step(0, 1, 2.0), step(0, 2, 2.0), step(0, 3, 2.0), step(1, 1, 4.0), step(1, 2, 6.0)});
