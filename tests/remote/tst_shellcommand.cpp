@@ -60,6 +60,45 @@ private Q_SLOTS:
         QCOMPARE(QString::fromUtf8(runInShell(command.toString())).trimmed(), dir);
     }
 
+    // The trainer deployed under a directory with spaces, quotes and '$' in its name still runs.
+    void programPathWithSpecialCharacters() {
+        QTemporaryDir base;
+        QVERIFY(base.isValid());
+        const QString dir = base.path() + QStringLiteral("/my runs 'a' $b");
+        QVERIFY(QDir().mkpath(dir));
+        const QString program = dir + QStringLiteral("/show args");
+        QFile script(program);
+        QVERIFY(script.open(QIODevice::WriteOnly));
+        script.write("#!/bin/sh\nprintf '[%s]' \"$@\"\n");
+        script.close();
+        QVERIFY(script.setPermissions(script.permissions() | QFileDevice::ExeOwner));
+        const ShellCommand command(program, {QStringLiteral("a b"), QStringLiteral("c")});
+        QCOMPARE(runInShell(command.toString()), QByteArray("[a b][c]"));
+    }
+
+    // A working directory that cannot be entered (gone, or a typo in the job file) runs nothing: the program must
+    // not start somewhere else, where it would read and write the wrong files.
+    void aDirectoryThatCannotBeEnteredRunsNothing() {
+        QTemporaryDir base;
+        QVERIFY(base.isValid());
+        const QString marker = base.path() + QStringLiteral("/ran");
+        ShellCommand command(QStringLiteral("touch"), {marker});
+        command.setWorkingDirectory(base.path() + QStringLiteral("/missing"));
+        QProcess shell;
+        shell.start(QStringLiteral("/bin/sh"), {QStringLiteral("-c"), command.toString()});
+        QVERIFY(shell.waitForFinished(10000));
+        QVERIFY(shell.exitCode() != 0);
+        QVERIFY(!QFile::exists(marker));
+    }
+
+    // Without a working directory or environment a command is its quoted words alone: no `cd ''`, whose meaning
+    // POSIX leaves to each shell (dash and bash stay where they are; a login shell need not).
+    void noWorkingDirectoryNoCd() {
+        const ShellCommand command(QStringLiteral("printf"), {QStringLiteral("%s"), QStringLiteral("x")});
+        QCOMPARE(command.toString(), QStringLiteral("'printf' '%s' 'x'"));
+        QCOMPARE(runInShell(command.toString()), QByteArray("x"));
+    }
+
     void invalidVariableNameIsRefused() {
         ShellCommand command(QStringLiteral("true"));
         QVERIFY_THROWS_EXCEPTION(std::invalid_argument, command.setEnvironment(QStringLiteral("A=B; id"), {}));

@@ -14,6 +14,8 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <utility>
+
 using namespace rankscope;
 using rankscope::gui::ClusterPanel;
 using rankscope::gui::NodeDialog;
@@ -193,6 +195,121 @@ private slots:
         QTest::keyClicks(ok, QStringLiteral("gpu-d"));
         QVERIFY(dialog.issues().isEmpty());
         QCOMPARE(dialog.node().name, QStringLiteral("gpu-d"));
+    }
+
+    // Another list of nodes is another cluster: no row keeps a result found on a node it no longer shows. The same
+    // nodes (the job's other settings edited) keep theirs.
+    void otherNodesStartUnchecked() {
+        NodeTableModel model;
+        QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        JobSpec job = exampleJob();
+        model.setJob(job);
+        model.setChecking();
+        model.setCheckResult(refusedCheck(0));
+        job.trainer.epochs += 1;
+        model.setJob(job);
+        QCOMPARE(model.state(0), NodeTableModel::NodeState::Failed);
+        std::swap(job.nodes[0], job.nodes[1]);
+        model.setJob(job);
+        QCOMPARE(model.state(0), NodeTableModel::NodeState::Unknown);
+        QVERIFY(!model.checkResult(0));
+        QVERIFY(cell(model, 0, NodeTableModel::Cause).isEmpty());
+    }
+
+    // A new pre-flight, or clearing it, forgets what the last one found: no cause or fix of an old result shows
+    // beside "checking" or "unknown".
+    void aNewCheckForgetsTheLast() {
+        NodeTableModel model;
+        model.setJob(exampleJob());
+        model.setChecking();
+        model.setCheckResult(refusedCheck(0));
+        model.setChecking();
+        QVERIFY(!model.checkResult(0));
+        QVERIFY(cell(model, 0, NodeTableModel::Cause).isEmpty());
+        QVERIFY(cell(model, 0, NodeTableModel::Fix).isEmpty());
+        model.setCheckResult(refusedCheck(0));
+        model.clearChecks();
+        QVERIFY(!model.checkResult(0));
+        QVERIFY(cell(model, 0, NodeTableModel::Cause).isEmpty());
+        QVERIFY(cell(model, 0, NodeTableModel::Fix).isEmpty());
+    }
+
+    // Each state by name and on every column of its own row; the fix shown is the failure's, also when a warning
+    // came first.
+    void statesAndTheirFixes() {
+        NodeTableModel model;
+        model.setJob(exampleJob());
+        model.setChecking();
+        remote::NodeCheck warned = healthyCheck(1);
+        warned.verdicts = {{remote::VerdictLevel::Ok, QStringLiteral("gpus"), QStringLiteral("2 GPUs"), QString()},
+                           {remote::VerdictLevel::Warn, QStringLiteral("disk"), QStringLiteral("1.2 GB free on gpu-b"),
+                            QStringLiteral("free disk space")}};
+        model.setCheckResult(refusedCheck(0));
+        model.setCheckResult(warned);
+        QCOMPARE(model.state(1), NodeTableModel::NodeState::Warning);
+        QCOMPARE(cell(model, 1, NodeTableModel::State), QStringLiteral("warning"));
+        QCOMPARE(cell(model, 0, NodeTableModel::State), QStringLiteral("failed"));
+        QCOMPARE(cell(model, 1, NodeTableModel::Fix), QStringLiteral("free disk space"));
+        for (int column = 0; column < NodeTableModel::ColumnCount; ++column) {
+            QCOMPARE(model.index(0, column).data(NodeTableModel::StateRole).toInt(),
+                     int(NodeTableModel::NodeState::Failed));
+            QCOMPARE(model.index(1, column).data(NodeTableModel::StateRole).toInt(),
+                     int(NodeTableModel::NodeState::Warning));
+        }
+        warned.verdicts.append({remote::VerdictLevel::Fail, QStringLiteral("torch"),
+                                QStringLiteral("no LibTorch on gpu-b"), QStringLiteral("install libtorch-dev")});
+        model.setCheckResult(warned);
+        QCOMPARE(cell(model, 1, NodeTableModel::State), QStringLiteral("failed"));
+        QCOMPARE(cell(model, 1, NodeTableModel::Cause), QStringLiteral("no LibTorch on gpu-b"));
+        QCOMPARE(cell(model, 1, NodeTableModel::Fix), QStringLiteral("install libtorch-dev"));
+    }
+
+    // What the user may type into (name, host, port, user, GPUs, procs) and what the pre-flight fills in; rows are
+    // numbered, columns named.
+    void editableColumnsAndHeaders() {
+        NodeTableModel model;
+        model.setJob(exampleJob());
+        for (int column = 0; column < NodeTableModel::ColumnCount; ++column)
+            QCOMPARE(bool(model.flags(model.index(0, column)) & Qt::ItemIsEditable), column <= NodeTableModel::Procs);
+        QCOMPARE(model.headerData(NodeTableModel::Summary, Qt::Horizontal).toString(), QStringLiteral("Pre-flight"));
+        QCOMPARE(model.headerData(0, Qt::Vertical).toInt(), 1);
+        QCOMPARE(model.headerData(1, Qt::Vertical).toInt(), 2);
+    }
+
+    // A node added by its host alone is named by it; removing a row twice in one request removes it once.
+    void unnamedNodesAndRepeatedRemovals() {
+        NodeTableModel model;
+        QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        model.setJob(exampleJob());
+        NodeSpec bare;
+        bare.host = QStringLiteral("10.0.0.7");
+        model.addNodes({bare, bare});
+        QCOMPARE(cell(model, 2, NodeTableModel::Name), QStringLiteral("10.0.0.7"));
+        model.removeNodes({2, 2});
+        QCOMPARE(model.rowCount(), 3);
+        QCOMPARE(model.job().nodes[2].host, QStringLiteral("10.0.0.7"));
+    }
+
+    // An edit repaints its row and drops the result when it changes where or as whom the node is reached (the user
+    // too); a number column takes numbers only.
+    void editsAndTheResult() {
+        NodeTableModel model;
+        model.setJob(exampleJob());
+        model.setChecking();
+        model.setCheckResult(healthyCheck(1));
+        QSignalSpy changed(&model, &QAbstractItemModel::dataChanged);
+        QVERIFY(model.setData(model.index(1, NodeTableModel::Name), QStringLiteral("gpu-b-renamed")));
+        QCOMPARE(model.state(1), NodeTableModel::NodeState::Ready);
+        QCOMPARE(changed.size(), 1);
+        QCOMPARE(changed.at(0).at(0).toModelIndex(), model.index(1, 0));
+        QCOMPARE(changed.at(0).at(1).toModelIndex(), model.index(1, NodeTableModel::ColumnCount - 1));
+        QVERIFY(model.setData(model.index(1, NodeTableModel::User), QStringLiteral("someone-else")));
+        QCOMPARE(model.state(1), NodeTableModel::NodeState::Unknown);
+        QVERIFY(!model.checkResult(1));
+        const int gpus = model.job().nodes[1].gpus;
+        QVERIFY(!model.setData(model.index(1, NodeTableModel::Gpus), QStringLiteral("abc")));
+        QCOMPARE(model.job().nodes[1].gpus, gpus);
+        QVERIFY(!model.setData(model.index(1, NodeTableModel::Procs), QStringLiteral("two")));
     }
 };
 

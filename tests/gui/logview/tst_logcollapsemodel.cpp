@@ -9,6 +9,8 @@
 #include <QAbstractItemModelTester>
 #include <QtTest>
 
+#include <algorithm>
+
 using rankscope::RankLogLine;
 using rankscope::RankStream;
 using rankscope::gui::LogCollapseModel;
@@ -151,6 +153,126 @@ private Q_SLOTS:
         f.verifyCoversProxy();
         f.model.clear();
         QCOMPARE(f.collapse.rowCount(), 0);
+    }
+
+    // A line that arrives in pieces is grouped by its whole text: once continued, the next rank's same line
+    // joins it.
+    void aContinuedLineGroupsByItsWholeText() {
+        Fixture f;
+        f.model.appendLines({{0, RankStream::Err, 1, QStringLiteral("Runtime"), 100.0}});
+        f.model.appendLines({{0, RankStream::Err, 1, QStringLiteral("Error: NCCL error"), 100.1}});
+        QCOMPARE(f.collapse.index(0, LogModel::TextColumn).data().toString(),
+                 QStringLiteral("RuntimeError: NCCL error"));
+        f.model.appendLines({{1, RankStream::Err, 1, QStringLiteral("RuntimeError: NCCL error"), 100.2}});
+        QCOMPARE(f.collapse.rowCount(), 1);
+        QCOMPARE(f.collapse.index(0, LogModel::TextColumn).data().toString(),
+                 QStringLiteral("ranks 0-1: RuntimeError: NCCL error"));
+        f.verifyCoversProxy();
+    }
+
+    // The time window decides what is "close together", and a new window applies to the lines already shown.
+    void theTimeWindowAppliesToLinesShown() {
+        Fixture f;
+        const QString text = QStringLiteral("NCCL WARN Call to connect returned Connection refused");
+        f.model.appendLines({{0, RankStream::Err, 1, text, 100.0}, {1, RankStream::Err, 1, text, 101.0}});
+        QCOMPARE(f.groups().size(), 1);
+        f.collapse.setTimeWindow(0.5);
+        QCOMPARE(f.collapse.timeWindow(), 0.5);
+        QVERIFY(f.groups().isEmpty());
+        QCOMPARE(f.collapse.rowCount(), 2);
+        f.collapse.setTimeWindow(LogCollapseModel::kDefaultTimeWindow);
+        QCOMPARE(f.groups().size(), 1);
+        f.verifyCoversProxy();
+    }
+
+    // A filter change rebuilds the tree with its groups, and lines that come after join them.
+    void groupsSurviveAFilterChange() {
+        Fixture f;
+        const QString text = QStringLiteral("UserWarning: TypedStorage is deprecated");
+        f.model.appendLines({{0, RankStream::Err, 1, text, 100.0},
+                             {1, RankStream::Err, 1, text, 100.1},
+                             {2, RankStream::Err, 1, QStringLiteral("other"), 100.2}});
+        f.proxy.setPattern(QStringLiteral("deprecated"));
+        QCOMPARE(f.collapse.rowCount(), 1);
+        QCOMPARE(f.groups().size(), 1);
+        f.model.appendLines({{3, RankStream::Err, 1, text, 100.3}});
+        QCOMPARE(f.collapse.rowCount(), 1);
+        QCOMPARE(f.groups().first().data().toString(), QStringLiteral("ranks 0-1,3: ") + text);
+        f.verifyCoversProxy();
+    }
+
+    // Live lines and the window moving on change the tree in place: no reset, which would collapse the rows the
+    // user expanded. A batch that both starts a row and adds to an older group says both; the group's row is
+    // repainted ("ranks 0-1" becomes "ranks 0-2").
+    void liveChangesAreNoReset() {
+        Fixture f;
+        f.model.setMaxRows(6);
+        QSignalSpy reset(&f.collapse, &QAbstractItemModel::modelReset);
+        QSignalSpy inserted(&f.collapse, &QAbstractItemModel::rowsInserted);
+        QSignalSpy changed(&f.collapse, &QAbstractItemModel::dataChanged);
+        const QString text = QStringLiteral("NCCL INFO Bootstrap : Using eth0");
+        f.model.appendLines({{0, RankStream::Err, 1, text, 100.0}, {1, RankStream::Err, 1, text, 100.1}});
+        QCOMPARE(f.groups().size(), 1);
+        inserted.clear();
+        changed.clear();
+        f.model.appendLines({{3, RankStream::Err, 1, QStringLiteral("a line of its own"), 100.15},
+                             {2, RankStream::Err, 1, text, 100.2}});
+        QCOMPARE(f.collapse.rowCount(), 2);
+        QCOMPARE(f.groups().first().data().toString(), QStringLiteral("ranks 0-2: ") + text);
+        QCOMPARE(inserted.size(), 2);
+        QCOMPARE(inserted.at(0).at(0).value<QModelIndex>(), f.collapse.index(0, 0)); // rank 2 joins the group
+        QCOMPARE(inserted.at(0).at(1).toInt(), 2);
+        QCOMPARE(inserted.at(1).at(0).value<QModelIndex>(), QModelIndex()); // the new line, at the top level
+        QVERIFY(std::any_of(changed.cbegin(), changed.cend(), [&](const QList<QVariant>& signal) {
+            return signal.at(0).value<QModelIndex>() == f.collapse.index(0, 0);
+        }));
+        // The window moves on: rows leave without a reset either.
+        for (int line = 2; line <= 5; ++line)
+            f.model.appendLines({{3, RankStream::Err, line, QStringLiteral("more %1").arg(line), 100.2 + line}});
+        QVERIFY(f.model.droppedRows() > 0);
+        QCOMPARE(reset.size(), 0);
+        f.verifyCoversProxy();
+    }
+
+    // The window moving on takes one rank's line out of a group of two: the other is left as a line of its own,
+    // with no children.
+    void aGroupLeftWithOneRankIsALineOfItsOwn() {
+        Fixture f;
+        f.model.setMaxRows(3);
+        const QString text = QStringLiteral("NCCL INFO Bootstrap : Using eth0");
+        f.model.appendLines({{0, RankStream::Err, 1, text, 100.0}, {1, RankStream::Err, 1, text, 100.1}});
+        f.model.appendLines({{2, RankStream::Err, 1, QStringLiteral("next"), 100.2}});
+        f.model.appendLines({{2, RankStream::Err, 2, QStringLiteral("after"), 100.3}}); // rank 0's line leaves
+        QCOMPARE(f.model.droppedRows(), 1);
+        QCOMPARE(f.collapse.rowCount(), 3);
+        const QModelIndex left = f.collapse.index(0, LogModel::TextColumn);
+        QCOMPARE(f.collapse.rowCount(left.siblingAtColumn(0)), 0);
+        QCOMPARE(left.data().toString(), text);
+        QCOMPARE(left.data(LogModel::RankRole).toInt(), 1);
+        QCOMPARE(left.data(LogCollapseModel::MemberCountRole).toInt(), 1);
+        f.verifyCoversProxy();
+    }
+
+    // A group's row is no line of the source; its children and lines of their own are. Rows past the source's
+    // have no place.
+    void sourceRowsAndPlaces() {
+        Fixture f;
+        const QString text = QStringLiteral("NCCL INFO Bootstrap : Using eth0");
+        f.model.appendLines({{0, RankStream::Err, 1, text, 100.0},
+                             {1, RankStream::Err, 1, text, 100.1},
+                             {2, RankStream::Err, 1, QStringLiteral("alone"), 100.2}});
+        const QModelIndex group = f.collapse.index(0, 0);
+        QCOMPARE(f.collapse.sourceRow(group), -1);
+        QCOMPARE(f.collapse.sourceRow(f.collapse.index(1, 0, group)), 1);
+        QCOMPARE(f.collapse.sourceRow(f.collapse.index(1, 0)), 2);
+        QVERIFY(!f.collapse.indexForSourceRow(3).isValid());
+        QVERIFY(!f.collapse.indexForSourceRow(-1).isValid());
+        // The group's tooltip names its ranks, on the rank and the text columns.
+        QCOMPARE(group.siblingAtColumn(LogModel::RankColumn).data(Qt::ToolTipRole).toString(),
+                 QStringLiteral("Printed by ranks 0-1"));
+        QCOMPARE(group.siblingAtColumn(LogModel::TextColumn).data(Qt::ToolTipRole).toString(),
+                 QStringLiteral("Printed by ranks 0-1"));
+        QCOMPARE(group.data(LogCollapseModel::RankListRole).toString(), QStringLiteral("0-1"));
     }
 };
 

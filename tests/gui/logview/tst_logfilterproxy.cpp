@@ -5,6 +5,7 @@
 #include "logview/logmodel.h"
 
 #include <QAbstractItemModelTester>
+#include <QStandardItemModel>
 #include <QtTest>
 
 using rankscope::LogSeverity;
@@ -121,6 +122,89 @@ private Q_SLOTS:
         // Combined with a rank filter.
         f.proxy.setRanks({2});
         QCOMPARE(f.proxy.rowCount(), 1);
+    }
+    // Sorting a column sorts its raw value: rank 10 after rank 2, not before it as text ("gpu:10", "gpu:2") would.
+    void sortsByRawValues() {
+        Fixture f;
+        f.model.setRankHosts({{2, QStringLiteral("gpu")}, {10, QStringLiteral("gpu")}});
+        f.model.appendLines({{10, rankscope::RankStream::Out, 1, QStringLiteral("from ten"), 1795328000.0},
+                             {2, rankscope::RankStream::Out, 1, QStringLiteral("from two"), 1795328000.1}});
+        f.proxy.sort(LogModel::RankColumn);
+        QCOMPARE(f.shownTexts(), (QStringList{"from two", "from ten"}));
+    }
+
+    // A new pattern applies as it is typed, also where the last one was valid too.
+    void anotherPatternRefilters() {
+        Fixture f;
+        f.feed(test::recordedTrainerRun(QStringLiteral("ok")));
+        f.proxy.setPattern(QStringLiteral("step 2/8 loss"));
+        QCOMPARE(f.proxy.rowCount(), 2);
+        f.proxy.setPattern(QStringLiteral("step 3/8 loss"));
+        QCOMPARE(f.proxy.rowCount(), 2);
+        for (const QString& text : f.shownTexts())
+            QVERIFY2(text.contains(QLatin1String("step 3/8")), qPrintable(text));
+    }
+
+    // Each criterion says it filters while it does, and no longer once it is back at its default.
+    void filteringOnlyWhileACriterionHides() {
+        Fixture f;
+        f.feed(test::recordedTrainerRun(QStringLiteral("ok")));
+        QVERIFY(!f.proxy.isFiltering());
+        f.proxy.setNcclOnly(true);
+        QVERIFY(f.proxy.isFiltering());
+        f.proxy.setNcclOnly(false);
+        QVERIFY(!f.proxy.isFiltering());
+        QCOMPARE(f.proxy.rowCount(), f.model.rowCount());
+        f.proxy.setMinimumSeverity(LogSeverity::Info);
+        QVERIFY(f.proxy.isFiltering());
+        f.proxy.setMinimumSeverity(LogSeverity::Debug);
+        QVERIFY(!f.proxy.isFiltering());
+        f.proxy.setPattern(QStringLiteral("loss"));
+        QVERIFY(f.proxy.isFiltering());
+        f.proxy.setPattern({});
+        QVERIFY(!f.proxy.isFiltering());
+        QCOMPARE(f.proxy.rowCount(), f.model.rowCount());
+    }
+
+    // Any model with LogModel's roles filters alike (the collapsed view is one): by rank, severity from the
+    // minimum up, NCCL and pattern.
+    void anyModelWithTheRoles() {
+        QStandardItemModel source(0, LogModel::ColumnCount);
+        const auto add = [&source](int rank, LogSeverity severity, bool nccl, const QString& text) {
+            QList<QStandardItem*> row;
+            for (int column = 0; column < LogModel::ColumnCount; ++column)
+                row << new QStandardItem(text);
+            QStandardItem* item = row[LogModel::TextColumn];
+            item->setData(rank, LogModel::RankRole);
+            item->setData(int(severity), LogModel::SeverityRole);
+            item->setData(nccl, LogModel::NcclRole);
+            item->setData(text, LogModel::TextRole);
+            source.appendRow(row);
+        };
+        add(0, LogSeverity::Info, false, QStringLiteral("epoch 1 step 3"));
+        add(1, LogSeverity::Warning, true, QStringLiteral("NCCL WARN Call to connect returned Connection refused"));
+        add(1, LogSeverity::Error, false, QStringLiteral("RuntimeError: NCCL error"));
+        LogFilterProxy proxy;
+        QAbstractItemModelTester tester(&proxy, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        proxy.setSourceModel(&source);
+        const auto shown = [&proxy] {
+            QStringList texts;
+            for (int row = 0; row < proxy.rowCount(); ++row)
+                texts << proxy.index(row, LogModel::TextColumn).data(LogModel::TextRole).toString();
+            return texts;
+        };
+        proxy.setMinimumSeverity(LogSeverity::Warning);
+        QCOMPARE(shown(),
+                 (QStringList{"NCCL WARN Call to connect returned Connection refused", "RuntimeError: NCCL error"}));
+        proxy.setMinimumSeverity(LogSeverity::Debug);
+        proxy.setRanks({0});
+        QCOMPARE(shown(), QStringList{"epoch 1 step 3"});
+        proxy.setRanks({});
+        proxy.setNcclOnly(true);
+        QCOMPARE(shown(), QStringList{"NCCL WARN Call to connect returned Connection refused"});
+        proxy.setNcclOnly(false);
+        proxy.setPattern(QStringLiteral("runtimeerror"));
+        QCOMPARE(shown(), QStringList{"RuntimeError: NCCL error"});
     }
 };
 

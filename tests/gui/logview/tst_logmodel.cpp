@@ -155,6 +155,133 @@ private Q_SLOTS:
         QCOMPARE(at(model.rowCount() - 1, LogModel::StreamColumn, Qt::DisplayRole).toString(),
                  QStringLiteral("events"));
     }
+
+    // A line read back from a run stored without arrival times says so, instead of a time in 1970.
+    void storedLinesHaveNoTime() {
+        LogModel model;
+        model.appendLines({{0, RankStream::Out, 1, QStringLiteral("from an old store"), 0.0},
+                           {0, RankStream::Out, 2, QStringLiteral("live"), 1700000000.5}});
+        QCOMPARE(model.index(0, LogModel::TimeColumn).data().toString(), QStringLiteral("(stored)"));
+        QVERIFY(model.index(0, LogModel::TimeColumn)
+                    .data(Qt::ToolTipRole)
+                    .toString()
+                    .contains(QLatin1String("not recorded")));
+        QVERIFY(model.index(1, LogModel::TimeColumn).data().toString() != QLatin1String("(stored)"));
+        QVERIFY(model.index(1, LogModel::TimeColumn).data(Qt::ToolTipRole).toString().startsWith(QLatin1String("20")));
+    }
+
+    // Lines the engine classified off the GUI thread keep its verdict; the model does not classify them again.
+    void theEnginesVerdictIsKept() {
+        LogModel model;
+        RankLogLine line{3, RankStream::Err, 7, QStringLiteral("plain words"), 1700000000.0};
+        line.severity = int(LogSeverity::Warning);
+        line.nccl = true;
+        model.appendLines({line});
+        const QModelIndex text = model.index(0, LogModel::TextColumn);
+        QCOMPARE(text.data(LogModel::SeverityRole).toInt(), int(LogSeverity::Warning));
+        QVERIFY(text.data(LogModel::NcclRole).toBool());
+        // The roles every view and filter reads, on any column.
+        const QModelIndex time = model.index(0, LogModel::TimeColumn);
+        QCOMPARE(time.data(LogModel::RankRole).toInt(), 3);
+        QCOMPARE(time.data(LogModel::StreamRole).toInt(), int(RankStream::Err));
+        QCOMPARE(time.data(LogModel::LineNumberRole).toLongLong(), 7);
+        QCOMPARE(time.data(LogModel::TimeRole).toDouble(), 1700000000.0);
+        QCOMPARE(time.data(LogModel::TextRole).toString(), QStringLiteral("plain words"));
+    }
+
+    // Hosts learnt after the lines came repaint the host:rank column of every row.
+    void hostsRepaintTheRankColumn() {
+        LogModel model;
+        model.appendLines({{0, RankStream::Out, 1, QStringLiteral("a"), 1.0},
+                           {1, RankStream::Out, 1, QStringLiteral("b"), 2.0},
+                           {2, RankStream::Out, 1, QStringLiteral("c"), 3.0}});
+        QSignalSpy changed(&model, &QAbstractItemModel::dataChanged);
+        model.setRankHosts({{1, QStringLiteral("gpu-b")}});
+        QCOMPARE(changed.size(), 1);
+        QCOMPARE(changed.at(0).at(0).toModelIndex(), model.index(0, LogModel::RankColumn));
+        QCOMPARE(changed.at(0).at(1).toModelIndex(), model.index(2, LogModel::RankColumn));
+        QCOMPARE(model.index(1, LogModel::RankColumn).data().toString(), QStringLiteral("gpu-b:1"));
+    }
+
+    // The first row continued: its change is signalled like any other row's.
+    void continuingTheFirstRowIsSignalled() {
+        LogModel model;
+        model.appendLines({{0, RankStream::Err, 1, QStringLiteral("Runtime"), 1.0},
+                           {1, RankStream::Err, 1, QStringLiteral("x"), 1.1}});
+        QSignalSpy changed(&model, &QAbstractItemModel::dataChanged);
+        model.appendLines({{0, RankStream::Err, 1, QStringLiteral("Error: boom"), 1.2}});
+        QCOMPARE(changed.size(), 1);
+        QCOMPARE(changed.at(0).at(0).toModelIndex().row(), 0);
+        QCOMPARE(model.line(0).text, QStringLiteral("RuntimeError: boom"));
+    }
+
+    // The rest of a line whose start has left the window cannot join it: it is a row of its own, not a write
+    // before the model's first row.
+    void theRestOfALineThatLeftTheWindow() {
+        LogModel model;
+        QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        model.setMaxRows(2);
+        model.appendLines({{0, RankStream::Out, 1, QStringLiteral("start of a long line"), 1.0}});
+        model.appendLines(
+            {{1, RankStream::Out, 1, QStringLiteral("b1"), 2.0}, {1, RankStream::Out, 2, QStringLiteral("b2"), 3.0}});
+        QCOMPARE(model.line(0).text, QStringLiteral("b1"));
+        model.appendLines({{0, RankStream::Out, 1, QStringLiteral(" and its end"), 4.0}});
+        QCOMPARE(model.rowCount(), 2);
+        QCOMPARE(model.line(0).text, QStringLiteral("b2"));
+        QCOMPARE(model.line(1).text, QStringLiteral(" and its end"));
+        QCOMPARE(model.line(1).rank, 0);
+    }
+
+    // Lines read back from the store go before what is held, and never twice: a line still held is not added
+    // again, nor one of the events stream.
+    void olderLinesAreNotShownTwice() {
+        LogModel model;
+        QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        model.setMaxRows(3);
+        const auto lines = test::readRankLog(QStringLiteral("events/recorded-ok-rank1.out"), 1, RankStream::Out, 5.0);
+        model.appendLines(lines.mid(0, 6)); // lines 4 to 6 held
+        QCOMPARE(model.firstLineHeld(1, RankStream::Out), 4);
+        QCOMPARE(model.olderLines(), 3);
+        model.prependOlder(lines.mid(1, 3)); // lines 2 to 4: 4 is held already
+        QCOMPARE(model.rowCount(), 5);
+        QCOMPARE(model.line(0).lineNumber, 2);
+        QCOMPARE(model.line(1).lineNumber, 3);
+        QCOMPARE(model.line(2).lineNumber, 4);
+        QCOMPARE(model.line(3).lineNumber, 5);
+        QCOMPARE(model.firstLineHeld(1, RankStream::Out), 2);
+        QCOMPARE(model.olderLines(), 1);
+    }
+
+    // A new run: every row goes in one reset, the counts start again, and a line that has the number of one of
+    // the last run's last lines is a new row, not the rest of a row that is gone.
+    void clearStartsAgain() {
+        LogModel model;
+        QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        model.setMaxRows(2);
+        model.appendLines({{0, RankStream::Out, 1, QStringLiteral("a1"), 1.0},
+                           {0, RankStream::Out, 2, QStringLiteral("a2"), 2.0},
+                           {0, RankStream::Out, 3, QStringLiteral("a3"), 3.0}});
+        QCOMPARE(model.droppedRows(), 1);
+        QSignalSpy reset(&model, &QAbstractItemModel::modelReset);
+        QSignalSpy dropped(&model, &LogModel::droppedRowsChanged);
+        model.clear();
+        QCOMPARE(reset.size(), 1);
+        QCOMPARE(model.rowCount(), 0);
+        QCOMPARE(model.droppedRows(), 0);
+        QCOMPARE(dropped.last().at(0).toLongLong(), 0);
+        QCOMPARE(model.olderLines(), 0);
+        QCOMPARE(model.firstLineHeld(0, RankStream::Out), 1);
+        // Rank 0's line 3 was the last run's third row; this run's third row is rank 1's line 3. Rank 0's line 3 of
+        // this run is a row of its own, not the rest of rank 1's.
+        model.setMaxRows(10);
+        model.appendLines({{1, RankStream::Out, 1, QStringLiteral("b1"), 10.0},
+                           {1, RankStream::Out, 2, QStringLiteral("b2"), 10.1},
+                           {1, RankStream::Out, 3, QStringLiteral("b3"), 10.2}});
+        model.appendLines({{0, RankStream::Out, 3, QStringLiteral("rank 0 again"), 11.0}});
+        QCOMPARE(model.rowCount(), 4);
+        QCOMPARE(model.line(2).text, QStringLiteral("b3"));
+        QCOMPARE(model.line(3).text, QStringLiteral("rank 0 again"));
+    }
 };
 
 QTEST_MAIN(TestLogModel)

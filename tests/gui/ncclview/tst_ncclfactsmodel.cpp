@@ -56,6 +56,29 @@ QVector<RankNcclFacts> fourRanks() {
             recordedRank(3, QStringLiteral("issues/1066"), "1080060", "")};
 }
 
+// A rank of a healthy InfiniBand run (8 ranks a node), written out: every fact the ranks should agree on is the same.
+RankNcclFacts agreeingRank(int rank) {
+    RankNcclFacts facts;
+    facts.rank = rank;
+    facts.host = QStringLiteral("node%1").arg(rank / 8);
+    facts.versions = {QStringLiteral("2.18.1")};
+    facts.cudaDev = rank % 8;
+    facts.busId = QStringLiteral("0000:%1:00.0").arg(rank % 8 + 10);
+    facts.network = QStringLiteral("IB");
+    facts.interfaces = {QStringLiteral("ib0")};
+    // The counts differ from rank to rank (they depend on its peers); which transports a rank uses does not.
+    facts.transports = {{QStringLiteral("P2P"), 4 + rank}, {QStringLiteral("NET/IB"), 2 * (rank + 1)}};
+    facts.channels = 2;
+    return facts;
+}
+
+QVector<RankNcclFacts> agreeingRanks(int count) {
+    QVector<RankNcclFacts> ranks;
+    for (int rank = 0; rank < count; ++rank)
+        ranks.append(agreeingRank(rank));
+    return ranks;
+}
+
 QModelIndex cell(const NcclFactsModel& model, int rank, int column) {
     return model.index(model.rowOfRank(rank), column);
 }
@@ -133,6 +156,165 @@ private slots:
                  QStringLiteral("most ranks: Socket"));
         model.clear();
         QCOMPARE(model.rowCount(), 0);
+    }
+
+    // Each column the ranks should agree on is compared: the odd rank is marked, with what most ranks have, and
+    // the others are not. Transports are compared by which ones a rank uses, not by its connection counts.
+    void everyAgreedColumnIsCompared_data() {
+        QTest::addColumn<int>("column");
+        QTest::addColumn<QString>("majority");
+        QTest::newRow("version") << int(NcclFactsModel::VersionColumn) << "2.18.1";
+        QTest::newRow("network") << int(NcclFactsModel::NetworkColumn) << "IB";
+        QTest::newRow("interfaces") << int(NcclFactsModel::InterfacesColumn) << "ib0";
+        QTest::newRow("transports") << int(NcclFactsModel::TransportsColumn) << "NET/IB, P2P";
+        QTest::newRow("channels") << int(NcclFactsModel::ChannelsColumn) << "2";
+    }
+    void everyAgreedColumnIsCompared() {
+        QFETCH(int, column);
+        QVector<RankNcclFacts> ranks = agreeingRanks(4);
+        RankNcclFacts& odd = ranks[2];
+        switch (column) {
+        case NcclFactsModel::VersionColumn:
+            odd.versions = {QStringLiteral("2.17.1")};
+            break;
+        case NcclFactsModel::NetworkColumn:
+            odd.network = QStringLiteral("Socket");
+            break;
+        case NcclFactsModel::InterfacesColumn:
+            odd.interfaces = {QStringLiteral("eth0")};
+            break;
+        case NcclFactsModel::TransportsColumn:
+            odd.transports = {{QStringLiteral("P2P"), 6}, {QStringLiteral("NET/Socket"), 6}};
+            break;
+        case NcclFactsModel::ChannelsColumn:
+            odd.channels = 1;
+            break;
+        }
+        NcclFactsModel model;
+        model.setFacts(ranks);
+        for (int rank = 0; rank < 4; ++rank) {
+            const QModelIndex index = cell(model, rank, column);
+            QCOMPARE(index.data(NcclFactsModel::DiffersRole).toBool(), rank == 2);
+            QCOMPARE(index.data(Qt::BackgroundRole).isValid(), rank == 2);
+            if (rank != 2)
+                QVERIFY(!index.data(Qt::ToolTipRole).isValid());
+        }
+        QFETCH(QString, majority);
+        QCOMPARE(cell(model, 2, column).data(Qt::ToolTipRole).toString(), QStringLiteral("most ranks: ") + majority);
+        // Hosts and devices differ by design: never compared, never marked.
+        for (const int other : {int(NcclFactsModel::HostColumn), int(NcclFactsModel::CudaDevColumn),
+                                int(NcclFactsModel::BusIdColumn), int(NcclFactsModel::WarningsColumn)})
+            QVERIFY(!cell(model, 2, other).data(NcclFactsModel::DiffersRole).toBool());
+    }
+
+    void transportsShowTheirCounts() {
+        NcclFactsModel model;
+        model.setFacts({agreeingRank(1)});
+        QCOMPARE(cell(model, 1, NcclFactsModel::TransportsColumn).data().toString(), QStringLiteral("NET/IB 4, P2P 5"));
+    }
+
+    // A fact a rank did not print is blank, casts no vote and is never marked: a version that only rank 0 printed
+    // (NCCL prints it once per process group, usually from rank 0) is no difference, nor are the channels of a
+    // rank whose ring lines were not logged. Device 0 is a device, not a blank.
+    void unprintedFactsCastNoVote() {
+        QVector<RankNcclFacts> ranks = agreeingRanks(4);
+        for (int rank = 1; rank < 4; ++rank)
+            ranks[rank].versions.clear();
+        ranks[3].channels = 0;
+        NcclFactsModel model;
+        model.setFacts(ranks);
+        QCOMPARE(cell(model, 0, NcclFactsModel::VersionColumn).data().toString(), QStringLiteral("2.18.1"));
+        QVERIFY(!cell(model, 0, NcclFactsModel::VersionColumn).data(NcclFactsModel::DiffersRole).toBool());
+        QCOMPARE(cell(model, 3, NcclFactsModel::ChannelsColumn).data().toString(), QString());
+        QVERIFY(!cell(model, 3, NcclFactsModel::ChannelsColumn).data(NcclFactsModel::DiffersRole).toBool());
+        QVERIFY(!cell(model, 0, NcclFactsModel::ChannelsColumn).data(NcclFactsModel::DiffersRole).toBool());
+        QCOMPARE(cell(model, 0, NcclFactsModel::CudaDevColumn).data().toString(), QStringLiteral("0"));
+        ranks[2].cudaDev = -1;
+        model.setFacts(ranks);
+        QCOMPARE(cell(model, 2, NcclFactsModel::CudaDevColumn).data().toString(), QString());
+    }
+
+    // Six ranks on InfiniBand and fourteen that each report something of their own: IB is what most ranks have,
+    // whichever values the vote counts first (a tie among the singles before it must not stick). The vote's order
+    // is a hash's, which changes from run to run: with many singles, nearly every order puts two before the
+    // majority, in each of the three columns.
+    void theMostCommonValueWinsOverEarlierTies() {
+        QVector<RankNcclFacts> ranks = agreeingRanks(20);
+        for (int rank = 6; rank < 20; ++rank) {
+            ranks[rank].network = QStringLiteral("Plugin%1").arg(rank);
+            ranks[rank].interfaces = {QStringLiteral("eth%1").arg(rank)};
+            ranks[rank].versions = {QStringLiteral("2.%1.1").arg(rank)};
+        }
+        NcclFactsModel model;
+        model.setFacts(ranks);
+        for (const int column : {int(NcclFactsModel::NetworkColumn), int(NcclFactsModel::InterfacesColumn),
+                                 int(NcclFactsModel::VersionColumn)}) {
+            QVERIFY(!cell(model, 0, column).data(NcclFactsModel::DiffersRole).toBool());
+            QVERIFY(cell(model, 7, column).data(Qt::ToolTipRole).toString().startsWith(QLatin1String("most ranks: ")));
+        }
+    }
+
+    // The engine sends every rank's facts again each second: a rank's new warning shows, and the rows that were
+    // there are repainted.
+    void aRanksNewerFactsReplaceItsOld() {
+        NcclFactsModel model;
+        QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        QVector<RankNcclFacts> ranks = agreeingRanks(3);
+        model.setFacts(ranks);
+        QSignalSpy changed(&model, &QAbstractItemModel::dataChanged);
+        ranks[1].warnings = {QStringLiteral("NET/IB : Got async event : port error [net_ib.cc:123]")};
+        model.setFacts(ranks);
+        QCOMPARE(cell(model, 1, NcclFactsModel::WarningsColumn).data().toString(),
+                 QStringLiteral("1 · NET/IB : Got async event : port error [net_ib.cc:123]"));
+        QCOMPARE(changed.size(), 1);
+        QCOMPARE(changed.at(0).at(0).toModelIndex().row(), 0);
+        QCOMPARE(changed.at(0).at(1).toModelIndex().row(), 2);
+        QCOMPARE(changed.at(0).at(1).toModelIndex().column(), NcclFactsModel::ColumnCount - 1);
+    }
+
+    // A new run starts from nothing: the view is told, and the same ranks come back as new rows.
+    void clearForgetsTheRun() {
+        NcclFactsModel model;
+        QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        model.setFacts(agreeingRanks(4));
+        QSignalSpy reset(&model, &QAbstractItemModel::modelReset);
+        model.clear();
+        QCOMPARE(reset.size(), 1);
+        QCOMPARE(model.rowCount(), 0);
+        model.setFacts(agreeingRanks(2));
+        QCOMPARE(model.rowCount(), 2);
+        QCOMPARE(cell(model, 1, NcclFactsModel::NetworkColumn).data().toString(), QStringLiteral("IB"));
+    }
+
+    // Warnings: the count and the first one in the cell, every one in its tooltip, and only that cell in red.
+    void warningsCountFirstAndAll() {
+        QVector<RankNcclFacts> ranks = agreeingRanks(2);
+        ranks[1].warnings = {QStringLiteral("first [a.cc:1]"), QStringLiteral("second [b.cc:2]")};
+        NcclFactsModel model;
+        model.setFacts(ranks);
+        const QModelIndex warnings = cell(model, 1, NcclFactsModel::WarningsColumn);
+        QCOMPARE(warnings.data().toString(), QStringLiteral("2 · first [a.cc:1]"));
+        QCOMPARE(warnings.data(Qt::ToolTipRole).toString(), QStringLiteral("first [a.cc:1]\nsecond [b.cc:2]"));
+        QCOMPARE(warnings.data(Qt::ForegroundRole).value<QColor>(), QColor(0xc6, 0x28, 0x28));
+        for (int column = 0; column < NcclFactsModel::WarningsColumn; ++column)
+            QVERIFY2(!cell(model, 1, column).data(Qt::ForegroundRole).isValid(), qPrintable(QString::number(column)));
+        QVERIFY(!cell(model, 0, NcclFactsModel::WarningsColumn).data(Qt::ForegroundRole).isValid());
+    }
+
+    // Numbers sort as numbers: 10 channels after 2.
+    void channelsSortAsNumbers() {
+        QVector<RankNcclFacts> ranks = agreeingRanks(3);
+        ranks[0].channels = 10;
+        ranks[1].channels = 2;
+        ranks[2].channels = 4;
+        NcclFactsModel model;
+        model.setFacts(ranks);
+        QSortFilterProxyModel proxy;
+        proxy.setSourceModel(&model);
+        proxy.setSortRole(NcclFactsModel::SortRole);
+        proxy.sort(NcclFactsModel::ChannelsColumn);
+        QCOMPARE(proxy.index(0, NcclFactsModel::ChannelsColumn).data().toString(), QStringLiteral("2"));
+        QCOMPARE(proxy.index(2, NcclFactsModel::ChannelsColumn).data().toString(), QStringLiteral("10"));
     }
 
     void panelSortsByRankAndAsksForALog() {

@@ -6,6 +6,7 @@
 
 #include <QAbstractItemModelTester>
 #include <QFont>
+#include <QSignalSpy>
 #include <QTest>
 
 #include <functional>
@@ -21,6 +22,46 @@ QList<int> ranksOf(const QModelIndex& index) {
 
 QModelIndex at(const QModelIndex& index, int column) {
     return index.siblingAtColumn(column);
+}
+
+// A thread's stack, outermost frame first (as the tree shows it; the debuggers print it innermost first).
+ThreadStack threadStack(const QStringList& outermostFirst, const QStringList& locations = {}) {
+    ThreadStack stack;
+    for (qsizetype i = outermostFirst.size() - 1; i >= 0; --i) {
+        StackFrame frame;
+        frame.function = outermostFirst[i];
+        const QString location = locations.value(i);
+        if (!location.isEmpty()) {
+            frame.file = location.section(QLatin1Char(':'), 0, 0);
+            frame.line = location.section(QLatin1Char(':'), 1).toInt();
+        }
+        stack.frames.append(frame);
+    }
+    return stack;
+}
+
+ProcessStacks process(const QVector<ThreadStack>& mainFirst) {
+    ProcessStacks stacks;
+    stacks.threads = mainFirst;
+    return stacks;
+}
+
+// Three ranks: rank 0 is in its forward pass, ranks 1 and 2 are in `step` and part there, rank 1 to a collective's
+// wait, rank 2 to a sleep. Each rank is at another line of `train`. Every rank has two helper threads in one loop,
+// and rank 2 a third helper of its own, whose outermost frame only rank 2 has.
+StackTree partingTree() {
+    const ThreadStack loop1 = threadStack({"clone3", "start_thread", "runLoop"});
+    const ThreadStack loop2 = threadStack({"clone3", "start_thread", "runLoop"});
+    StackTree tree;
+    tree.addRank(
+        0, process({threadStack({"main", "train", "forward"}, {"main.cpp:10", "training.cpp:50"}), loop1, loop2}));
+    tree.addRank(1, process({threadStack({"main", "train", "step", "c10d::ProcessGroupGloo::AsyncWork::wait"},
+                                         {"main.cpp:10", "training.cpp:60", "training.cpp:200"}),
+                             loop1, loop2}));
+    tree.addRank(2, process({threadStack({"main", "train", "step", "std::this_thread::sleep_for"},
+                                         {"main.cpp:10", "training.cpp:64", "training.cpp:210"}),
+                             loop1, loop2, threadStack({"watchdog_thread", "poll"})}));
+    return tree;
 }
 
 } // namespace
@@ -157,6 +198,124 @@ private slots:
         };
         walk({});
         QVERIFY(libnccl);
+    }
+
+    // The tooltips say what the cells cut short: a frame's library, every place a frame was reached from, and
+    // where ranks part, of how many ranks of the frame outside it (not of the whole capture).
+    void tooltipsSayWhatCellsCutShort() {
+        StackTreeModel model;
+        QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        model.setTree(partingTree());
+        const QModelIndex train = model.find(QStringLiteral("train"));
+        QCOMPARE(at(train, StackTreeModel::LocationColumn).data().toString(),
+                 QStringLiteral("training.cpp:50, training.cpp:60, training.cpp:64"));
+        QCOMPARE(at(train, StackTreeModel::LocationColumn).data(Qt::ToolTipRole).toString(),
+                 QStringLiteral("training.cpp:50\ntraining.cpp:60\ntraining.cpp:64"));
+        QCOMPARE(at(train, StackTreeModel::LocationColumn).data(StackTreeModel::SortRole).toString(),
+                 QStringLiteral("training.cpp:50"));
+        QCOMPARE(at(train, StackTreeModel::RanksColumn).data(Qt::ToolTipRole).toString(), QStringLiteral("ranks 0-2"));
+        const QModelIndex sleep = model.find(QStringLiteral("sleep_for"));
+        QCOMPARE(ranksOf(sleep), QList<int>{2});
+        QVERIFY(sleep.data(StackTreeModel::SplitRole).toBool());
+        QCOMPARE(at(sleep, StackTreeModel::RanksColumn).data(Qt::ToolTipRole).toString(),
+                 QStringLiteral("the ranks part here: 2 of the outer frame's 1-2"));
+
+        StackTree unsymbolised;
+        unsymbolised.addRank(3, parseStacks(recordedStacks(QStringLiteral("nccl-style-wrapped.gdb.txt"))));
+        model.setTree(unsymbolised);
+        bool libnccl = false;
+        std::function<void(const QModelIndex&)> walk = [&](const QModelIndex& parent) {
+            for (int row = 0; row < model.rowCount(parent); ++row) {
+                const QModelIndex child = model.index(row, 0, parent);
+                if (model.node(child)->function == QLatin1String("??") &&
+                    model.node(child)->library == QLatin1String("libnccl.so.2")) {
+                    libnccl = true;
+                    QCOMPARE(child.data(Qt::ToolTipRole).toString(), QStringLiteral("?? (libnccl.so.2)"));
+                }
+                walk(child);
+            }
+        };
+        walk({});
+        QVERIFY(libnccl);
+    }
+
+    // A split is where the set of ranks changes, below a frame they shared: not an outermost frame that only some
+    // ranks have (a helper thread of one rank), and not where one rank's threads go two ways.
+    void aSplitIsWhereRanksPart() {
+        StackTreeModel model;
+        model.setTree(partingTree());
+        const QModelIndex watchdog = model.find(QStringLiteral("watchdog_thread"));
+        QCOMPARE(ranksOf(watchdog), QList<int>{2});
+        QCOMPARE(model.parent(watchdog), QModelIndex());
+        QVERIFY(!watchdog.data(StackTreeModel::SplitRole).toBool());
+        const QModelIndex loop = model.find(QStringLiteral("runLoop"));
+        QCOMPARE(ranksOf(loop), (QList<int>{0, 1, 2}));
+        QCOMPARE(at(loop, StackTreeModel::RanksColumn).data().toString(), QStringLiteral("0-2 · 6 threads"));
+        const QModelIndex clone = model.find(QStringLiteral("clone3"));
+        QCOMPARE(at(clone, StackTreeModel::RanksColumn).data().toString(), QStringLiteral("0-2 · 6 threads"));
+        // One rank's threads parting is no split: the ranks stay the same.
+        StackTree tree;
+        for (int rank = 0; rank < 2; ++rank)
+            tree.addRank(rank,
+                         process({threadStack({"main", "train"}), threadStack({"clone3", "start_thread", "runLoop"}),
+                                  threadStack({"clone3", "start_thread", "heartbeat"})}));
+        model.setTree(tree);
+        QCOMPARE(at(model.find(QStringLiteral("start_thread")), StackTreeModel::RanksColumn).data().toString(),
+                 QStringLiteral("0-1 · 4 threads"));
+        QCOMPARE(at(model.find(QStringLiteral("heartbeat")), StackTreeModel::RanksColumn).data().toString(),
+                 QStringLiteral("0-1"));
+        QVERIFY(!model.find(QStringLiteral("heartbeat")).data(StackTreeModel::SplitRole).toBool());
+        QVERIFY(!model.find(QStringLiteral("runLoop")).data(StackTreeModel::SplitRole).toBool());
+    }
+
+    // How a split and a helper thread look: the split's Ranks cell alone is bold on a warm background; helper
+    // threads are grey, main threads in the default colour.
+    void splitsAndHelpersStandApart() {
+        StackTreeModel model;
+        model.setTree(partingTree());
+        const QModelIndex sleep = model.find(QStringLiteral("sleep_for"));
+        const QModelIndex ranks = at(sleep, StackTreeModel::RanksColumn);
+        QVERIFY(ranks.data(Qt::FontRole).value<QFont>().bold());
+        QVERIFY(ranks.data(Qt::BackgroundRole).value<QColor>().isValid());
+        for (const int column :
+             {int(StackTreeModel::FrameColumn), int(StackTreeModel::LocationColumn), int(StackTreeModel::WaitColumn)})
+            QVERIFY2(!at(sleep, column).data(Qt::BackgroundRole).isValid(), qPrintable(QString::number(column)));
+        QVERIFY(!at(model.find(QStringLiteral("train")), StackTreeModel::RanksColumn).data(Qt::FontRole).isValid());
+        const QModelIndex helper = model.find(QStringLiteral("start_thread"));
+        QCOMPARE(helper.data(Qt::ForegroundRole).value<QColor>(), QColor(0x61, 0x61, 0x61));
+        QCOMPARE(at(helper, StackTreeModel::RanksColumn).data(Qt::ForegroundRole).value<QColor>(),
+                 QColor(0x61, 0x61, 0x61));
+        QVERIFY(!model.find(QStringLiteral("train")).data(Qt::ForegroundRole).isValid());
+    }
+
+    // Collectives' waits are red, whoever's (c10d, Gloo, NCCL); a sleep is orange, told apart from them.
+    void waitColours() {
+        const QColor red = waitKindColor(WaitKind::C10d);
+        QVERIFY(red.isValid());
+        QVERIFY(red.hue() < 15 || red.hue() > 345);
+        QCOMPARE(waitKindColor(WaitKind::Gloo), red);
+        QCOMPARE(waitKindColor(WaitKind::Nccl), red);
+        const QColor sleep = waitKindColor(WaitKind::Sleep);
+        QVERIFY2(sleep.hue() >= 15 && sleep.hue() <= 45, qPrintable(sleep.name()));
+        QVERIFY(!waitKindColor(WaitKind::None).isValid());
+    }
+
+    // A capture replaces the last one as a reset, so that views drop their expanded rows and selection.
+    void aCaptureIsAReset() {
+        StackTreeModel model;
+        QSignalSpy reset(&model, &QAbstractItemModel::modelReset);
+        model.setTree(hungGlooTree());
+        model.setTree(partingTree());
+        model.clear();
+        QCOMPARE(reset.size(), 3);
+    }
+
+    void headers() {
+        StackTreeModel model;
+        QStringList names;
+        for (int column = 0; column < StackTreeModel::ColumnCount; ++column)
+            names << model.headerData(column, Qt::Horizontal).toString();
+        QCOMPARE(names, (QStringList{"Frame", "Ranks", "Location", "Waits for"}));
     }
 
     void newCaptureReplacesTheOld() {
