@@ -28,6 +28,7 @@
 #include <QVBoxLayout>
 
 #include <algorithm>
+#include <memory>
 #include <set>
 #include <tuple>
 
@@ -274,17 +275,22 @@ void LogInspector::applyRankText(const QString& text) {
 }
 
 void LogInspector::showRankMenu() {
+    const std::unique_ptr<QMenu> menu(rankMenu(this));
+    menu->exec(m_rankMenuButton->mapToGlobal(QPoint(0, m_rankMenuButton->height())));
+}
+
+QMenu* LogInspector::rankMenu(QWidget* parent) {
     std::set<int> known;
     for (int row = 0; row < m_model->rowCount(); ++row)
         known.insert(m_model->line(row).rank);
-    QMenu menu(this);
-    QAction* all = menu.addAction(tr("All ranks"));
+    auto* menu = new QMenu(parent);
+    QAction* all = menu->addAction(tr("All ranks"));
     all->setCheckable(true);
     all->setChecked(m_proxy->ranks().isEmpty());
     connect(all, &QAction::triggered, this, [this] { setRankFilter({}); });
-    menu.addSeparator();
+    menu->addSeparator();
     for (const int rank : known) {
-        QAction* action = menu.addAction(m_model->hostRankLabel(rank));
+        QAction* action = menu->addAction(m_model->hostRankLabel(rank));
         action->setCheckable(true);
         action->setChecked(m_proxy->ranks().contains(rank));
         connect(action, &QAction::toggled, this, [this, rank](bool on) {
@@ -293,7 +299,7 @@ void LogInspector::showRankMenu() {
             setRankFilter(ranks);
         });
     }
-    menu.exec(m_rankMenuButton->mapToGlobal(QPoint(0, m_rankMenuButton->height())));
+    return menu;
 }
 
 void LogInspector::setMinimumSeverity(LogSeverity severity) {

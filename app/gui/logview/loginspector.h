@@ -14,6 +14,7 @@ class QCheckBox;
 class QComboBox;
 class QLabel;
 class QLineEdit;
+class QMenu;
 class QModelIndex;
 class QPushButton;
 class QTimer;
@@ -68,6 +69,9 @@ public:
     // Writes every line of `rank` the model holds, in order, one per line.
     bool exportRankLog(int rank, const QString& path, QString* error = nullptr) const;
     [[nodiscard]] QString statusText() const;
+    // The Ranks button's menu, which it opens: "All ranks", then every rank the model holds a line of, each checked
+    // while its lines are shown; choosing one sets the rank filter. The caller owns the menu.
+    [[nodiscard]] QMenu* rankMenu(QWidget* parent);
 
 private:
     void buildToolbar(QWidget* bar);

@@ -102,6 +102,9 @@ private Q_SLOTS:
         QCOMPARE(panel.findingOf(QStringLiteral("root-cause")), cause);
         QCOMPARE(cause->childCount(), 1);
         QCOMPARE(cause->child(0)->text(DiagnosticsPanel::WhatColumn), QStringLiteral("[err] Traceback"));
+        // The lines are what the rank said, not findings: grey, as what passed, under the red of their cause.
+        QCOMPARE(kindColour(cause->child(0)), kindColour(stuck));
+        QVERIFY(kindColour(cause->child(0)) != kindColour(cause));
 
         // A straggler is neither the red of a failure nor the grey of what passed.
         panel.addDiagnoses({finding(DiagnosisKind::Straggler, QStringLiteral("straggler:2"), {2},
@@ -152,6 +155,16 @@ private Q_SLOTS:
                       QStringLiteral("rank 1 on node-b waits for a debugger at 127.0.0.1:40002: gdb -q …"));
         QCOMPARE(panel.topLevelItemCount(), 2);
         QVERIFY(note->text(DiagnosticsPanel::WhatColumn).contains(QLatin1String(":40002")));
+        // Rank 0 is a rank like any other; a note about no rank has none to show or ask for.
+        panel.addNote(QStringLiteral("debugger:0"), QStringLiteral("debugger"), 0,
+                      QStringLiteral("rank 0 on node-a waits for a debugger at 127.0.0.1:40003: gdb -q …"));
+        QCOMPARE(panel.findingOf(QStringLiteral("debugger:0"))->text(DiagnosticsPanel::RanksColumn),
+                 QStringLiteral("0"));
+        panel.addNote(QStringLiteral("store"), QStringLiteral("run store"), -1,
+                      QStringLiteral("the run is stored in …"));
+        const QTreeWidgetItem* store = panel.findingOf(QStringLiteral("store"));
+        QCOMPARE(store->text(DiagnosticsPanel::RanksColumn), QString());
+        QCOMPARE(store->data(DiagnosticsPanel::RanksColumn, DiagnosticsPanel::RankRole).toInt(), -1);
     }
 
     // Empty, the panel says what would appear in it (words over several lines at this width); with a finding, only

@@ -13,11 +13,15 @@
 #include <QCheckBox>
 #include <QLabel>
 #include <QLineEdit>
+#include <QMenu>
+#include <QPushButton>
 #include <QScrollBar>
 #include <QTemporaryDir>
 #include <QToolButton>
 #include <QTreeView>
 #include <QtTest>
+
+#include <memory>
 
 using rankscope::RankLogLine;
 using rankscope::RankStream;
@@ -395,6 +399,104 @@ private Q_SLOTS:
     }
 
     // Not a check: RANKSCOPE_SCREENSHOT=path saves a picture of the inspector on recorded logs.
+    // The toolbar's own controls drive the filters: typed ranks (an unfinished list keeps the last filter), the
+    // severity chosen, the Ranks menu and the First error button.
+    void theToolbarDrivesTheFilters() {
+        LogInspector inspector;
+        inspector.resize(1000, 300);
+        inspector.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&inspector));
+        const auto run = test::recordedTrainerRun(QStringLiteral("fail"));
+        feed(inspector, run);
+        auto* ranks = inspector.findChild<QLineEdit*>(QStringLiteral("ranks"));
+        QVERIFY(ranks);
+        QTest::keyClicks(ranks, QStringLiteral("1"));
+        QCOMPARE(inspector.filterProxy()->ranks(), QSet<int>{1});
+        QTest::keyClicks(ranks, QStringLiteral("-"));
+        QCOMPARE(inspector.filterProxy()->ranks(), QSet<int>{1});
+        QVERIFY(ranks->styleSheet().contains(QLatin1String("#b71c1c")));
+
+        // The Ranks menu: "All ranks" unticked while a filter hides some, each rank ticked while shown.
+        std::unique_ptr<QMenu> menu(inspector.rankMenu(nullptr));
+        QList<QAction*> actions = menu->actions();
+        QCOMPARE(actions.size(), 4); // All ranks, a separator, ranks 0 and 1
+        QCOMPARE(actions[0]->text(), QStringLiteral("All ranks"));
+        QVERIFY(!actions[0]->isChecked());
+        QVERIFY(!actions[2]->isChecked());
+        QVERIFY(actions[3]->isChecked());
+        actions[2]->toggle(); // rank 0 too
+        QCOMPARE(inspector.filterProxy()->ranks(), (QSet<int>{0, 1}));
+        actions[0]->trigger();
+        QVERIFY(inspector.filterProxy()->ranks().isEmpty());
+        menu.reset(inspector.rankMenu(nullptr));
+        QVERIFY(menu->actions().at(0)->isChecked());
+
+        inspector.setMinimumSeverity(rankscope::LogSeverity::Error);
+        QCOMPARE(inspector.filterProxy()->minimumSeverity(), rankscope::LogSeverity::Error);
+        QVERIFY(inspector.view()->model()->rowCount() < inspector.model()->rowCount());
+        for (int row = 0; row < inspector.view()->model()->rowCount(); ++row)
+            QVERIFY(inspector.view()->model()->index(row, 0).data(LogModel::SeverityRole).toInt() >=
+                    int(rankscope::LogSeverity::Error));
+
+        QPushButton* firstError = nullptr;
+        for (QPushButton* button : inspector.findChildren<QPushButton*>())
+            if (button->text() == QLatin1String("First error"))
+                firstError = button;
+        QVERIFY(firstError);
+        QVERIFY(!inspector.view()->currentIndex().isValid());
+        QTest::mouseClick(firstError, Qt::LeftButton);
+        QVERIFY(inspector.view()->currentIndex().isValid());
+        QCOMPARE(inspector.view()->currentIndex().data(LogModel::SeverityRole).toInt(),
+                 int(rankscope::LogSeverity::Error));
+        // The error was shown: the severity the user chose stays.
+        QCOMPARE(inspector.filterProxy()->minimumSeverity(), rankscope::LogSeverity::Error);
+    }
+
+    // In the collapsed tree, with a filter that hides the lines before it, the first error is found where the
+    // filtered view shows it.
+    void firstErrorInTheCollapsedFilteredTree() {
+        LogInspector inspector;
+        QVector<RankLogLine> run = test::recordedTrainerRun(QStringLiteral("fail"), 1000.0);
+        feed(inspector, progress(2, 1, 50, 990.0) + run);
+        inspector.setCollapsed(true);
+        inspector.setMinimumSeverity(rankscope::LogSeverity::Error);
+        QVERIFY(inspector.showFirstError());
+        const QModelIndex current = inspector.view()->currentIndex();
+        QCOMPARE(current.data(LogModel::SeverityRole).toInt(), int(rankscope::LogSeverity::Error));
+        int earliest = -1;
+        for (int row = 0; row < inspector.model()->rowCount(); ++row)
+            if (inspector.model()->line(row).severity >= rankscope::LogSeverity::Error &&
+                (earliest < 0 ||
+                 inspector.model()->line(row).receivedAt < inspector.model()->line(earliest).receivedAt))
+                earliest = row;
+        QCOMPARE(current.siblingAtColumn(LogModel::TextColumn).data().toString(),
+                 inspector.model()->line(earliest).text);
+    }
+
+    // Lines read back go above what the view showed; the view keeps the newest of them at its bottom, next to the
+    // lines the user was reading, rather than jumping to the oldest.
+    void readBackLinesEndAtTheBottomOfTheView() {
+        LogInspector inspector;
+        inspector.resize(1000, 300);
+        inspector.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&inspector));
+        inspector.model()->setMaxRows(100);
+        feed(inspector, progress(0, 1, 300, 1.0));
+        inspector.setOlderLinesSource([](const QVector<rankscope::RunLinePager::StreamStart>& streams, int count) {
+            QVector<RankLogLine> lines;
+            for (const auto& start : streams)
+                for (qint64 n = std::max<qint64>(1, start.before - count); n < start.before; ++n)
+                    lines.append(
+                        {start.rank, start.stream, n, QStringLiteral("[rank %1] line %2").arg(start.rank).arg(n), 0.0});
+            return lines;
+        });
+        QCOMPARE(inspector.loadOlderLines(60), 60);
+        const QAbstractItemModel* shown = inspector.view()->model();
+        QCOMPARE(shown->index(59, LogModel::TextColumn).data().toString(), QStringLiteral("[rank 0] line 200"));
+        QTRY_VERIFY(isRowVisible(inspector.view(), shown->index(59, 0)));
+        QVERIFY(!isRowVisible(inspector.view(), shown->index(0, 0)));
+    }
+
     void screenshot() {
         const QString path = qEnvironmentVariable("RANKSCOPE_SCREENSHOT");
         if (path.isEmpty())

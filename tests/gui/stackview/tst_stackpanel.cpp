@@ -157,6 +157,52 @@ private slots:
         QVERIFY(panel.summaryLabel()->text().startsWith(QLatin1String("No stacks captured")));
     }
 
+    // A capture's errors are its own: the last capture's are gone, and a single one shows.
+    void eachCaptureShowsItsOwnErrors() {
+        StackPanel panel;
+        panel.addError(QStringLiteral("cannot write the stacks file"));
+        QVERIFY(!panel.errorsLabel()->isHidden());
+        panel.setTree(hungGlooTree());
+        QVERIFY(panel.errorsLabel()->isHidden());
+        StackTree tree = hungGlooTree();
+        tree.addError(1, QStringLiteral("node-b: the process is gone"));
+        panel.setTree(tree);
+        QVERIFY(!panel.errorsLabel()->isHidden());
+        QCOMPARE(panel.errorsLabel()->text(), QStringLiteral("rank 1: no stacks: node-b: the process is gone"));
+    }
+
+    // A capture that came while the dock was hidden opens at the hung rank's branch once it is shown.
+    void aHiddenPanelOpensAtTheBranchWhenShown() {
+        StackPanel panel;
+        panel.resize(900, 260);
+        panel.setFocusRanks({1});
+        panel.setTree(hungGlooTree());
+        QTest::qWait(20); // the capture's own deferred scroll runs while the panel is hidden
+        panel.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&panel));
+        const QModelIndex current = panel.view()->currentIndex();
+        QCOMPARE(current.data(StackTreeModel::RanksRole).value<QList<int>>(), QList<int>{1});
+        const QRect rect = panel.view()->visualRect(current);
+        QVERIFY(rect.isValid() && panel.view()->viewport()->rect().contains(rect));
+        const QModelIndex sleep = panel.model()->find(QStringLiteral("sleep_for"));
+        QVERIFY(panel.view()->viewport()->rect().contains(panel.view()->visualRect(sleep)));
+    }
+
+    // A frame of many ranks lists the first 32 and says how many more there are.
+    void contextMenuOfManyRanks() {
+        StackTree tree;
+        for (int rank = 0; rank < 40; ++rank)
+            tree.addRank(rank, parseStacks(recordedStacks(QStringLiteral("gloo-hang-rank0.gdb.txt"))));
+        StackPanel panel;
+        panel.setTree(tree);
+        std::unique_ptr<QMenu> menu(panel.contextMenuFor(panel.model()->index(0, 0), nullptr));
+        const QList<QAction*> actions = menu->actions();
+        QCOMPARE(actions.size(), 33);
+        QCOMPARE(actions[31]->text(), QStringLiteral("Show rank 31's log"));
+        QCOMPARE(actions[32]->text(), QStringLiteral("(8 more ranks)"));
+        QVERIFY(!actions[32]->isEnabled());
+    }
+
     void screenshot() {
         StackPanel panel;
         panel.resize(960, 560);
