@@ -71,6 +71,12 @@ struct DiagnosticsOptions {
     // creates its communicators in the first collective, which takes seconds across nodes. Such a stillness is a
     // hang only past this many seconds. A rank missing from the collective is still named at once.
     double setupGraceSeconds = 30.0;
+    // The trainer beats from a thread of its own, so a rank whose heartbeats stop while its peers' go on is stopped
+    // as a whole (Ctrl-Z, SIGSTOP, a debugger) or frozen. Among ranks all stuck inside one collective, the ones
+    // silent for this many heartbeat intervals (and the hang's threshold) are the ones at fault; one that has
+    // missed half an interval's beat already, but not yet that many, is waited for before the hang is said, and
+    // so the verdict that blames no rank (every rank inside, all heard) comes only after this long a stillness.
+    double silentIntervals = 3.0;
     // A straggler's compute time per step (step time without the wait for others) stays above this factor
     // times the median of the other ranks over its window (its median and three quarters of its steps). The
     // window is a rank's last `stragglerWindow` steps, or more where those take less than `stragglerSeconds`:
@@ -160,6 +166,7 @@ private:
         qint64 finished = 0; // collective_finished
         double lastHeartbeat = 0.0;
         double lastMove = 0.0; // when step, phase or a counter last changed
+        double lastStep = 0.0; // the time of its newest step event
         double knownUntil = std::numeric_limits<double>::infinity(); // see setRankKnownUntil
         bool seenHeartbeat = false;
         bool ended = false;
@@ -180,6 +187,21 @@ private:
     void resolve(const QString& key, double now, QVector<Diagnosis>& changed);
     void checkHang(double now, QVector<Diagnosis>& changed);
     [[nodiscard]] double stillFor(const RankState& state, double now) const;
+    [[nodiscard]] double silentFor(const RankState& state, double now) const;
+    [[nodiscard]] double heldFor(const RankState& state, double since, double now) const;
+    [[nodiscard]] QString silenceOf(const QVector<int>& silent, double now) const;
+    [[nodiscard]] QString silenceOfAll(const QVector<int>& ranks, double now) const;
+    // Some ranks by their heartbeats: silent (see DiagnosticsOptions::silentIntervals), late (a beat missed, not
+    // silent yet: worth waiting for where others are heard), or heard.
+    struct Silence {
+        QVector<int> silent;
+        QVector<int> late;
+        QVector<int> heard;
+    };
+    [[nodiscard]] Silence silenceAmong(const QVector<int>& ranks, double now) const;
+    // How long a rank must not beat to be silent.
+    [[nodiscard]] double silenceThreshold() const;
+    [[nodiscard]] static QString stuckAt(const RankState& state, bool inside);
     void checkStragglers(double now, QVector<Diagnosis>& changed);
     void checkChecksums(double now, QVector<Diagnosis>& changed);
     void checkReplicaChecks(double now, QVector<Diagnosis>& changed);

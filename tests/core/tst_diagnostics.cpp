@@ -14,6 +14,7 @@
 #include <QTimeZone>
 
 #include <algorithm>
+#include <limits>
 
 using namespace rankscope;
 
@@ -173,6 +174,33 @@ TrainerEvent started(int rank, qint64 pid) {
                        .arg(rank)
                        .arg(pid)
                        .toUtf8());
+}
+
+// Ranks 0 and 1 past step 7, beating every 0.5 s; from 2000.0 rank 0 is inside collective #12 (backward) and beats
+// on to 2008.0, while rank 1, in `rank1Collective` (12: inside it too; 11: in its own code), beats only at the times
+// of `rank1Beats` (a process stopped: its heartbeat thread stops with it), and finishes step 8 at `rank1Step8`
+// (never: 0). Rank 1 started as pid 4242 on gpu-b.
+QVector<Diagnosis> hangsWhileRank1Beats(const QVector<double>& rank1Beats, qint64 rank1Collective = 12,
+                                        double rank1KnownUntil = std::numeric_limits<double>::infinity(),
+                                        double rank1Step8 = 0.0) {
+    QVector<TrainerEvent> events;
+    for (int i = 0; i < 4; ++i)
+        for (int rank = 0; rank < 2; ++rank)
+            events << heartbeat(rank, 1998.0 + 0.5 * i, 4 + i, "optimizer", 8 + i, 8 + i);
+    for (int rank = 0; rank < 2; ++rank)
+        events << step(rank, 1999.9, 7, 100.0, 10.0);
+    for (int i = 0; i <= 16; ++i)
+        events << heartbeat(0, 2000.0 + 0.5 * i, 7, "backward", 12, 11);
+    for (const double time : rank1Beats)
+        events << heartbeat(1, time, 7, rank1Collective == 12 ? "backward" : "forward", rank1Collective, 11);
+    if (rank1Step8 > 0.0)
+        events << step(1, rank1Step8, 8, 100.0, 10.0);
+    std::stable_sort(events.begin(), events.end(),
+                     [](const TrainerEvent& a, const TrainerEvent& b) { return a.time < b.time; });
+    RunDiagnostics diagnostics;
+    diagnostics.addEvents({started(1, 4242)});
+    diagnostics.setRankKnownUntil(1, rank1KnownUntil);
+    return replay(diagnostics, events, DiagnosisKind::Hang);
 }
 
 } // namespace
@@ -841,8 +869,151 @@ private slots:
         QCOMPARE(hang.culprits, 2);
     }
 
+    // Rank 1 stopped (SIGSTOP, Ctrl-Z) right after the beat that showed it inside collective #12, where rank 0 then
+    // waits: both are inside it, none is missing, yet it is no fault of the communication. Rank 1's heartbeats
+    // stopped while rank 0's go on: it is named, once silent for three beats, with how a stopped process goes on.
+    void aRankSilentInsideTheCollectiveIsTheOneAtFault() {
+        const QVector<Diagnosis> hangs = hangsWhileRank1Beats({2000.0});
+        QCOMPARE(hangs.size(), 1);
+        QCOMPARE(hangs.front().message,
+                 QStringLiteral(
+                     "rank 1 on gpu-b stuck inside collective #12 at step 8 in phase backward; rank 0 "
+                     "waiting in collective #12. rank 1 has sent no heartbeat for 1.5 s while the other ranks still "
+                     "do: its process is stopped (Ctrl-Z, SIGSTOP, a debugger) or frozen, or its output "
+                     "no longer reaches this machine (a stopped one goes on after kill -CONT 4242 on "
+                     "gpu-b)"));
+        QCOMPARE(hangs.front().ranks, (QVector<int>{1, 0}));
+        QCOMPARE(hangs.front().culprits, 1);
+        QCOMPARE(hangs.front().host, QStringLiteral("gpu-b"));
+        QVERIFY2(hangs.front().time >= 2001.5 && hangs.front().time < 2001.6,
+                 qPrintable(QString::number(hangs.front().time, 'f', 2)));
+    }
+
+    // A rank that only missed beats (a loaded node) and is heard again is no silent one: with both inside #12, the
+    // hang blames no rank.
+    void aRankLateWithItsBeatsIsNotSilent() {
+        QVector<double> beats{2000.0, 2001.2}; // 2000.5 and 2001.0 missed
+        for (int i = 0; i < 12; ++i)
+            beats << 2001.7 + 0.5 * i;
+        const QVector<Diagnosis> hangs = hangsWhileRank1Beats(beats);
+        QCOMPARE(hangs.size(), 1);
+        QVERIFY2(hangs.front().message.startsWith(QLatin1String("every running rank (0-1) is stuck inside collective "
+                                                                "#12")),
+                 qPrintable(hangs.front().message));
+        QCOMPARE(hangs.front().culprits, 2);
+        QVERIFY2(hangs.front().time >= 2001.5 && hangs.front().time < 2001.6,
+                 qPrintable(QString::number(hangs.front().time, 'f', 2)));
+    }
+
+    // The verdict that blames no rank waits as long as silence takes (three beats): both ranks beating inside #12,
+    // it comes after 1.5 s of stillness, not after the 0.6 s that name a rank missing from the collective. Were it
+    // said at 0.6 s, a rank stopped just after a beat that showed it still there would pass for heard: stopped
+    // after its beat of 2000.5, rank 1 is named once silent, at 2002.0.
+    void aVerdictBlamingNoRankWaitsForSilenceToShow() {
+        QVector<double> onTime;
+        for (int i = 0; i <= 16; ++i)
+            onTime << 2000.0 + 0.5 * i;
+        const QVector<Diagnosis> beating = hangsWhileRank1Beats(onTime);
+        QCOMPARE(beating.size(), 1);
+        QCOMPARE(beating.front().culprits, 2);
+        QVERIFY2(beating.front().time >= 2001.5 && beating.front().time < 2001.6,
+                 qPrintable(QString::number(beating.front().time, 'f', 2)));
+
+        const QVector<Diagnosis> stopped = hangsWhileRank1Beats({2000.0, 2000.5});
+        QCOMPARE(stopped.size(), 1);
+        QCOMPARE(stopped.front().culprits, 1);
+        QCOMPARE(stopped.front().ranks, (QVector<int>{1, 0}));
+        QVERIFY2(stopped.front().time >= 2002.0 && stopped.front().time < 2002.1,
+                 qPrintable(QString::number(stopped.front().time, 'f', 2)));
+    }
+
+    // A rank is said silent only beside a rank heard: rank 1 stopped in its own code at 2000.0, rank 0 in collective
+    // #12 after its beat of 2000.5. When rank 1 has been silent for three beats, rank 0 has missed one, no more: rank 1
+    // is named, and nothing is said of the others still beating, which they are not.
+    void aRankIsSaidSilentOnlyBesideARankHeard() {
+        QVector<TrainerEvent> events;
+        for (int i = 0; i < 4; ++i)
+            for (int rank = 0; rank < 2; ++rank)
+                events << heartbeat(rank, 1998.0 + 0.5 * i, 4 + i, "optimizer", 8 + i, 8 + i);
+        for (int rank = 0; rank < 2; ++rank)
+            events << step(rank, 1999.9, 7, 100.0, 10.0);
+        events << heartbeat(0, 2000.0, 7, "backward", 12, 11) << heartbeat(1, 2000.0, 7, "forward", 11, 11)
+               << heartbeat(0, 2000.5, 7, "backward", 12, 11);
+        RunDiagnostics diagnostics;
+        const QVector<Diagnosis> hangs = replay(diagnostics, events, DiagnosisKind::Hang, 2004.0);
+        QCOMPARE(hangs.size(), 1);
+        QCOMPARE(hangs.front().message,
+                 QStringLiteral("rank 1 stuck at step 8 in phase forward (collective #11); rank 0 "
+                                "waiting in collective #12"));
+        QCOMPARE(hangs.front().culprits, 1);
+    }
+
+    // A rank stopped in its own code, behind the collective rank 0 waits in, is named as ever, and said silent too
+    // once its beats have stopped for three intervals while rank 0's go on.
+    void aSilentRankBehindIsSaidToBeSilent() {
+        const QVector<Diagnosis> hangs = hangsWhileRank1Beats({2000.0}, 11);
+        QCOMPARE(hangs.size(), 1);
+        QVERIFY2(hangs.front().message.startsWith(QLatin1String("rank 1 on gpu-b stuck at step 8 in phase forward "
+                                                                "(collective #11); rank 0 waiting in collective #12. "
+                                                                "rank 1 has sent no heartbeat for 1.5 s")),
+                 qPrintable(hangs.front().message));
+        QCOMPARE(hangs.front().culprits, 1);
+    }
+
+    // Rank 1 stopped between two beats, after a step event newer than its last beat: what that beat said of its
+    // phase and collective is out of date, and the step it finished is what is said.
+    void aRankStoppedBetweenBeatsIsPlacedByItsLastStep() {
+        const auto infinity = std::numeric_limits<double>::infinity();
+        const QVector<Diagnosis> hangs = hangsWhileRank1Beats({2000.0}, 11, infinity, 2000.2);
+        QCOMPARE(hangs.size(), 1);
+        QVERIFY2(hangs.front().message.startsWith(QLatin1String("rank 1 on gpu-b stuck after step 8 (no heartbeat "
+                                                                "since); rank 0 waiting in collective #12. rank 1 has "
+                                                                "sent no heartbeat for 1.5 s")),
+                 qPrintable(hangs.front().message));
+        QCOMPARE(hangs.front().culprits, 1);
+    }
+
+    // Both ranks stopped at once (Ctrl-Z in the terminal that started them, a frozen node) just after their beats
+    // inside collective #12: no rank is heard, so neither is blamed, nor is the communication between them.
+    void everyRankSilentIsNoFaultOfTheCommunication() {
+        QVector<TrainerEvent> events;
+        for (int i = 0; i < 4; ++i)
+            for (int rank = 0; rank < 2; ++rank)
+                events << heartbeat(rank, 1998.0 + 0.5 * i, 4 + i, "optimizer", 8 + i, 8 + i);
+        for (int rank = 0; rank < 2; ++rank)
+            events << step(rank, 1999.9, 7, 100.0, 10.0);
+        for (int rank = 0; rank < 2; ++rank)
+            events << heartbeat(rank, 2000.0, 7, "backward", 12, 11);
+        RunDiagnostics diagnostics;
+        const QVector<Diagnosis> hangs = replay(diagnostics, events, DiagnosisKind::Hang, 2004.0);
+        QCOMPARE(hangs.size(), 1);
+        QCOMPARE(
+            hangs.front().message,
+            QStringLiteral("every running rank (0-1) is stuck inside collective #12. no rank has sent a heartbeat "
+                           "for 1.5 s: the ranks are stopped (Ctrl-Z in the terminal that started them, SIGSTOP, a "
+                           "debugger) or frozen, or their output no longer reaches this machine"));
+        QCOMPARE(hangs.front().culprits, 2);
+    }
+
+    // Rank 1 beat at 2000.0 and 2000.5 inside #12, and its copy stands still from 2001.6 (its node's link is down):
+    // still for the 1.5 s the verdict needs, it had missed a beat by then, no more, and whether it beat after is not
+    // known. It is waited for as long as silence takes, no longer: then the hang is said as it was without, not
+    // held back for as long as the link is down.
+    void silenceIsNotReadPastTheKnownCopy() {
+        const QVector<Diagnosis> hangs = hangsWhileRank1Beats({2000.0, 2000.5}, 12, 2001.6);
+        QCOMPARE(hangs.size(), 1);
+        QVERIFY2(hangs.front().message.startsWith(QLatin1String("every running rank (0-1)")),
+                 qPrintable(hangs.front().message));
+        QVERIFY2(hangs.front().time >= 2003.1 && hangs.front().time < 2003.2,
+                 qPrintable(QString::number(hangs.front().time, 'f', 2)));
+    }
+
+    // Rank 0 waits in collective #9 for 6 s while rank 1, past the set-up, is still on its way to it (its phase moves
+    // every beat): no hang, however long rank 0 has waited.
     void aRankStillMovingIsNotAHang() {
         QVector<TrainerEvent> events;
+        for (int rank = 0; rank < 2; ++rank)
+            events << step(rank, 2999.5, 4, 100.0, 10.0);
         for (int i = 0; i < 6; ++i) {
             events << heartbeat(0, 3000.0 + i, 4, "backward", 9, 8);
             events << heartbeat(1, 3000.0 + i + 0.5, 4, i % 2 ? "forward" : "backward", 8, 8); // its phase moves

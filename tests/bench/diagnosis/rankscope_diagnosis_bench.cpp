@@ -3,7 +3,9 @@
 // seconds and in heartbeat intervals, over rounds of real 2-rank runs of the trainer on the local transport
 // (debug mode, Gloo), the fault at a random step of each run. Beside it, in the same runs, the baseline of a plain
 // `tail -F` of the ranks' events files (tailfollower.h): when every rank's heartbeat stops changing, when the first
-// error event and every rank's end event show up. Run by `tests/bench/run diagnosis`; prints a markdown table.
+// error event and every rank's end event show up. A third run in each round stops rank 1 with SIGSTOP (as Ctrl-Z
+// stops a process) at a random step: the time from the stop to the finding that names it, and whether the tail -F
+// baseline sees the hang at all. Run by `tests/bench/run diagnosis`; prints a markdown table.
 #include "tailfollower.h"
 
 #include "core/jobspec.h"
@@ -14,6 +16,7 @@
 #include <QCoreApplication>
 #include <QElapsedTimer>
 #include <QEventLoop>
+#include <QFile>
 #include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -25,6 +28,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <functional>
 #include <memory>
@@ -143,6 +147,19 @@ public:
     bool finished() const { return m_finished; }
     const QVector<TrainerEvent>& events() const { return m_events; }
     QString summary() const { return m_engine.record().state + QStringLiteral(": ") + m_engine.record().summary; }
+    // The pid of `rank`'s process, from the pid file the supervisor writes in the run directory (0 when unknown).
+    qint64 pidOf(int rank) const {
+        QFile file(m_engine.record().nodes.value(0).runDir + QStringLiteral("/rank%1.pid").arg(rank));
+        return file.open(QIODevice::ReadOnly) ? file.readAll().trimmed().toLongLong() : 0;
+    }
+    // The newest step event of `rank` (0 when none).
+    qint64 stepsDone(int rank) const {
+        qint64 step = 0;
+        for (const TrainerEvent& e : m_events)
+            if (e.rank == rank && e.type == TrainerEventType::Step)
+                step = std::max(step, e.integer(schema::step::kStep));
+        return step;
+    }
 
 private:
     QVector<TrainerEvent> m_events;
@@ -218,6 +235,8 @@ struct Results {
     Measure fail{QStringLiteral("failure → RankScope's root cause"), {}, {}, 0};
     Measure failTailEnd{QStringLiteral("failure → `tail -F`: every rank's end event (baseline)"), {}, {}, -1};
     Measure failTailError{QStringLiteral("failure → `tail -F`: the first error event"), {}, {}, 0};
+    Measure stop{QStringLiteral("rank stopped (SIGSTOP) → RankScope names it"), {}, {}, 0};
+    int stopTailSeen = 0; // rounds in which the tail -F baseline saw every rank still after the stop
 };
 
 bool hangRound(RunStore* store, const remote::EngineOptions& engine, const BenchOptions& options, Results& results) {
@@ -251,6 +270,48 @@ bool hangRound(RunStore* store, const remote::EngineOptions& engine, const Bench
     results.hangTail.add(tail.allStill - injected, interval);
     std::fprintf(stderr, "hang: diagnosis %.2f s, tail -F %.2f s after the injection (interval %.3f s): %s\n",
                  arrived - injected, tail.allStill - injected, interval, qPrintable(hang.message));
+    return true;
+}
+
+// A healthy run whose rank 1 is stopped with SIGSTOP at a step drawn like a fault's: the stop is timed on this
+// machine's clock as the signal is sent. Rank 1 is let go again before the run is stopped.
+bool stopRound(RunStore* store, const remote::EngineOptions& engine, const BenchOptions& options, Results& results) {
+    ObservedRun run(store, engine);
+    QString error;
+    if (!run.launch(benchJob(QStringLiteral("stop-bench"), options, 100000, {}), &error)) {
+        std::fprintf(stderr, "launch: %s\n", qPrintable(error));
+        return false;
+    }
+    const int atStep = options.faultStep();
+    if (!waitUntil([&run, atStep] { return run.stepsDone(kFaultyRank) >= atStep; }, 180000)) {
+        std::fprintf(stderr, "stop round: rank %d never reached step %d (%s)\n", kFaultyRank, atStep,
+                     qPrintable(run.summary()));
+        return false;
+    }
+    const qint64 pid = run.pidOf(kFaultyRank);
+    const double stopped = wallSeconds();
+    if (pid <= 0 || ::kill(pid_t(pid), SIGSTOP) != 0) {
+        std::fprintf(stderr, "stop round: cannot stop rank %d (pid %lld)\n", kFaultyRank, static_cast<long long>(pid));
+        return false;
+    }
+    const bool seen = waitUntil([&run] { return run.first(DiagnosisKind::Hang).first > 0.0; }, 60000);
+    // What tail -F shows by then and for a while after (10 heartbeat intervals): a stopped rank writes no second
+    // equal heartbeat, so "every rank still" never comes.
+    waitUntil([] { return false; }, int(10 * options.heartbeatSeconds * 1000));
+    const auto [arrived, hang] = run.first(DiagnosisKind::Hang);
+    const TailFollower::Seen tail = run.followed();
+    ::kill(pid_t(pid), SIGCONT);
+    run.stopAndWait();
+    if (!seen) {
+        std::fprintf(stderr, "stop round: no hang found (%s)\n", qPrintable(run.summary()));
+        return false;
+    }
+    const double interval = heartbeatInterval(run.events());
+    results.stop.add(arrived - stopped, interval);
+    results.stop.named += hang.ranks.value(0) == kFaultyRank && hang.culprits == 1 ? 1 : 0;
+    results.stopTailSeen += tail.allStill > stopped ? 1 : 0;
+    std::fprintf(stderr, "stop: diagnosis %.2f s after SIGSTOP at step %d (interval %.3f s): %s\n", arrived - stopped,
+                 atStep, interval, qPrintable(hang.message));
     return true;
 }
 
@@ -345,13 +406,15 @@ int main(int argc, char** argv) {
     for (int round = 0; round < options.rounds; ++round) {
         std::fprintf(stderr, "round %d of %d\n", round + 1, options.rounds);
         if (!hangRound(&store, engine, options, results) ||
-            !failRound(&store, engine, options, results.heartbeat.back(), results))
+            !failRound(&store, engine, options, results.heartbeat.back(), results) ||
+            !stopRound(&store, engine, options, results))
             return 1;
     }
 
     std::printf("2-rank local runs (MLP, Gloo, debug mode, rank 0 sleeping %d ms a step), rank %d hangs or fails at a "
-                "step drawn from %d-%d; heartbeat interval %.3f s measured (--heartbeat-s %g); rounds: %d, a hang run "
-                "then a failure run in each. Intervals are those the round's hang run measured; ratios are medians of "
+                "step drawn from %d-%d, or is stopped there with SIGSTOP; heartbeat interval %.3f s measured "
+                "(--heartbeat-s %g); rounds: %d, a hang run, a failure run and a stop run in each. Intervals are those "
+                "the round's hang run measured; ratios are medians of "
                 "each round's ratio to its baseline.\n\n",
                 kStepMs, kFaultyRank, options.firstFaultStep, options.firstFaultStep + options.faultSteps() - 1,
                 median(results.heartbeat), options.heartbeatSeconds, options.rounds);
@@ -363,5 +426,11 @@ int main(int argc, char** argv) {
     printRow(results.fail, &results.failTailEnd, options.rounds);
     printRow(results.failTailEnd, &results.failTailEnd, options.rounds);
     printRow(results.failTailError, nullptr, options.rounds);
+    printRow(results.stop, nullptr, options.rounds);
+    std::printf("| rank stopped (SIGSTOP) → `tail -F`: every rank's heartbeat stopped changing (baseline) | %s | | | "
+                "| | no rank |\n",
+                results.stopTailSeen == 0
+                    ? qPrintable(QStringLiteral("never, in %1 s after the finding").arg(10 * options.heartbeatSeconds))
+                    : qPrintable(QStringLiteral("seen in %1/%2 rounds").arg(results.stopTailSeen).arg(options.rounds)));
     return 0;
 }
