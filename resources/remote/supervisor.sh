@@ -36,6 +36,17 @@ publish() { # publish FILE VALUE: readers never see a half-written file
 # dash's kill takes no "--": "-PGID" right after the signal names a process group.
 group_alive() { kill -0 "-$1" 2>/dev/null; }
 
+# Whether process PID runs: one that ended but is not reaped yet (a zombie) does not, though kill -0 finds it. The
+# supervisor's parent is gone by the time it ends, so PID 1 reaps it, and some do that late (a container whose first
+# process is not an init may never): without this, a stop would wait for it and count it as a process left.
+process_alive() {
+    kill -0 "$1" 2>/dev/null || return 1
+    # /proc/PID/stat: "PID (COMMAND) STATE ..."; the command may hold ") ", the state follows the last one.
+    case "$(sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null)" in
+    Z*) return 1 ;;
+    esac
+}
+
 rank_groups() {
     for f in rank*.pid launcher.pid; do
         [ -f "$f" ] && cat "$f"
@@ -183,7 +194,7 @@ start)
     # A pulse for the engine: "alive" is rewritten every 2 s while the supervisor lives. When it stops
     # changing before every rank has an exit status, the node went down (reboot, OOM killer, kill -9).
     supervisor=$$
-    (while kill -0 "$supervisor" 2>/dev/null; do
+    (while process_alive "$supervisor"; do
         date +%s >alive.tmp && mv -f alive.tmp alive
         sleep 2
     done
@@ -201,11 +212,11 @@ stop)
     left=$(stop_ranks "${3:-10}")
     # The supervisor exits once it has recorded every rank's status.
     i=0
-    while [ -f supervisor.pid ] && kill -0 "$(cat supervisor.pid)" 2>/dev/null && [ "$i" -lt 30 ]; do
+    while [ -f supervisor.pid ] && process_alive "$(cat supervisor.pid)" && [ "$i" -lt 30 ]; do
         sleep 0.1
         i=$((i + 1))
     done
-    if [ -f supervisor.pid ] && kill -0 "$(cat supervisor.pid)" 2>/dev/null; then
+    if [ -f supervisor.pid ] && process_alive "$(cat supervisor.pid)"; then
         kill -KILL "$(cat supervisor.pid)" 2>/dev/null
         left=$((left + 1))
     fi
@@ -213,7 +224,7 @@ stop)
     if [ -f pulse.pid ]; then
         kill "$(cat pulse.pid)" 2>/dev/null
         sleep 0.1
-        kill -0 "$(cat pulse.pid)" 2>/dev/null && left=$((left + 1))
+        process_alive "$(cat pulse.pid)" && left=$((left + 1))
     fi
     [ -f gpu.pid ] && group_alive "$(cat gpu.pid)" && left=$((left + 1))
     sweep_captures

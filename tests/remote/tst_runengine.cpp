@@ -8,6 +8,7 @@
 
 #include <QProcess>
 #include <QRandomGenerator>
+#include <QScopeGuard>
 #include <QTemporaryDir>
 
 #include <rankscope/event_schema.h>
@@ -972,6 +973,43 @@ private slots:
         QCOMPARE(record.state, QStringLiteral("failed"));
         QVERIFY2(record.summary.contains(m_sshd.host()), qPrintable(record.summary));
         QVERIFY2(record.summary.contains(QLatin1String("host-key-unknown")), qPrintable(record.summary));
+    }
+
+    // A supervisor that has ended but is not reaped yet is no process left. Its parent is gone by then, so PID 1
+    // reaps it, and some do that late (this VM's, by a second or more: a failed run ended that much after its ranks),
+    // or never (a container whose first process is no init); kill -0 finds it all the while. The stop neither waits for
+    // it nor counts it. Here its parent is a `sleep` that never reaps it.
+    void aSupervisorNotYetReapedIsNoProcessLeft() {
+        QFile resource(QStringLiteral(":/rankscope/remote/supervisor.sh"));
+        QVERIFY(resource.open(QIODevice::ReadOnly));
+        const QString supervisor = m_dir.filePath(QStringLiteral("unreaped-supervisor.sh"));
+        QVERIFY(writeExecutable(supervisor, resource.readAll()));
+        const QString run = m_dir.filePath(QStringLiteral("unreaped-run"));
+        QVERIFY(QDir().mkpath(run));
+        QVERIFY(writeExecutable(run + QStringLiteral("/ranks"), "0\n"));
+        QVERIFY(writeExecutable(run + QStringLiteral("/rank0.cmd"), "exit 0\n"));
+        QProcess parent; // sh, then the sleep it execs: the supervisor's parent
+        parent.start(
+            QStringLiteral("/bin/sh"),
+            {QStringLiteral("-c"),
+             QStringLiteral("setsid /bin/sh \"$1\" start \"$2\" debug </dev/null >/dev/null 2>&1 & exec sleep 60"),
+             QStringLiteral("sh"), supervisor, run});
+        QVERIFY(parent.waitForStarted());
+        const auto endParent = qScopeGuard([&parent] {
+            parent.kill();
+            parent.waitForFinished();
+        });
+        QTRY_VERIFY_WITH_TIMEOUT(QFileInfo::exists(run + QStringLiteral("/done")), 30000);
+        const QString status =
+            QStringLiteral("/proc/%1/status")
+                .arg(QString::fromLatin1(readAll(run + QStringLiteral("/supervisor.pid")).trimmed()));
+        QTRY_VERIFY_WITH_TIMEOUT(readAll(status).contains("State:\tZ"), 10000); // ended, not reaped
+        QProcess stop;
+        stop.start(QStringLiteral("/bin/sh"), {supervisor, QStringLiteral("stop"), run, QStringLiteral("1")});
+        QVERIFY(stop.waitForFinished(30000));
+        const QByteArray out = stop.readAllStandardOutput();
+        QVERIFY2(out.contains("left=0"), out.constData());
+        QVERIFY2(readAll(status).contains("State:\tZ"), readAll(status).constData()); // the case it was meant to be
     }
 };
 
