@@ -176,6 +176,17 @@ TrainerEvent started(int rank, qint64 pid) {
                        .toUtf8());
 }
 
+// Ranks 0 and 1 beating every 0.5 s from 1998.0 to 1999.5, moving at each beat, and past step 7 at 1999.9.
+QVector<TrainerEvent> twoRanksPastStep7() {
+    QVector<TrainerEvent> events;
+    for (int i = 0; i < 4; ++i)
+        for (int rank = 0; rank < 2; ++rank)
+            events << heartbeat(rank, 1998.0 + 0.5 * i, 4 + i, "optimizer", 8 + i, 8 + i);
+    for (int rank = 0; rank < 2; ++rank)
+        events << step(rank, 1999.9, 7, 100.0, 10.0);
+    return events;
+}
+
 // Ranks 0 and 1 past step 7, beating every 0.5 s; from 2000.0 rank 0 is inside collective #12 (backward) and beats
 // on to 2008.0, while rank 1, in `rank1Collective` (12: inside it too; 11: in its own code), beats only at the times
 // of `rank1Beats` (a process stopped: its heartbeat thread stops with it), and finishes step 8 at `rank1Step8`
@@ -183,12 +194,7 @@ TrainerEvent started(int rank, qint64 pid) {
 QVector<Diagnosis> hangsWhileRank1Beats(const QVector<double>& rank1Beats, qint64 rank1Collective = 12,
                                         double rank1KnownUntil = std::numeric_limits<double>::infinity(),
                                         double rank1Step8 = 0.0) {
-    QVector<TrainerEvent> events;
-    for (int i = 0; i < 4; ++i)
-        for (int rank = 0; rank < 2; ++rank)
-            events << heartbeat(rank, 1998.0 + 0.5 * i, 4 + i, "optimizer", 8 + i, 8 + i);
-    for (int rank = 0; rank < 2; ++rank)
-        events << step(rank, 1999.9, 7, 100.0, 10.0);
+    QVector<TrainerEvent> events = twoRanksPastStep7();
     for (int i = 0; i <= 16; ++i)
         events << heartbeat(0, 2000.0 + 0.5 * i, 7, "backward", 12, 11);
     for (const double time : rank1Beats)
@@ -931,12 +937,7 @@ private slots:
     // #12 after its beat of 2000.5. When rank 1 has been silent for three beats, rank 0 has missed one, no more: rank 1
     // is named, and nothing is said of the others still beating, which they are not.
     void aRankIsSaidSilentOnlyBesideARankHeard() {
-        QVector<TrainerEvent> events;
-        for (int i = 0; i < 4; ++i)
-            for (int rank = 0; rank < 2; ++rank)
-                events << heartbeat(rank, 1998.0 + 0.5 * i, 4 + i, "optimizer", 8 + i, 8 + i);
-        for (int rank = 0; rank < 2; ++rank)
-            events << step(rank, 1999.9, 7, 100.0, 10.0);
+        QVector<TrainerEvent> events = twoRanksPastStep7();
         events << heartbeat(0, 2000.0, 7, "backward", 12, 11) << heartbeat(1, 2000.0, 7, "forward", 11, 11)
                << heartbeat(0, 2000.5, 7, "backward", 12, 11);
         RunDiagnostics diagnostics;
@@ -949,39 +950,33 @@ private slots:
     }
 
     // A rank stopped in its own code, behind the collective rank 0 waits in, is named as ever, and said silent too
-    // once its beats have stopped for three intervals while rank 0's go on.
-    void aSilentRankBehindIsSaidToBeSilent() {
-        const QVector<Diagnosis> hangs = hangsWhileRank1Beats({2000.0}, 11);
-        QCOMPARE(hangs.size(), 1);
-        QVERIFY2(hangs.front().message.startsWith(QLatin1String("rank 1 on gpu-b stuck at step 8 in phase forward "
-                                                                "(collective #11); rank 0 waiting in collective #12. "
-                                                                "rank 1 has sent no heartbeat for 1.5 s")),
-                 qPrintable(hangs.front().message));
-        QCOMPARE(hangs.front().culprits, 1);
+    // once its beats have stopped for three intervals while rank 0's go on. Stopped between two beats, after a step
+    // event newer than its last beat, what that beat said of its phase and collective is out of date: the step it
+    // finished is what is said.
+    void aSilentRankBehindIsSaidToBeSilent_data() {
+        QTest::addColumn<double>("step8");
+        QTest::addColumn<QString>("said");
+        QTest::newRow("stopped after its beat") << 0.0 << QStringLiteral("at step 8 in phase forward (collective #11)");
+        QTest::newRow("stopped after its step") << 2000.2 << QStringLiteral("after step 8 (no heartbeat since)");
     }
-
-    // Rank 1 stopped between two beats, after a step event newer than its last beat: what that beat said of its
-    // phase and collective is out of date, and the step it finished is what is said.
-    void aRankStoppedBetweenBeatsIsPlacedByItsLastStep() {
-        const auto infinity = std::numeric_limits<double>::infinity();
-        const QVector<Diagnosis> hangs = hangsWhileRank1Beats({2000.0}, 11, infinity, 2000.2);
+    void aSilentRankBehindIsSaidToBeSilent() {
+        QFETCH(double, step8);
+        QFETCH(QString, said);
+        const QVector<Diagnosis> hangs =
+            hangsWhileRank1Beats({2000.0}, 11, std::numeric_limits<double>::infinity(), step8);
         QCOMPARE(hangs.size(), 1);
-        QVERIFY2(hangs.front().message.startsWith(QLatin1String("rank 1 on gpu-b stuck after step 8 (no heartbeat "
-                                                                "since); rank 0 waiting in collective #12. rank 1 has "
-                                                                "sent no heartbeat for 1.5 s")),
-                 qPrintable(hangs.front().message));
+        const QString expected =
+            QStringLiteral("rank 1 on gpu-b stuck %1; rank 0 waiting in collective #12. rank 1 has "
+                           "sent no heartbeat for 1.5 s")
+                .arg(said);
+        QVERIFY2(hangs.front().message.startsWith(expected), qPrintable(hangs.front().message));
         QCOMPARE(hangs.front().culprits, 1);
     }
 
     // Both ranks stopped at once (Ctrl-Z in the terminal that started them, a frozen node) just after their beats
     // inside collective #12: no rank is heard, so neither is blamed, nor is the communication between them.
     void everyRankSilentIsNoFaultOfTheCommunication() {
-        QVector<TrainerEvent> events;
-        for (int i = 0; i < 4; ++i)
-            for (int rank = 0; rank < 2; ++rank)
-                events << heartbeat(rank, 1998.0 + 0.5 * i, 4 + i, "optimizer", 8 + i, 8 + i);
-        for (int rank = 0; rank < 2; ++rank)
-            events << step(rank, 1999.9, 7, 100.0, 10.0);
+        QVector<TrainerEvent> events = twoRanksPastStep7();
         for (int rank = 0; rank < 2; ++rank)
             events << heartbeat(rank, 2000.0, 7, "backward", 12, 11);
         RunDiagnostics diagnostics;
