@@ -118,10 +118,14 @@ double RunDiagnostics::heartbeatSeconds() const {
 }
 
 double RunDiagnostics::hangThresholdSeconds() const {
+    return hangThreshold(heartbeatSeconds());
+}
+
+double RunDiagnostics::hangThreshold(double heartbeat) const {
     std::vector<double> steps;
     for (const RankState& state : m_ranks)
         steps.insert(steps.end(), state.stepMs.begin(), state.stepMs.end());
-    return std::max(m_options.hangIntervals * heartbeatSeconds(), 2.0 * median(steps) / 1000.0);
+    return std::max(m_options.hangIntervals * heartbeat, 2.0 * median(steps) / 1000.0);
 }
 
 QString RunDiagnostics::where(int rank) const {

@@ -191,6 +191,7 @@ private:
     [[nodiscard]] double heldFor(const RankState& state, double since, double now) const;
     [[nodiscard]] QString silenceOf(const QVector<int>& silent, double now) const;
     [[nodiscard]] QString silenceOfAll(const QVector<int>& ranks, double now) const;
+    [[nodiscard]] double quietest(const QVector<int>& ranks, double now) const;
     // Some ranks by their heartbeats: silent (see DiagnosticsOptions::silentIntervals), late (a beat missed, not
     // silent yet: worth waiting for where others are heard), or heard.
     struct Silence {
@@ -198,9 +199,10 @@ private:
         QVector<int> late;
         QVector<int> heard;
     };
-    [[nodiscard]] Silence silenceAmong(const QVector<int>& ranks, double now) const;
-    // How long a rank must not beat to be silent.
-    [[nodiscard]] double silenceThreshold() const;
+    // `beat`: heartbeatSeconds(); `silentAfter`: how long a rank must not beat to be silent. Both are medians over
+    // every rank, so checkHang, which runs ten times a second, takes them once.
+    [[nodiscard]] Silence silenceAmong(const QVector<int>& ranks, double now, double beat, double silentAfter) const;
+    [[nodiscard]] double hangThreshold(double heartbeat) const; // hangThresholdSeconds() for that interval
     [[nodiscard]] static QString stuckAt(const RankState& state, bool inside);
     void checkStragglers(double now, QVector<Diagnosis>& changed);
     void checkChecksums(double now, QVector<Diagnosis>& changed);

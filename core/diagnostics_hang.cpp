@@ -32,17 +32,22 @@ double RunDiagnostics::heldFor(const RankState& state, double since, double now)
     return held;
 }
 
+// The shortest silence of `ranks` (silentFor).
+double RunDiagnostics::quietest(const QVector<int>& ranks, double now) const {
+    double quiet = std::numeric_limits<double>::infinity();
+    for (const int rank : ranks)
+        quiet = std::min(quiet, silentFor(*m_ranks.constFind(rank), now));
+    return quiet;
+}
+
 // "rank 1 has sent no heartbeat for 3.2 s while the other ranks still do: …", for ranks found silent.
 QString RunDiagnostics::silenceOf(const QVector<int>& silent, double now) const {
-    double quiet = std::numeric_limits<double>::infinity();
-    for (const int rank : silent)
-        quiet = std::min(quiet, silentFor(*m_ranks.constFind(rank), now));
     const bool one = silent.size() == 1;
     QString said = QStringLiteral("%1 sent no heartbeat for %2 s while the other ranks still do: %3 stopped (Ctrl-Z, "
                                   "SIGSTOP, a debugger) or frozen, or %4 output no longer reaches this machine")
                        .arg(one ? QStringLiteral("rank %1 has").arg(silent.front())
                                 : QStringLiteral("ranks %1 have").arg(formatRankList(silent)))
-                       .arg(quiet, 0, 'f', 1)
+                       .arg(quietest(silent, now), 0, 'f', 1)
                        .arg(one ? QStringLiteral("its process is") : QStringLiteral("their processes are"))
                        .arg(one ? QStringLiteral("its") : QStringLiteral("their"));
     if (const auto pid = m_pids.constFind(silent.front()); one && pid != m_pids.cend()) {
@@ -56,13 +61,10 @@ QString RunDiagnostics::silenceOf(const QVector<int>& silent, double now) const 
 
 // "no rank has sent a heartbeat for 3.2 s: …", for `ranks` (every one followed) all found silent.
 QString RunDiagnostics::silenceOfAll(const QVector<int>& ranks, double now) const {
-    double quiet = std::numeric_limits<double>::infinity();
-    for (const int rank : ranks)
-        quiet = std::min(quiet, silentFor(*m_ranks.constFind(rank), now));
     return QStringLiteral("no rank has sent a heartbeat for %1 s: the ranks are stopped (Ctrl-Z in the terminal that "
                           "started them, SIGSTOP, a debugger) or frozen, or their output no longer reaches this "
                           "machine")
-        .arg(quiet, 0, 'f', 1);
+        .arg(quietest(ranks, now), 0, 'f', 1);
 }
 
 // When a hang found at diagnosis.time became one: when the last of its ranks had been still for the threshold.
@@ -80,7 +82,8 @@ double RunDiagnostics::hangBegan(const Diagnosis& diagnosis) const {
 }
 
 void RunDiagnostics::checkHang(double now, QVector<Diagnosis>& changed) {
-    const double still = hangThresholdSeconds();
+    const double beat = heartbeatSeconds();
+    const double still = hangThreshold(beat);
     QVector<int> waiting;
     qint64 collective = 0;
     for (auto it = m_ranks.cbegin(); it != m_ranks.cend(); ++it) {
@@ -119,6 +122,7 @@ void RunDiagnostics::checkHang(double now, QVector<Diagnosis>& changed) {
     }
     if (moving)
         return; // not yet: someone is still getting there
+    const double silentAfter = std::max(still, m_options.silentIntervals * beat);
     if (behind.isEmpty()) {
         const bool noStepDone =
             std::all_of(m_ranks.cbegin(), m_ranks.cend(), [](const RankState& s) { return s.stepMs.empty(); });
@@ -132,11 +136,10 @@ void RunDiagnostics::checkHang(double now, QVector<Diagnosis>& changed) {
         // Ranks silent while the others beat stopped inside the collective as a whole: the others wait for them.
         // Which ones is known only once a stopped rank has missed its beats: a verdict that blames no rank waits
         // as long as silence takes (a rank stopped after a beat that showed it still is heard until then).
-        const double silentAfter = silenceThreshold();
         for (const int rank : std::as_const(inside))
             if (stillFor(*m_ranks.constFind(rank), now) < silentAfter)
                 return;
-        const Silence silence = silenceAmong(inside, now);
+        const Silence silence = silenceAmong(inside, now, beat, silentAfter);
         if (!silence.late.isEmpty())
             return; // not yet: a rank that missed a beat may be stopped, or merely late
         if (!silence.silent.isEmpty() && !silence.heard.isEmpty()) {
@@ -184,8 +187,8 @@ void RunDiagnostics::checkHang(double now, QVector<Diagnosis>& changed) {
                      [this](int a, int b) { return m_ranks.constFind(a)->started < m_ranks.constFind(b)->started; });
     // The ranks at fault that are silent as well are said to be (how to tell a rank stopped from one stuck in its
     // own code), once the others have been heard since.
-    const Silence atFault = silenceAmong(stuck, now);
-    const Silence waiters = silenceAmong(olderInside + inside, now);
+    const Silence atFault = silenceAmong(stuck, now, beat, silentAfter);
+    const Silence waiters = silenceAmong(olderInside + inside, now, beat, silentAfter);
     const bool othersHeard = !atFault.heard.isEmpty() || !waiters.heard.isEmpty();
     if (!atFault.late.isEmpty())
         return;
@@ -241,26 +244,21 @@ QString RunDiagnostics::stuckAt(const RankState& state, bool inside) {
                   : QStringLiteral("%1 (collective #%2)").arg(at).arg(state.started);
 }
 
-double RunDiagnostics::silenceThreshold() const {
-    return std::max(hangThresholdSeconds(), m_options.silentIntervals * heartbeatSeconds());
-}
-
-RunDiagnostics::Silence RunDiagnostics::silenceAmong(const QVector<int>& ranks, double now) const {
-    const double beat = heartbeatSeconds();
-    const double threshold = silenceThreshold();
+RunDiagnostics::Silence RunDiagnostics::silenceAmong(const QVector<int>& ranks, double now, double beat,
+                                                     double silentAfter) const {
     Silence silence;
     for (const int rank : ranks) {
         const RankState& s = *m_ranks.constFind(rank);
         const double quiet = silentFor(s, now);
         // Heard: a beat on time, and one since its last move (a rank stopped just after a beat that moved has not
         // missed one yet, but is no more heard still than it is seen moving).
-        if (quiet >= threshold)
+        if (quiet >= silentAfter)
             silence.silent.append(rank);
         else if (quiet < 1.5 * beat && s.lastHeartbeat > s.lastMove)
             silence.heard.append(rank);
         // Silent soon, or heard, in a copy that is current. In one that stands still (a link that is down) it would
         // be late for as long: it is taken as heard, and the finding is what it was without.
-        else if (now - std::min(now, s.knownUntil) < threshold)
+        else if (now - std::min(now, s.knownUntil) < silentAfter)
             silence.late.append(rank);
         else
             silence.heard.append(rank);
