@@ -402,10 +402,6 @@ private slots:
                         qWarning("found: %s (culprits %d)", qPrintable(d.toString()), d.culprits);
         });
         QTRY_COMPARE_WITH_TIMEOUT(hungRank(), 1, 60000);
-        if (qEnvironmentVariableIsSet("RANKSCOPE_TEST_SAY_FINDINGS"))
-            for (const auto& call : std::as_const(diagnoses))
-                for (const Diagnosis& d : call.front().value<QVector<Diagnosis>>())
-                    qInfo("found: %s", qPrintable(d.toString()));
         QTRY_COMPARE_WITH_TIMEOUT(captured.size(), 1, 120000);
         const StackTree tree = captured.front().at(0).value<StackTree>();
         if (tree.isEmpty())
