@@ -129,7 +129,10 @@ void judgeWorkdir(const NodeCheck& node, const CheckContext& context, QVector<Ch
         QStringLiteral("free some space, or set \"work_dir\" of %1 on a larger file system").arg(node.name);
     if (r.diskFreeKb < 0) {
         out << verdict(VerdictLevel::Warn, QStringLiteral("disk"),
-                       QStringLiteral("cannot tell the free disk space in %1 on %2").arg(where, node.name));
+                       QStringLiteral("cannot tell the free disk space in %1 on %2").arg(where, node.name),
+                       QStringLiteral("check it by hand (df -Pk %1 on %2): a run needs about %3 for its files and "
+                                      "logs")
+                           .arg(where, node.name, gigabytes(kMinimumDiskKb)));
     } else if (r.diskFreeKb < kMinimumDiskKb) {
         out << verdict(VerdictLevel::Fail, QStringLiteral("disk"),
                        freeSpace + QStringLiteral(": too little for a run's files and logs"), makeRoom);
@@ -207,7 +210,7 @@ void judgeBuild(const NodeCheck& node, const CheckContext& context, QVector<Chec
     if (r.cmake == QLatin1String("missing") || r.cmake == QLatin1String("error") || r.cmake.isEmpty())
         absent << QStringLiteral("cmake");
     if (r.cxx == QLatin1String("missing") || r.cxx == QLatin1String("error") || r.cxx.isEmpty())
-        absent << QStringLiteral("a C++ compiler");
+        absent << QStringLiteral("C++ compiler");
     if (absent.isEmpty()) {
         out << verdict(VerdictLevel::Ok, QStringLiteral("build-tools"),
                        QStringLiteral("cmake %1, %2").arg(r.cmake, r.cxx));
@@ -215,7 +218,7 @@ void judgeBuild(const NodeCheck& node, const CheckContext& context, QVector<Chec
     }
     out << verdict(need == BuildNeed::Yes ? VerdictLevel::Fail : VerdictLevel::Warn, QStringLiteral("build-tools"),
                    QStringLiteral("%1 may have to build the trainer but has no %2")
-                       .arg(node.name, absent.join(QStringLiteral(" and "))),
+                       .arg(node.name, absent.join(QStringLiteral(" and no "))),
                    QStringLiteral("install cmake and a C++17 compiler (apt install cmake g++), or use \"deploy\": "
                                   "\"binary\" when %1 matches this machine")
                        .arg(node.name));
@@ -236,7 +239,9 @@ void judgePorts(const NodeCheck& node, const CheckContext& context, QVector<Chec
                            QStringLiteral("master port %1 is free on %2").arg(port, node.name));
         else
             out << verdict(VerdictLevel::Warn, QStringLiteral("master-port"),
-                           QStringLiteral("cannot tell whether master port %1 is free on %2").arg(port, node.name));
+                           QStringLiteral("cannot tell whether master port %1 is free on %2").arg(port, node.name),
+                           QStringLiteral("check by hand that nothing listens there (ss -ltn 'sport = :%1' on %2)")
+                               .arg(port, node.name));
     }
     if (r.connectHost.isEmpty())
         return;
