@@ -54,6 +54,12 @@ private slots:
     void textReportSaysOnlyWhatAnEntryHas_data();
     void textReportSaysOnlyWhatAnEntryHas();
     void networkFindingsNameTheHostThatChoseBadly();
+    void textReportShowsTheNcclSectionAsTheLogSaysIt_data();
+    void textReportShowsTheNcclSectionAsTheLogSaysIt();
+    void textReportOfWrittenLogs_data();
+    void textReportOfWrittenLogs();
+    void textReportOfAFailureAloneIsWhole();
+    void textReportPlacesARepeatedError();
     void unreadableFileLosesNothingOfTheOthers();
     void standardInputIsAFile();
     void aFolderIsEveryFileUnderIt();
@@ -153,6 +159,8 @@ void tst_CliInspect::textReportSaysOnlyWhatAnEntryHas_data() {
     QTest::newRow("warning without rank")
         << "logs/public/longrange-13-no-ib-duplicate-gpu.log"
         << "  WARN ubun:2375341 init.cc:573: Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1000";
+    QTest::newRow("warning repeated once") << "logs/nccl-public-samples.log"
+                                           << "       and once more: on gcn6";
     QTest::newRow("GPU reading without name or cap") << "nvidia-smi/csv-forum-timestamp-busid-na.csv"
                                                      << "  0 00000000:01:00.0: 5% util, 39 C, 3.29 W drawn";
     QTest::newRow("GPU reading without index, bus id or cap")
@@ -215,6 +223,186 @@ void tst_CliInspect::textReportShowsARepeatedErrorOnce() {
     const QJsonObject root = QJsonDocument::fromJson(json.out).object();
     QCOMPARE(root.value("errors").toArray().size(), 8);
     QCOMPARE(root.value("nccl").toObject().value("warnings").toArray().size(), 8);
+}
+
+// The NCCL section whole, on recorded logs: each line only when the log said it, a communicator's ranks seen and
+// those whose init completed, a warning's error chain under it, a chain no warning explains on its own.
+void tst_CliInspect::textReportShowsTheNcclSectionAsTheLogSaysIt_data() {
+    QTest::addColumn<QString>("file");
+    QTest::addColumn<QString>("section");
+    QTest::newRow("NVLS, one communicator") << "logs/public/nccl-1814-nvls.log"
+                                            << "NCCL\n"
+                                               "  hosts:      hostname-test\n"
+                                               "  ranks:      3 seen of 64\n"
+                                               "  transports: NVLS 2\n"
+                                               "  channels:   16\n"
+                                               "  communicator 0x5ae77eb5ea4ec1ee: 64 ranks, 3 seen, 3 init complete\n";
+    QTest::newRow("warnings with their chains")
+        << "logs/public/longrange-13-no-ib-duplicate-gpu.log"
+        << "NCCL\n"
+           "  versions:   2.7.8\n"
+           "  hosts:      ubun\n"
+           "  network:    Socket (NET/IB: no device found)\n"
+           "  interfaces: enp4s0\n"
+           "  WARN ubun:2375341 init.cc:573: Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1000\n"
+           "       then init.cc:840 -> 5, group.cc:73 -> 5 [Async thread]\n"
+           "  WARN ubun:2375340 init.cc:573: Duplicate GPU detected : rank 0 and rank 1 both on CUDA device 1000\n"
+           "       then init.cc:840 -> 5, group.cc:73 -> 5 [Async thread]\n";
+    QTest::newRow("an init that did not complete")
+        << "logs/public/vlmevalkit-975-ibext-no-device.log"
+        << "NCCL\n"
+           "  hosts:      12f0e56ac84d\n"
+           "  ranks:      1 seen of 4\n"
+           "  network:    Socket (NET/IB: no device found)\n"
+           "  interfaces: eth0\n"
+           "  communicator 0xfc552889eb5339ed: 4 ranks, 1 seen, 0 init complete\n";
+    QTest::newRow("a chain of its own") << "logs/public/nccl-1053-lo-socket-error-chain.log"
+                                        << "NCCL\n"
+                                           "  hosts:      axa\n"
+                                           "  network:    Socket\n"
+                                           "  interfaces: lo\n"
+                                           "  error chain axa:3048391: net.cc:79 -> 3\n";
+    QTest::newRow("no NCCL at all") << "nvidia-smi/table-535-a10g.txt"
+                                    << "NCCL\n"
+                                       "  nothing found\n";
+}
+
+void tst_CliInspect::textReportShowsTheNcclSectionAsTheLogSaysIt() {
+    QFETCH(QString, file);
+    QFETCH(QString, section);
+    const CliRun run = runCli({"inspect", QStringLiteral(RANKSCOPE_TEST_DATA_DIR "/") + file});
+    QCOMPARE(run.exitCode, 0);
+    const QString out = QString::fromUtf8(run.out);
+    QCOMPARE(out.left(out.indexOf(QLatin1String("\n\n")) + 1), section);
+}
+
+// Entries the recorded logs do not hold, written here: each line of `lines` must be a line of the report.
+void tst_CliInspect::textReportOfWrittenLogs_data() {
+    QTest::addColumn<QString>("name");
+    QTest::addColumn<QByteArray>("log");
+    QTest::addColumn<QStringList>("lines");
+    QTest::newRow("no InfiniBand, no network chosen yet; one text from two places")
+        << "nccl.log"
+        << QByteArray("node-a:100:200 [0] NCCL INFO NET/IB : No device found.\n"
+                      "node-a:100:200 [0] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect failed\n"
+                      "node-a:100:200 [0] misc/other.cc:10 NCCL WARN socketStartConnect: Connect failed\n")
+        << QStringList{"  network:    NET/IB: no device found",
+                       "  WARN node-a:100 misc/socket.cc:484: socketStartConnect: Connect failed",
+                       "  WARN node-a:100 misc/other.cc:10: socketStartConnect: Connect failed"};
+    QTest::newRow("a timeout in process group 1, one with NumelIn alone")
+        << "watchdog.log"
+        << QByteArray("[rank1]:[E318 07:39:53.792772442 ProcessGroupNCCL.cpp:1785] [PG ID 1 PG GUID 1 Rank 1] Watchdog "
+                      "caught collective operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=10, "
+                      "NumelOut=20, Timeout(ms)=600000) ran for 600001 milliseconds before timing out.\n"
+                      "[rank2]:[E318 07:39:53.792772442 ProcessGroupNCCL.cpp:1785] [PG ID 0 PG GUID 0 Rank 2] Watchdog "
+                      "caught collective operation timeout: WorkNCCL(SeqNum=6, OpType=ALLREDUCE, NumelIn=10, "
+                      "Timeout(ms)=600000) ran for 600001 milliseconds before timing out.\n")
+        << QStringList{"  rank 1 (rank 1 of process group 1): ALLREDUCE #5 ran 600001 ms (timeout 600000 ms), numel "
+                       "10 -> 20",
+                       "  rank 2: ALLREDUCE #6 ran 600001 ms (timeout 600000 ms), numel in 10"};
+    QTest::newRow("memory and power: the totals alone")
+        << "gpus.csv"
+        << QByteArray("index, utilization.gpu [%], memory.total [MiB], power.limit [W]\n0, 5 %, 16384 MiB, 300.00 W\n")
+        << QStringList{"  0: 5% util, 16384 MiB total, 300 W cap"};
+    QTest::newRow("a GPU known by its reading only")
+        << "util.csv" << QByteArray("utilization.gpu [%]\n5 %\n") << QStringList{"  GPU: 5% util"};
+}
+
+void tst_CliInspect::textReportOfWrittenLogs() {
+    QFETCH(QString, name);
+    QFETCH(QByteArray, log);
+    QFETCH(QStringList, lines);
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const QString path = writeLog(dir, name, log);
+    QVERIFY(!path.isEmpty());
+    const CliRun run = runCli({"inspect", path});
+    QCOMPARE(run.exitCode, 0);
+    const QStringList out = QString::fromUtf8(run.out).split(QLatin1Char('\n'));
+    for (const QString& line : lines)
+        QVERIFY2(out.contains(line), qPrintable(line + QLatin1String("\nnot in:\n") + QString::fromUtf8(run.out)));
+}
+
+// A root cause whose table gave neither rank nor exit: "a rank", "failed". The whole report, so that every empty
+// section says so and the GPU section, with nothing to show, is left out; and of a log that says nothing.
+void tst_CliInspect::textReportOfAFailureAloneIsWhole() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const QString quiet = writeLog(dir, QStringLiteral("quiet.log"), "epoch 0 step 1 loss 0.5\n");
+    QVERIFY(!quiet.isEmpty());
+    const CliRun nothing = runCli({"inspect", quiet});
+    QCOMPARE(nothing.exitCode, 0);
+    QCOMPARE(QString::fromUtf8(nothing.out), QStringLiteral("NCCL\n  nothing found\n\nTimeouts\n  none found\n\n"
+                                                            "Failures\n  none found\n\nErrors\n  none found\n"));
+
+    const QString path = writeLog(dir, QStringLiteral("agent.log"),
+                                  "============================================================\n"
+                                  "train.py FAILED\n"
+                                  "------------------------------------------------------------\n"
+                                  "Failures:\n"
+                                  "  <NO_OTHER_FAILURES>\n"
+                                  "------------------------------------------------------------\n"
+                                  "Root Cause (first observed failure):\n"
+                                  "[0]:\n"
+                                  "  time      : 2023-05-19_16:39:58\n"
+                                  "  host      : gpu-1\n"
+                                  "  error_file: <N/A>\n"
+                                  "============================================================\n");
+    QVERIFY(!path.isEmpty());
+    const CliRun run = runCli({"inspect", path});
+    QCOMPARE(run.exitCode, 0);
+    QCOMPARE(QString::fromUtf8(run.out), QStringLiteral("NCCL\n"
+                                                        "  nothing found\n"
+                                                        "\n"
+                                                        "Timeouts\n"
+                                                        "  none found\n"
+                                                        "\n"
+                                                        "Failures\n"
+                                                        "  ROOT CAUSE a rank on gpu-1 at 2023-05-19_16:39:58: failed\n"
+                                                        "\n"
+                                                        "Errors\n"
+                                                        "  none found\n"));
+}
+
+// Where an error's repeats are: "line N" for one, at most six places then "…", and FILE:LINE as soon as one of
+// them is in another file.
+void tst_CliInspect::textReportPlacesARepeatedError() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const auto traceback = [](int rank, const char* exception) {
+        return QStringLiteral("[rank%1]: Traceback (most recent call last):\n"
+                              "[rank%1]:   File \"/w/train.py\", line 42, in <module>\n"
+                              "[rank%1]: %2\n")
+            .arg(rank)
+            .arg(QLatin1String(exception))
+            .toUtf8();
+    };
+    QByteArray many;
+    for (int r = 0; r < 9; ++r)
+        many += traceback(r, "RuntimeError: boom");
+    many += traceback(0, "ValueError: once") + traceback(1, "ValueError: once");
+    const QString path = writeLog(dir, QStringLiteral("many.log"), many);
+    QVERIFY(!path.isEmpty());
+    CliRun run = runCli({"inspect", path});
+    QCOMPARE(run.exitCode, 0);
+    QString out = QString::fromUtf8(run.out);
+    QVERIFY2(
+        out.contains(path + QStringLiteral(":3 rank 0: RuntimeError: boom\n"
+                                           "    and 8 more times on rank(s) 1-8: lines 6, 9, 12, 15, 18, 21, …\n")),
+        qPrintable(out));
+    QVERIFY2(out.contains(path + QLatin1String(":30 rank 0: ValueError: once\n"
+                                               "    and once more on rank(s) 1: line 33\n")),
+             qPrintable(out));
+
+    const QString other = writeLog(dir, QStringLiteral("other.log"), traceback(5, "RuntimeError: boom"));
+    QVERIFY(!other.isEmpty());
+    run = runCli({"inspect", path, other});
+    QCOMPARE(run.exitCode, 0);
+    out = QString::fromUtf8(run.out);
+    QVERIFY2(out.contains(QStringLiteral("    and 9 more times on rank(s) 1-8: %1:6, %1:9, %1:12, %1:15, %1:18, %1:21, "
+                                         "…\n")
+                              .arg(path)),
+             qPrintable(out));
 }
 
 // Each node's log given as its own file: the node whose NCCL chose the loopback is named, with its rank, in the
@@ -473,6 +661,16 @@ void tst_CliInspect::aFolderIsEveryFileUnderIt() {
     QCOMPARE(files,
              QStringList({"run/attempt_0/2/stderr.log", "run/attempt_0/2/stdout.log", "run/attempt_0/10/stderr.log"}));
     QCOMPARE(json.value("errors").toArray().size(), 2);
+
+    // Numbers compared as numbers, leading zeros and all: 9, 010, 11.
+    for (const char* name : {"ranks/rank11.log", "ranks/rank010.log", "ranks/rank9.log"})
+        write(QString::fromLatin1(name), "epoch 0 step 1 loss 0.5\n");
+    const CliRun ranks = runCli({"inspect", "--json", dir.filePath(QStringLiteral("ranks"))});
+    QCOMPARE(ranks.exitCode, 0);
+    files.clear();
+    for (const QJsonValue file : QJsonDocument::fromJson(ranks.out).object().value("files").toArray())
+        files.append(QFileInfo(file.toString()).fileName());
+    QCOMPARE(files, QStringList({"rank9.log", "rank010.log", "rank11.log"}));
 
     const CliRun empty = runCli({"inspect", dir.filePath(QStringLiteral("empty"))});
     QCOMPARE(empty.exitCode, 2);
