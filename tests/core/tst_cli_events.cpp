@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 // Runs the built rankscope-cli on the sample files and checks exit codes and output.
+#include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
 #include <QRegularExpression>
+#include <QTemporaryDir>
 #include <QTest>
 
 namespace {
@@ -50,6 +52,8 @@ private slots:
     void rankErrorsAreListed();
     void jsonOutput();
     void missingFileIsNamed();
+    void jsonOfAFailedRankIsWhole();
+    void aRankTheEventsSayLittleOf();
     void helpAndVersion();
 };
 
@@ -164,6 +168,84 @@ void tst_CliEvents::jsonOutput() {
     QCOMPARE(rank0["val_loss"].toString(), QStringLiteral("inf")); // non-finite as on the wire
     QCOMPARE(rank0["val_accuracy"].toDouble(), 0.125);
     QCOMPARE(rank0["status"].toString(), QStringLiteral("ok"));
+}
+
+// Every field of a rank that failed, as its events gave it: errors with their time and whether fatal, the last
+// step's throughput beside the whole run's, the run's wall time, the events counted; the file's log lines apart.
+void tst_CliEvents::jsonOfAFailedRankIsWhole() {
+    const CliRun run = runCli(QStringList{"events", "--json"} + dataFiles({"error-with-logs.events"}));
+    QCOMPARE(run.exitCode, 0);
+    const QJsonObject root = QJsonDocument::fromJson(run.out.toUtf8()).object();
+    QCOMPARE(root["world_size"].toInt(), 2);
+    const QJsonObject file = root["files"].toArray().at(0).toObject();
+    QCOMPARE(file["events"].toInt(), 9);
+    QCOMPARE(file["log_lines"].toInt(), 13);
+    const QJsonObject expected{
+        {"rank", 1},
+        {"host", "node-b"},
+        {"epoch", 1},
+        {"step", 2},
+        {"loss", 1.875},
+        {"images_per_sec", 1490.5},
+        {"val_loss", QJsonValue::Null},
+        {"val_accuracy", QJsonValue::Null},
+        {"end_images_per_sec", 1480.4},
+        {"wall_s", 63.25},
+        {"status", "failed"},
+        {"events", 9},
+        {"errors",
+         QJsonArray{
+             QJsonObject{{"time", 1732240801.75},
+                         {"kind", "checkpoint"},
+                         {"message", "checkpoint /scratch/run1/ckpt-epoch0.pt is truncated; starting from scratch"},
+                         {"fatal", false}},
+             QJsonObject{{"time", 1732240863.5},
+                         {"kind", "collective"},
+                         {"message", "allreduce #5 timed out after 60000 ms (rank 0 did not join)"},
+                         {"fatal", true}}}}};
+    QCOMPARE(root["ranks"].toArray(), QJsonArray{expected});
+}
+
+// A rank known by one step event, without its start: no host, epoch and step 0, a loss that is not a number. The
+// table says "-" for what is not known, "nan" as the wire does; the JSON null and "nan". A file of log lines alone
+// has no ranks to show.
+void tst_CliEvents::aRankTheEventsSayLittleOf() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const auto write = [&dir](const QString& name, const QByteArray& bytes) {
+        QFile file(dir.filePath(name));
+        return file.open(QIODevice::WriteOnly) && file.write(bytes) == bytes.size() ? file.fileName() : QString();
+    };
+    const QString little = write(
+        QStringLiteral("little.events"),
+        "plain log line\n"
+        "@rankscope {\"v\":\"1.0\",\"type\":\"step\",\"rank\":3,\"time\":1732240801.5,\"epoch\":0,\"step\":0,"
+        "\"loss\":\"nan\",\"lr\":0.1,\"images_per_sec\":1470.0,\"step_ms\":42.5,\"data_ms\":3.25,\"forward_ms\":12.0,"
+        "\"backward_ms\":20.5,\"comm_wait_ms\":4.5,\"optimizer_ms\":2.25}\n");
+    const QString quiet = write(QStringLiteral("quiet.events"), "just a log line\n");
+    QVERIFY(!little.isEmpty() && !quiet.isEmpty());
+
+    CliRun run = runCli({"events", little});
+    QCOMPARE(run.exitCode, 0);
+    const QString files = QStringLiteral("Files\n"
+                                         "  FILE%1  EVENTS  LOG LINES  DECODE ERRORS\n"
+                                         "  %2       1          1              0\n")
+                              .arg(QString(little.size() - 4, QLatin1Char(' ')), little);
+    QCOMPARE(run.out, files + QStringLiteral("\n"
+                                             "Ranks (world size 0)\n"
+                                             "  RANK  HOST  EPOCH  STEP  LOSS   IMG/S  VAL ACC  STATUS\n"
+                                             "     3  -         -     -   nan  1470.0        -  running\n"));
+
+    run = runCli({"events", "--json", little});
+    QCOMPARE(run.exitCode, 0);
+    const QJsonObject rank = QJsonDocument::fromJson(run.out.toUtf8()).object()["ranks"].toArray().at(0).toObject();
+    QVERIFY(rank["host"].isNull());
+    QCOMPARE(rank["loss"].toString(), QStringLiteral("nan"));
+    QCOMPARE(rank["epoch"].toInt(), 0);
+
+    run = runCli({"events", quiet});
+    QCOMPARE(run.exitCode, 0);
+    QVERIFY2(run.out.endsWith(QLatin1String("\nRanks (world size 0)\n  (no events)\n")), qPrintable(run.out));
 }
 
 void tst_CliEvents::missingFileIsNamed() {
