@@ -49,10 +49,12 @@ bool refused(const QString& attempt) {
 QString problemOf(const QString& host, const QStringList& attempts, const ExecResult& result) {
     QString dmesg;
     QString journal;
+    // Of the two dmesg attempts, a refusal says the most; else the plain one's reason, since an old or busybox
+    // dmesg fails the first only for want of --time-format.
     for (const QString& attempt : attempts) {
         if (attempt.startsWith(QLatin1String("journalctl")))
             journal = attempt;
-        else if (attempt.startsWith(QLatin1String("dmesg")) && dmesg.isEmpty())
+        else if (attempt.startsWith(QLatin1String("dmesg")) && !refused(dmesg))
             dmesg = attempt;
     }
     if (attempts.isEmpty() || (dmesg.isEmpty() && journal.isEmpty()))

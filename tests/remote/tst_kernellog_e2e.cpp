@@ -281,6 +281,110 @@ private slots:
                  lines.last().constData());
     }
 
+    // What the read's script said on stderr (its clock, the ranks' pids, each attempt, the source that answered),
+    // in the forms the nodes give it, and the one sentence that says why nothing was read.
+    void captureFromWhatTheNodeSaid_data() {
+        QTest::addColumn<QByteArray>("err");
+        QTest::addColumn<int>("status");
+        QTest::addColumn<QString>("problem"); // empty: read, with the source "dmesg" and out as its text
+        QTest::addColumn<double>("readAt");
+        QTest::addColumn<double>("bootTime");
+        QTest::addColumn<QString>("pids"); // "rank:pid,…"
+        const double unknown = kUnknownTime;
+        QTest::newRow("read") << QByteArray("rankscope-clock 1763810230.250 5000.5\nrankscope-pid rank3.pid 4242\n"
+                                            "rankscope-pid rank2.pid \nrankscope-source dmesg 12\n")
+                              << 0 << "" << 1763810230.25 << 1763805229.75 << "3:4242";
+        QTest::newRow("a date without %N (busybox)")
+            << QByteArray("rankscope-clock 1763810230.%N 5000.5\nrankscope-source dmesg 12\n") << 0 << ""
+            << 1763810230.0 << 1763805229.5 << "";
+        QTest::newRow("no uptime") << QByteArray("rankscope-clock 100.5\nrankscope-source dmesg 12\n") << 0 << ""
+                                   << 100.5 << unknown << "";
+        QTest::newRow("no clock") << QByteArray("rankscope-clock soon\nrankscope-source dmesg 12\n") << 0 << ""
+                                  << unknown << unknown << "";
+        QTest::newRow("a source, then a failure")
+            << QByteArray("rankscope-source dmesg 12\ntail: write error\n") << 4
+            << "the kernel log of gpu-b could not be read (exit status 4): rankscope-source dmesg 12 tail: write error"
+            << unknown << unknown << "";
+        QTest::newRow("no temporary directory")
+            << QByteArray("rankscope-attempt mktemp: cannot create a temporary directory\n") << 3
+            << "the kernel log of gpu-b could not be read (exit status 3): rankscope-attempt mktemp: cannot create a "
+               "temporary directory"
+            << unknown << unknown << "";
+        QTest::newRow("no source, status 0")
+            << QByteArray() << 0 << "the kernel log of gpu-b could not be read (exit status 0): " << unknown << unknown
+            << "";
+        QTest::newRow("refused, then journalctl not permitted")
+            << QByteArray("rankscope-attempt dmesg --time-format iso: status 1: dmesg: read kernel buffer failed: "
+                          "Permission denied \n"
+                          "rankscope-attempt dmesg: status 1: dmesg: read kernel buffer failed: Permission denied \n"
+                          "rankscope-attempt journalctl -k: status 1: No journal files were opened due to insufficient "
+                          "permissions. \n")
+            << 4
+            << "dmesg not permitted on gpu-b: set kernel.dmesg_restrict=0 or run as root; journalctl -k: not "
+               "permitted: add the user to the systemd-journal or adm group"
+            << unknown << unknown << "";
+        QTest::newRow("an old dmesg, then refused")
+            << QByteArray("rankscope-attempt dmesg --time-format iso: status 1: dmesg: unrecognized option "
+                          "'--time-format' \n"
+                          "rankscope-attempt dmesg: status 1: dmesg: klogctl: Operation not permitted \n"
+                          "rankscope-attempt journalctl -k: no entries: Hint: You are currently not seeing messages "
+                          "from other users and the system. \n")
+            << 4
+            << "dmesg not permitted on gpu-b: set kernel.dmesg_restrict=0 or run as root; journalctl -k: not "
+               "permitted: add the user to the systemd-journal or adm group"
+            << unknown << unknown << "";
+        QTest::newRow("refused, then another failure")
+            << QByteArray("rankscope-attempt dmesg --time-format iso: status 1: dmesg: Operation not permitted \n"
+                          "rankscope-attempt dmesg: status 124:  \n"
+                          "rankscope-attempt journalctl -k: not installed\n")
+            << 4
+            << "dmesg not permitted on gpu-b: set kernel.dmesg_restrict=0 or run as root; journalctl -k: not installed"
+            << unknown << unknown << "";
+        QTest::newRow("dmesg fails, journalctl not tried")
+            << QByteArray("rankscope-attempt dmesg --time-format iso: status 2: dmesg: bad \n"
+                          "rankscope-attempt dmesg: status 2: dmesg: worse \n")
+            << 4 << "dmesg failed on gpu-b (status 2: dmesg: worse); journalctl -k: not tried" << unknown << unknown
+            << "";
+    }
+
+    void captureFromWhatTheNodeSaid() {
+        QFETCH(QByteArray, err);
+        QFETCH(int, status);
+        QFETCH(QString, problem);
+        QFETCH(double, readAt);
+        QFETCH(double, bootTime);
+        QFETCH(QString, pids);
+        remote::ExecResult result;
+        result.exitStatus = status;
+        result.out = "2026-12-06T10:00:00,000000+00:00 Out of memory: Killed process 4242\n";
+        result.err = err;
+        const KernelLogCapture capture = remote::kernelLogCaptureFrom(result, QStringLiteral("gpu-b"));
+        QCOMPARE(capture.host, QStringLiteral("gpu-b"));
+        QCOMPARE(capture.problem, problem);
+        QCOMPARE(capture.text, problem.isEmpty() ? result.out : QByteArray());
+        if (problem.isEmpty()) {
+            QCOMPARE(capture.source, QStringLiteral("dmesg"));
+            QCOMPARE(capture.totalBytes, 12);
+        }
+        QCOMPARE(capture.readAt, readAt);
+        QCOMPARE(capture.bootTime, bootTime);
+        QHash<int, qint64> expected;
+        for (const QString& pair : pids.split(QLatin1Char(','), Qt::SkipEmptyParts))
+            expected.insert(pair.section(QLatin1Char(':'), 0, 0).toInt(),
+                            pair.section(QLatin1Char(':'), 1).toLongLong());
+        QCOMPARE(capture.rankPids, expected);
+    }
+
+    // The read's command: its arguments after the script, a run start not known yet read as 0 (everything).
+    void theCommandTakesItsArguments() {
+        const QString known = remote::kernelLogCommand(1763810230.9, 10, 4096, QStringLiteral("/w/run"));
+        QVERIFY2(known.contains(QLatin1String("'rankscope-kernel-log' '1763810230' '10' '4096' '/w/run'")),
+                 qPrintable(known.right(80)));
+        const QString unknown = remote::kernelLogCommand(std::nan(""), 10, 4096, QStringLiteral("/w/run"));
+        QVERIFY2(unknown.contains(QLatin1String("'rankscope-kernel-log' '0' '10' '4096' '/w/run'")),
+                 qPrintable(unknown.right(80)));
+    }
+
     // dmesg refused to a user under kernel.dmesg_restrict is a fact with what to do, not an error.
     void aRefusalIsReportedWithWhatToDo() {
         if (::geteuid() != 0)
