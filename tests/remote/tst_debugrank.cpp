@@ -14,6 +14,7 @@
 #include "remote/portforwarder.h"
 #include "remote/sshtransport.h"
 
+#include <QElapsedTimer>
 #include <QProcess>
 #include <QRandomGenerator>
 #include <QRegularExpression>
@@ -267,6 +268,91 @@ private slots:
         QVERIFY2(m_sshd.start(&error), qPrintable(error));
     }
     void cleanupTestCase() { QProcess::execute(QStringLiteral("pkill"), {QStringLiteral("-f"), m_dir.path()}); }
+
+    // The debugger's facts apart from a run: the gdb command line (the sysroot first, the source path substituted
+    // only where it moved, words quoted only where a shell needs it), the JSON the bridge sends, and gdbserver's
+    // port line.
+    void gdbCommandLineAndPortLine() {
+        remote::DebugServer server;
+        server.rank = 1;
+        server.host = QStringLiteral("gpu-b");
+        server.address = QStringLiteral("127.0.0.1:40213");
+        server.program = QStringLiteral("/w/run dir/rankscope-trainer");
+        server.sourceDir = QStringLiteral("/src/rankscope");
+        server.buildSourceDir = server.sourceDir;
+        QCOMPARE(remote::gdbCommandLine(server),
+                 QStringLiteral("gdb -q -ex 'target remote 127.0.0.1:40213' '/w/run dir/rankscope-trainer'"));
+        QJsonObject json = server.toJson();
+        QVERIFY(!json.contains("sysroot"));
+        QCOMPARE(json.value("build_source_dir").toString(), server.sourceDir);
+        server.program = QStringLiteral("/w/rankscope-trainer");
+        server.buildSourceDir = QStringLiteral("/build/rankscope");
+        server.sysroot = QStringLiteral("/");
+        QCOMPARE(remote::gdbCommandLine(server),
+                 QStringLiteral("gdb -q -ex 'set sysroot /' -ex 'set substitute-path /build/rankscope /src/rankscope' "
+                                "-ex 'target remote 127.0.0.1:40213' /w/rankscope-trainer"));
+        json = server.toJson();
+        QCOMPARE(json.value("sysroot").toString(), QStringLiteral("/"));
+        QCOMPARE(json.value("build_source_dir").toString(), QStringLiteral("/build/rankscope"));
+        server.buildSourceDir.clear();
+        QVERIFY(!server.toJson().contains("build_source_dir"));
+
+        QCOMPARE(remote::gdbserverPort("Listening on port 40213"), std::optional<int>(40213));
+        QCOMPARE(remote::gdbserverPort("Listening on port 40213\r"), std::optional<int>(40213));
+        QCOMPARE(remote::gdbserverPort("Listening on port 0"), std::nullopt);
+        QCOMPARE(remote::gdbserverPort("Listening on port 70000"), std::nullopt);
+        QCOMPARE(remote::gdbserverPort("warning: Listening on port 40213 was refused"), std::nullopt);
+    }
+
+    // A rank under gdbserver ends with its program's status, not gdbserver's: an exit status as it is, a signal
+    // as 128+N, as the supervisor reads any rank's; the environment is the rank's. Real gdbserver and gdb; the
+    // program a shell script.
+    void aDebuggedRanksStatusIsItsProgramsOwn_data() {
+        QTest::addColumn<QString>("program");
+        QTest::addColumn<int>("status");
+        QTest::newRow("exit 3, from the rank's environment") << "exit $RANKSCOPE_TEST_STATUS" << 3;
+        QTest::newRow("SIGKILL") << "kill -9 $$" << 128 + 9;
+    }
+
+    void aDebuggedRanksStatusIsItsProgramsOwn() {
+        QFETCH(QString, program);
+        QFETCH(int, status);
+        if (QStandardPaths::findExecutable(QStringLiteral("gdbserver")).isEmpty())
+            QSKIP("gdbserver is not installed");
+        QTemporaryDir runDir;
+        QVERIFY(runDir.isValid());
+        // A script file: gdbserver without a shell takes no argument with a blank in it.
+        QFile script(runDir.filePath(QStringLiteral("program.sh")));
+        QVERIFY(script.open(QIODevice::WriteOnly) && script.write(program.toUtf8() + '\n') > 0);
+        script.close();
+        QProcess rank;
+        rank.setStandardErrorFile(runDir.filePath(QStringLiteral("rank1.err")));
+        rank.start(QStringLiteral("/bin/sh"),
+                   {QStringLiteral("-c"),
+                    remote::debugRankScript(runDir.path(), 1, QStringLiteral("/bin/sh"), {script.fileName()},
+                                            {{QStringLiteral("RANKSCOPE_TEST_STATUS"), "3"}})});
+        QVERIFY(rank.waitForStarted());
+        std::optional<int> port;
+        QElapsedTimer waited;
+        waited.start();
+        while (!port && waited.elapsed() < 30000) {
+            for (const QByteArray& line : readAll(runDir.filePath(QStringLiteral("rank1.err"))).split('\n'))
+                port = port ? port : remote::gdbserverPort(line);
+            QTest::qWait(50);
+        }
+        QVERIFY2(port, readAll(runDir.filePath(QStringLiteral("rank1.err"))).constData());
+        QProcess gdb;
+        gdb.start(QStringLiteral("gdb"),
+                  {"--batch", "-nx", "-ex", QStringLiteral("target remote 127.0.0.1:%1").arg(*port), "-ex", "continue",
+                   "/bin/sh"});
+        QVERIFY(gdb.waitForFinished(60000));
+        QVERIFY(rank.waitForFinished(30000));
+        QCOMPARE(rank.exitStatus(), QProcess::NormalExit);
+        QVERIFY2(rank.exitCode() == status,
+                 qPrintable(QStringLiteral("status %1; %2")
+                                .arg(rank.exitCode())
+                                .arg(QString::fromUtf8(readAll(runDir.filePath(QStringLiteral("rank1.err")))))));
+    }
 
     void debugRankOutsideTheJobIsRefused() {
         RunStore store(m_dir.filePath(QStringLiteral("store-bad")));
