@@ -7,6 +7,7 @@
 
 #include "core/deploymanifest.h"
 #include "core/rankplan.h"
+#include "remote/shellcommand.h"
 #include "remote/transportfactory.h"
 
 #include <QCoreApplication>
@@ -238,6 +239,22 @@ bool RunEngine::launch(const JobSpec& original, RunMode mode, const LaunchOption
                          .arg(modeName(mode))
                          .arg(plan.worldSize - 1);
         return false;
+    }
+    if (debugRank >= 0) {
+        // gdbserver starts the trainer without a shell, and then refuses an argument with a blank in it.
+        const QStringList& arguments = plan.ranks[debugRank].args;
+        const auto blank = std::find_if(arguments.cbegin(), arguments.cend(), [](const QString& argument) {
+            return std::any_of(argument.cbegin(), argument.cend(), [](QChar c) { return c.isSpace(); });
+        });
+        if (blank != arguments.cend()) {
+            if (error)
+                *error = QStringLiteral("debug rank %1: gdbserver cannot hand the trainer an argument with a blank in "
+                                        "it: %2 (from the job's trainer settings); use a path without blanks, or run "
+                                        "without --debug-rank")
+                             .arg(debugRank)
+                             .arg(shellQuote(*blank));
+            return false;
+        }
     }
     if (debugRank >= 0) // last: it wins over a --timeout-s of the job's extra_args
         for (RankAssignment& rank : plan.ranks)

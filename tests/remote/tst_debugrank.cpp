@@ -366,6 +366,20 @@ private slots:
             QVERIFY(!engine.isActive());
         }
         QVERIFY(store.list().isEmpty());
+
+        // gdbserver starts the trainer without a shell and refuses an argument with a blank: said before anything
+        // starts, naming the argument.
+        QJsonObject job = localJob(4);
+        QJsonObject trainer = job.value("trainer").toObject();
+        trainer.insert("extra_args", QJsonArray{"--threads", "1", "--checkpoint-dir", "/w/check points"});
+        job.insert("trainer", trainer);
+        QString error;
+        QVERIFY(!engine.launch(jobFrom(job), RunMode::Debug, debugRank(1), &error));
+        QVERIFY2(error.startsWith(QLatin1String("debug rank 1: gdbserver cannot hand the trainer an argument with a "
+                                                "blank in it: '/w/check points'")),
+                 qPrintable(error));
+        QVERIFY(!engine.isActive());
+        QVERIFY(store.list().isEmpty());
     }
 
     // This machine: gdbserver's own address; rank 0 waits in its collective while rank 1 sits at a breakpoint,
