@@ -255,10 +255,9 @@ bool RunEngine::launch(const JobSpec& original, RunMode mode, const LaunchOption
                              .arg(shellQuote(*blank));
             return false;
         }
-    }
-    if (debugRank >= 0) // last: it wins over a --timeout-s of the job's extra_args
-        for (RankAssignment& rank : plan.ranks)
+        for (RankAssignment& rank : plan.ranks) // last: it wins over a --timeout-s of the job's extra_args
             rank.args << QStringLiteral("--timeout-s") << QString::number(options.debugCollectiveTimeout.count());
+    }
     DeployPlan deploy;
     deploy.strategy = deployName(job.deploy);
     deploy.sourceRoot = m_options.trainerSources;

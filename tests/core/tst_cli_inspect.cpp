@@ -28,6 +28,11 @@ CliRun runCli(const QStringList& arguments) {
     return {process.exitCode(), process.readAllStandardOutput(), process.readAllStandardError()};
 }
 
+// `inspect` (text report) of a recorded file, named from the test data folder.
+CliRun inspectRecorded(const QString& file) {
+    return runCli({"inspect", QStringLiteral(RANKSCOPE_TEST_DATA_DIR "/") + file});
+}
+
 QByteArray readAll(const QString& path) {
     QFile file(path);
     return file.open(QIODevice::ReadOnly) ? file.readAll() : QByteArray();
@@ -174,7 +179,7 @@ void tst_CliInspect::textReportSaysOnlyWhatAnEntryHas_data() {
 void tst_CliInspect::textReportSaysOnlyWhatAnEntryHas() {
     QFETCH(QString, file);
     QFETCH(QString, line);
-    const CliRun run = runCli({"inspect", QStringLiteral(RANKSCOPE_TEST_DATA_DIR "/") + file});
+    const CliRun run = inspectRecorded(file);
     QCOMPARE(run.exitCode, 0);
     const QStringList lines = QString::fromUtf8(run.out).split(QLatin1Char('\n'));
     QVERIFY2(lines.contains(line), qPrintable(QString::fromUtf8(run.out)));
@@ -270,7 +275,7 @@ void tst_CliInspect::textReportShowsTheNcclSectionAsTheLogSaysIt_data() {
 void tst_CliInspect::textReportShowsTheNcclSectionAsTheLogSaysIt() {
     QFETCH(QString, file);
     QFETCH(QString, section);
-    const CliRun run = runCli({"inspect", QStringLiteral(RANKSCOPE_TEST_DATA_DIR "/") + file});
+    const CliRun run = inspectRecorded(file);
     QCOMPARE(run.exitCode, 0);
     const QString out = QString::fromUtf8(run.out);
     QCOMPARE(out.left(out.indexOf(QLatin1String("\n\n")) + 1), section);
