@@ -235,9 +235,11 @@ void BridgeServer::onMessage(Client* client, const QString& text) {
     const QJsonObject request = document.object();
     const QJsonValue id = request.value(QStringLiteral("id"));
     const QJsonValue method = request.value(QStringLiteral("method"));
-    if (request.value(QStringLiteral("jsonrpc")) != QLatin1String("2.0") || !method.isString() ||
-        !(id.isUndefined() || id.isString() || id.isDouble() || id.isNull())) {
-        sendError(client, id.isUndefined() ? QJsonValue(QJsonValue::Null) : id, kInvalidRequest,
+    const bool validId = id.isUndefined() || id.isString() || id.isDouble() || id.isNull();
+    if (request.value(QStringLiteral("jsonrpc")) != QLatin1String("2.0") || !method.isString() || !validId) {
+        // Answered even without an id: nobody can tell it was meant as a notification. An id of the wrong kind is
+        // not echoed.
+        sendError(client, validId && !id.isUndefined() ? id : QJsonValue(QJsonValue::Null), kInvalidRequest,
                   QStringLiteral("not a JSON-RPC 2.0 request (jsonrpc \"2.0\", a string method, an id)"));
         return;
     }
@@ -558,6 +560,10 @@ BridgeServer::Run* BridgeServer::track(remote::RunEngine* engine, std::unique_pt
         for (const Diagnosis& diagnosis : found) {
             run->diagnoses[diagnosis.key] = diagnosis;
             run->pendingDiagnoses.append(diagnosis.toJson());
+            // A rank a finding names may keep its state (failed before its root cause was known) and still change
+            // its reason and the finding it points to.
+            for (const int rank : diagnosis.ranks)
+                run->changedRanks.insert(rank);
         }
         for (const int rank : run->tracker.applyDiagnoses(found)) // the ranks' hung, slow, failed come from them
             run->changedRanks.insert(rank);
@@ -734,13 +740,14 @@ void BridgeServer::sendResult(Client* client, const QJsonValue& id, const QJsonV
 
 void BridgeServer::sendError(Client* client, const QJsonValue& id, int code, const QString& message,
                              const QJsonObject& data) {
+    if (id.isUndefined())
+        return; // a notification from the client is never answered, not even with an error (JSON-RPC 2.0)
     QJsonObject error{{"code", code}, {"message", message}};
     if (!data.isEmpty())
         error.insert(QStringLiteral("data"), data);
-    sendRaw(client, QJsonDocument(QJsonObject{{"jsonrpc", "2.0"},
-                                              {"id", id.isUndefined() ? QJsonValue(QJsonValue::Null) : id},
-                                              {"error", error}})
-                        .toJson(QJsonDocument::Compact));
+    sendRaw(
+        client,
+        QJsonDocument(QJsonObject{{"jsonrpc", "2.0"}, {"id", id}, {"error", error}}).toJson(QJsonDocument::Compact));
 }
 
 } // namespace rankscope::bridge

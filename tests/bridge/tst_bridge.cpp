@@ -5,6 +5,7 @@
 #include "plugins/bridge/bridgeserver.h"
 
 #include <QDeadlineTimer>
+#include <QDir>
 #include <QElapsedTimer>
 #include <QFile>
 #include <QFileInfo>
@@ -15,14 +16,16 @@
 #include <QProcess>
 #include <QRandomGenerator>
 #include <QRegularExpression>
-#include <QStandardPaths>
+#include <QScopeGuard>
 #include <QSignalSpy>
+#include <QStandardPaths>
 #include <QTcpSocket>
 #include <QTemporaryDir>
 #include <QTest>
 #include <QWebSocket>
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 using namespace rankscope;
 
@@ -36,6 +39,7 @@ public:
     explicit RpcClient(QObject* parent = nullptr) : QObject(parent) {
         connect(&socket, &QWebSocket::textMessageReceived, this, [this](const QString& text) {
             const QJsonObject message = QJsonDocument::fromJson(text.toUtf8()).object();
+            all.append(message);
             if (message.contains(QStringLiteral("id")))
                 answers.insert(message.value(QStringLiteral("id")).toInt(-1), message);
             else
@@ -44,10 +48,10 @@ public:
     }
 
     // Opens and waits for the handshake; false when the bridge closed it (closeCode says why).
-    bool open(const QUrl& url, const QByteArray& bearer = {}) {
+    bool open(const QUrl& url, const QByteArray& bearer = {}, const QByteArray& scheme = "Bearer") {
         QNetworkRequest request(url);
         if (!bearer.isEmpty())
-            request.setRawHeader("Authorization", "Bearer " + bearer);
+            request.setRawHeader("Authorization", scheme + ' ' + bearer);
         QSignalSpy connected(&socket, &QWebSocket::connected);
         QSignalSpy disconnected(&socket, &QWebSocket::disconnected);
         socket.open(request);
@@ -83,12 +87,28 @@ public:
     }
 
     QWebSocket socket;
+    QList<QJsonObject> all; // every message, in order
     QHash<int, QJsonObject> answers;
     QList<QJsonObject> notifications;
 
 private:
     int m_nextId = 0;
 };
+
+// Whether a process of this machine has `text` in its command line (a run's id: its supervisor and ranks).
+bool processesOf(const QString& text) {
+    QProcess pgrep;
+    pgrep.start(QStringLiteral("pgrep"), {QStringLiteral("-f"), text});
+    return pgrep.waitForFinished(10000) && pgrep.exitStatus() == QProcess::NormalExit && pgrep.exitCode() == 0;
+}
+
+// The token a bridge wrote to its connection file.
+QByteArray tokenOf(const bridge::BridgeServer& server) {
+    QFile file(server.connectionFile());
+    if (!file.open(QIODevice::ReadOnly))
+        return {};
+    return QJsonDocument::fromJson(file.readAll()).object().value(QStringLiteral("token")).toString().toLatin1();
+}
 
 QJsonObject errorOf(const QJsonObject& answer) {
     return answer.value(QStringLiteral("error")).toObject();
@@ -204,10 +224,16 @@ private slots:
         QCOMPARE(m_token.size(), 64);
         QCOMPARE(info.value(QStringLiteral("port")).toInt(), int(m_bridge->port()));
         QCOMPARE(info.value(QStringLiteral("url")).toString(), m_bridge->url());
+        // By number: "localhost" may resolve to ::1 first, where the bridge does not listen.
+        QCOMPARE(m_bridge->url(), QStringLiteral("ws://127.0.0.1:%1/").arg(m_bridge->port()));
+        QCOMPARE(info.value(QStringLiteral("host")).toString(), QStringLiteral("127.0.0.1"));
     }
     void cleanupTestCase() {
         m_bridge.reset();
         QProcess::execute(QStringLiteral("pkill"), {QStringLiteral("-f"), m_dir.path()});
+        // A test that failed before its run ended leaves the run on this machine (under ~/rankscope/runs): end it.
+        for (const RunRecord& record : m_store->list())
+            QProcess::execute(QStringLiteral("pkill"), {QStringLiteral("-f"), record.id});
     }
 
     void connectionFileIsTheUsersOnly() {
@@ -231,6 +257,60 @@ private slots:
         QCOMPARE(int(st.st_mode & 0777), 0700);
         QVERIFY(*path != m_bridge->connectionFile());
         QFile::remove(*path);
+    }
+
+    void aRuntimeDirectoryOfAnotherUserIsRefused() {
+        if (::getuid() != 0)
+            QSKIP("giving a directory to another user needs root");
+        const QString others = m_dir.filePath(QStringLiteral("others"));
+        QVERIFY(QDir().mkpath(others));
+        QCOMPARE(::chown(QFile::encodeName(others).constData(), 65534, 65534), 0);
+        QString error;
+        QVERIFY(
+            !bridge::writeConnectionFile({1234, bridge::newToken(), 999998, QStringLiteral("test")}, &error, others));
+        QCOMPARE(error, others + QStringLiteral(" belongs to another user"));
+        QVERIFY(QDir(others).isEmpty());
+    }
+
+    void aBridgeThatCannotWriteItsFileDoesNotListen() {
+        const QString blocker = m_dir.filePath(QStringLiteral("a-file"));
+        QFile file(blocker);
+        QVERIFY(file.open(QIODevice::WriteOnly));
+        file.close();
+        bridge::BridgeOptions options;
+        options.runtimeDir = blocker + QStringLiteral("/runtime");
+        bridge::BridgeServer server(m_store.get(), options);
+        QString error;
+        QVERIFY(!server.listen(&error));
+        QCOMPARE(error, QStringLiteral("cannot create the runtime directory ") + options.runtimeDir);
+        QTcpSocket socket; // nobody can reach a bridge whose clients cannot find it
+        socket.connectToHost(QHostAddress::LocalHost, server.port());
+        QVERIFY(!socket.waitForConnected(2000));
+    }
+
+    void theRuntimeDirectoryIsWhereClientsLook() {
+        // The clients (plugins/jupyter, plugins/vscode) look in these places in this order.
+        const auto restore = [](const char* name, const QByteArray& value, bool was) {
+            if (was)
+                qputenv(name, value);
+            else
+                qunsetenv(name);
+        };
+        const bool hadOwn = qEnvironmentVariableIsSet("RANKSCOPE_RUNTIME_DIR");
+        const bool hadXdg = qEnvironmentVariableIsSet("XDG_RUNTIME_DIR");
+        const QByteArray own = qgetenv("RANKSCOPE_RUNTIME_DIR");
+        const QByteArray xdg = qgetenv("XDG_RUNTIME_DIR");
+        const auto guard = qScopeGuard([&] {
+            restore("RANKSCOPE_RUNTIME_DIR", own, hadOwn);
+            restore("XDG_RUNTIME_DIR", xdg, hadXdg);
+        });
+        qputenv("RANKSCOPE_RUNTIME_DIR", "/tmp/rankscope-own");
+        qputenv("XDG_RUNTIME_DIR", "/run/user/4321");
+        QCOMPARE(bridge::runtimeDirectory(), QStringLiteral("/tmp/rankscope-own"));
+        qunsetenv("RANKSCOPE_RUNTIME_DIR");
+        QCOMPARE(bridge::runtimeDirectory(), QStringLiteral("/run/user/4321/rankscope"));
+        qunsetenv("XDG_RUNTIME_DIR");
+        QCOMPARE(bridge::runtimeDirectory(), QDir::homePath() + QStringLiteral("/.local/share/rankscope/runtime"));
     }
 
     void tokensAreRandomPerStart() {
@@ -265,6 +345,11 @@ private slots:
         RpcClient query;
         QVERIFY(query.open(url(QStringLiteral("token=") + QString::fromLatin1(m_token))));
         QVERIFY(query.call(QStringLiteral("bridge.hello")).contains(QStringLiteral("result")));
+
+        // Only a bearer token counts: the right token under another scheme is no token.
+        RpcClient basic;
+        QVERIFY(!basic.open(url(), m_token, "Basic"));
+        QCOMPARE(basic.socket.closeReason(), QStringLiteral("missing token"));
     }
 
     void itListensOnLoopbackOnly() {
@@ -278,6 +363,138 @@ private slots:
         socket.connectToHost(outside, m_bridge->port());
         QVERIFY2(!socket.waitForConnected(3000),
                  qPrintable(QStringLiteral("connected through %1").arg(outside.toString())));
+    }
+
+    void eachBadRequestGetsItsError_data() {
+        QTest::addColumn<QString>("request");
+        QTest::addColumn<int>("code"); // 0: a result
+        QTest::addColumn<QString>("message");
+        QTest::addColumn<QString>("field"); // data.field
+        QTest::addColumn<QString>("id");    // the answer's id, as JSON
+
+        const auto launch = [this](const QJsonObject& extra) {
+            QJsonObject params{{"job", localJob(QStringLiteral("never-run"), 4)}};
+            for (auto it = extra.begin(); it != extra.end(); ++it)
+                params.insert(it.key(), it.value());
+            return QString::fromUtf8(
+                QJsonDocument(QJsonObject{{"jsonrpc", "2.0"}, {"id", 9}, {"method", "run.launch"}, {"params", params}})
+                    .toJson(QJsonDocument::Compact));
+        };
+        const QString notRpc = QStringLiteral("not a JSON-RPC 2.0 request (jsonrpc \"2.0\", a string method, an id)");
+        QTest::newRow("not JSON") << "{not json" << -32700 << ""
+                                  << ""
+                                  << "null";
+        QTest::newRow("an array") << "[1, 2]" << -32600 << "a request is one JSON object"
+                                  << ""
+                                  << "null";
+        QTest::newRow("no jsonrpc") << R"({"id":1,"method":"bridge.hello"})" << -32600 << notRpc << ""
+                                    << "1";
+        QTest::newRow("jsonrpc 1.0") << R"({"jsonrpc":"1.0","id":2,"method":"bridge.hello"})" << -32600 << notRpc << ""
+                                     << "2";
+        QTest::newRow("method a number") << R"({"jsonrpc":"2.0","id":3,"method":7})" << -32600 << notRpc << ""
+                                         << "3";
+        QTest::newRow("id an array") << R"({"jsonrpc":"2.0","id":[4],"method":"bridge.hello"})" << -32600 << notRpc
+                                     << ""
+                                     << "null";
+        QTest::newRow("id an object") << R"({"jsonrpc":"2.0","id":{"n":4},"method":"bridge.hello"})" << -32600 << notRpc
+                                      << ""
+                                      << "null";
+        QTest::newRow("params an array") << R"({"jsonrpc":"2.0","id":5,"method":"bridge.hello","params":[1]})" << -32602
+                                         << "params must be an object"
+                                         << "params"
+                                         << "5";
+        QTest::newRow("params a string") << R"({"jsonrpc":"2.0","id":5,"method":"runs.list","params":"all"})" << -32602
+                                         << "params must be an object"
+                                         << "params"
+                                         << "5";
+        QTest::newRow("a string id") << R"({"jsonrpc":"2.0","id":"six","method":"bridge.hello"})" << 0 << ""
+                                     << ""
+                                     << R"("six")";
+        QTest::newRow("a null id") << R"({"jsonrpc":"2.0","id":null,"method":"bridge.hello"})" << 0 << ""
+                                   << ""
+                                   << "null";
+        QTest::newRow("params left out") << R"({"jsonrpc":"2.0","id":7,"method":"bridge.hello"})" << 0 << ""
+                                         << ""
+                                         << "7";
+        QTest::newRow("an empty run") << R"({"jsonrpc":"2.0","id":8,"method":"run.get","params":{"run":""}})" << -32602
+                                      << "run: a run id"
+                                      << "run"
+                                      << "8";
+        QTest::newRow("mode sideways") << launch({{"mode", "sideways"}}) << -32602
+                                       << "mode: must be \"debug\" or \"submit\""
+                                       << "mode"
+                                       << "9";
+        QTest::newRow("debug_rank below 0")
+            << launch({{"debug_rank", -1}}) << -32602 << "debug_rank: must be a rank number"
+            << "debug_rank"
+            << "9";
+        QTest::newRow("debug_rank a fraction")
+            << launch({{"debug_rank", 0.5}}) << -32602 << "debug_rank: must be a rank number"
+            << "debug_rank"
+            << "9";
+    }
+
+    void eachBadRequestGetsItsError() {
+        QFETCH(QString, request);
+        QFETCH(int, code);
+        QFETCH(QString, message);
+        QFETCH(QString, field);
+        QFETCH(QString, id);
+        RpcClient client;
+        QVERIFY(connectClient(client));
+        client.sendRaw(request);
+        QTRY_COMPARE(client.all.size(), 1);
+        const QJsonObject answer = client.all.front();
+        QCOMPARE(answer.value("jsonrpc").toString(), QStringLiteral("2.0"));
+        QCOMPARE(answer.value("id"), QJsonDocument::fromJson("[" + id.toUtf8() + "]").array().at(0));
+        if (code == 0) {
+            QVERIFY2(answer.value("result").isObject(), QJsonDocument(answer).toJson().constData());
+            QVERIFY(!answer.contains("error"));
+            return;
+        }
+        const QJsonObject error = errorOf(answer);
+        QCOMPARE(error.value("code").toInt(), code);
+        if (!message.isEmpty())
+            QCOMPARE(error.value("message").toString(), message);
+        if (code == -32700)
+            QVERIFY(error.value("data").toObject().value("offset").isDouble());
+        if (field.isEmpty())
+            QVERIFY(!error.value("data").toObject().contains("field"));
+        else
+            QCOMPARE(error.value("data").toObject().value("field").toString(), field);
+        client.answers.clear(); // the call below may reuse the request's id
+        QVERIFY(client.call(QStringLiteral("bridge.hello")).contains(QStringLiteral("result"))); // still served
+    }
+
+    void aNotificationIsNeverAnswered() {
+        // A request without an id is a notification: carried out, never answered, errors included (JSON-RPC 2.0).
+        RpcClient client;
+        QVERIFY(connectClient(client));
+        client.sendRaw(QStringLiteral(R"({"jsonrpc":"2.0","method":"bridge.hello"})"));
+        client.sendRaw(QStringLiteral(R"({"jsonrpc":"2.0","method":"run.teleport"})"));
+        client.sendRaw(QStringLiteral(R"({"jsonrpc":"2.0","method":"run.get","params":{"run":7}})"));
+        const QJsonObject answer = client.call(QStringLiteral("bridge.hello"));
+        QVERIFY(answer.contains(QStringLiteral("result")));
+        QCOMPARE(client.all.size(), 1); // the call's answer; the bridge answers in order
+        QCOMPARE(client.all.front(), answer);
+    }
+
+    void binaryAndOversizedMessages() {
+        RpcClient client;
+        QVERIFY(connectClient(client));
+        client.socket.sendBinaryMessage(QByteArrayLiteral(R"({"jsonrpc":"2.0","id":1,"method":"bridge.hello"})"));
+        QTRY_COMPARE(client.all.size(), 1);
+        QCOMPARE(client.all.front().value("id"), QJsonValue(QJsonValue::Null));
+        QCOMPARE(errorOf(client.all.front()).value("code").toInt(), -32600);
+        QCOMPARE(errorOf(client.all.front()).value("message").toString(),
+                 QStringLiteral("binary messages are not JSON-RPC"));
+
+        // Beyond 64 MiB a message is not even taken in: the WebSocket is closed as too big (1009).
+        QSignalSpy closed(&client.socket, &QWebSocket::disconnected);
+        client.socket.sendBinaryMessage(QByteArray((64 << 20) + 1, 'x'));
+        QVERIFY(closed.wait(30000));
+        QCOMPARE(client.socket.closeCode(), QWebSocketProtocol::CloseCodeTooMuchData);
+        QCOMPARE(client.all.size(), 1);
     }
 
     void badRequestsGetErrorsAndOthersAreStillServed() {
@@ -338,8 +555,8 @@ private slots:
     void aRunIsFollowedFromLaunchToEnd() {
         RpcClient client;
         QVERIFY(connectClient(client));
-        const QJsonObject launched =
-            client.call(QStringLiteral("run.launch"), {{"job", localJob(QStringLiteral("bridged"), 6)}});
+        const QJsonObject launched = client.call(QStringLiteral("run.launch"),
+                                                 {{"job", localJob(QStringLiteral("bridged"), 6)}, {"mode", "debug"}});
         const QString run = launched.value("result").toObject().value("run").toString();
         QVERIFY2(!run.isEmpty(), QJsonDocument(launched).toJson().constData());
 
@@ -402,7 +619,24 @@ private slots:
         QCOMPARE(page.value("lines").toArray().at(0).toObject().value("text").toString(),
                  QString::fromUtf8(storedLines.at(lines - 1)));
         QVERIFY(page.value("lines").toArray().at(0).toObject().value("text").toString().startsWith("@rankscope {"));
-        QCOMPARE(logs({{"from", lines + 5}}).value("lines").toArray().size(), 0);
+        page = logs({{"from", lines + 5}});
+        QCOMPARE(page.value("lines").toArray().size(), 0);
+        QCOMPARE(page.value("next").toInt(), lines + 5); // where to ask again once the log grew
+        // Paging parameters out of range name their field.
+        const QList<std::pair<QJsonObject, QString>> badPages{
+            {{{"from", 0}}, "from: line numbers start at 1"}, {{{"from", "one"}}, "from: a line number"},
+            {{{"count", 10001}}, "count: must be 0-10000"},   {{{"count", -1}}, "count: must be 0-10000"},
+            {{{"count", "all"}}, "count: a number of lines"}, {{{"rank", 0.5}}, "rank: a rank number"}};
+        for (const auto& [params, message] : badPages) {
+            QJsonObject asked = params;
+            for (auto it = events.begin(); it != events.end(); ++it)
+                if (!asked.contains(it.key()))
+                    asked.insert(it.key(), it.value());
+            const QJsonObject bad = errorOf(client.call(QStringLiteral("run.logs"), asked));
+            QCOMPARE(bad.value("code").toInt(), -32602);
+            QCOMPARE(bad.value("message").toString(), message);
+            QCOMPARE(bad.value("data").toObject().value("field").toString(), message.section(QLatin1Char(':'), 0, 0));
+        }
         // What a rank said on stderr comes the same way.
         QFile err(m_store->streamPath(run, 1, RankStream::Err));
         QVERIFY(err.open(QIODevice::ReadOnly));
@@ -457,13 +691,159 @@ private slots:
         QTRY_VERIFY_WITH_TIMEOUT(!client.received(QStringLiteral("run.events")).isEmpty(), 60000);
         RpcClient other;
         QVERIFY(connectClient(other));
+        // The second client looks in and leaves: it hears nothing of the run after that.
+        QVERIFY(other.call(QStringLiteral("run.subscribe"), {{"run", run}}).contains(QStringLiteral("result")));
+        QTRY_VERIFY_WITH_TIMEOUT(!other.received(QStringLiteral("run.events")).isEmpty(), 30000);
+        QCOMPARE(other.call(QStringLiteral("run.unsubscribe"), {{"run", run}})
+                     .value("result")
+                     .toObject()
+                     .value("run")
+                     .toString(),
+                 run);
+        other.notifications.clear();
         const QJsonObject stopped = other.call(QStringLiteral("run.stop"), {{"run", run}});
         QVERIFY2(stopped.value("result").toObject().value("stopping").toBool(),
                  QJsonDocument(stopped).toJson(QJsonDocument::Compact).constData());
         QTRY_VERIFY_WITH_TIMEOUT(!client.received(QStringLiteral("run.finished")).isEmpty(), 60000);
         QCOMPARE(client.received(QStringLiteral("run.finished")).front().value("record").toObject().value("state").toString(),
                  QStringLiteral("stopped"));
-        QCOMPARE(QProcess::execute(QStringLiteral("pgrep"), {QStringLiteral("-f"), run}), 1); // nothing left
+        QVERIFY2(!processesOf(run), "the run left processes behind");
+        QTest::qWait(200); // what went to the subscriber at the end would have reached the other one by now
+        QVERIFY2(other.notifications.isEmpty(),
+                 QJsonDocument(other.notifications.front()).toJson(QJsonDocument::Compact).constData());
+    }
+
+    void aRunLeftByAnotherBridgeIsAttached() {
+        // An editor's bridge that stops leaves its runs going; another bridge attaches and follows one to its end.
+        QString run;
+        QString connectionFile;
+        {
+            bridge::BridgeOptions options;
+            options.runtimeDir = m_dir.filePath(QStringLiteral("runtime-first"));
+            options.engine.localTrainer = kTrainer;
+            options.engine.sshConfigPath = QStringLiteral("none");
+            bridge::BridgeServer first(m_store.get(), options);
+            QString error;
+            QVERIFY2(first.listen(&error), qPrintable(error));
+            connectionFile = first.connectionFile();
+            RpcClient client;
+            QVERIFY(client.open(QUrl(first.url()), tokenOf(first)));
+            QJsonObject job = localJob(QStringLiteral("left"), 100000);
+            QJsonObject trainer = job.value("trainer").toObject();
+            trainer.insert("epochs", 1000);
+            job.insert("trainer", trainer);
+            run = client.call(QStringLiteral("run.launch"), {{"job", job}})
+                      .value("result")
+                      .toObject()
+                      .value("run")
+                      .toString();
+            QVERIFY(!run.isEmpty());
+            QTRY_VERIFY_WITH_TIMEOUT(!client.received(QStringLiteral("run.events")).isEmpty(), 60000);
+        }
+        QVERIFY2(processesOf(run), "the run did not go on");
+        QVERIFY2(!QFile::exists(connectionFile), "a stopped bridge left its connection file");
+
+        RpcClient client;
+        QVERIFY(connectClient(client));
+        const QJsonObject attached =
+            client.call(QStringLiteral("run.attach"), {{"run", run}}, 30000).value("result").toObject();
+        QCOMPARE(attached.value("run").toString(), run);
+        QCOMPARE(attached.value("state").toString(), QStringLiteral("running"));
+        // Attaching subscribes: the steps it takes from now on arrive.
+        QTRY_VERIFY_WITH_TIMEOUT(!client.received(QStringLiteral("run.events")).isEmpty(), 60000);
+        bool active = false;
+        for (const QJsonValue& value :
+             client.call(QStringLiteral("runs.list")).value("result").toObject().value("runs").toArray())
+            active =
+                active || (value.toObject().value("id").toString() == run && value.toObject().value("active").toBool());
+        QVERIFY(active);
+        QVERIFY(client.call(QStringLiteral("run.stop"), {{"run", run}})
+                    .value("result")
+                    .toObject()
+                    .value("stopping")
+                    .toBool());
+        QTRY_VERIFY_WITH_TIMEOUT(!client.received(QStringLiteral("run.finished")).isEmpty(), 60000);
+        QCOMPARE(client.received(QStringLiteral("run.finished"))
+                     .front()
+                     .value("record")
+                     .toObject()
+                     .value("state")
+                     .toString(),
+                 QStringLiteral("stopped"));
+        QVERIFY2(!processesOf(run), "the run left processes behind");
+    }
+
+    void aFailedRankIsToldToTheClient() {
+        RpcClient client;
+        QVERIFY(connectClient(client));
+        QJsonObject job = localJob(QStringLiteral("failing"), 200);
+        QJsonObject trainer = job.value("trainer").toObject();
+        trainer.insert("extra_args", QJsonArray{"--fail-at-step", "4", "--fail-rank", "1", "--timeout-s", "5"});
+        job.insert("trainer", trainer);
+        const QString run = client.call(QStringLiteral("run.launch"), {{"job", job}})
+                                .value("result")
+                                .toObject()
+                                .value("run")
+                                .toString();
+        QVERIFY(!run.isEmpty());
+        QTRY_VERIFY_WITH_TIMEOUT(!client.received(QStringLiteral("run.finished")).isEmpty(), 120000);
+        QCOMPARE(client.received(QStringLiteral("run.finished"))
+                     .front()
+                     .value("record")
+                     .toObject()
+                     .value("state")
+                     .toString(),
+                 QStringLiteral("failed"));
+
+        // The root cause, as a notification: rank 1, with what it said last.
+        QJsonObject cause;
+        for (const QJsonObject& batch : client.received(QStringLiteral("run.diagnoses")))
+            for (const QJsonValue& value : batch.value("diagnoses").toArray())
+                if (value.toObject().value("kind").toString() == QLatin1String("root-cause"))
+                    cause = value.toObject();
+        QVERIFY2(!cause.isEmpty(), "no root cause was sent");
+        QCOMPARE(cause.value("ranks").toArray(), QJsonArray{1});
+        QCOMPARE(cause.value("last_lines").toArray().last().toObject().value("text").toString(),
+                 QStringLiteral("[rank 1] error: injected failure at step 4 (--fail-at-step)"));
+
+        // Rank 1's last state: failed, its exit status, the finding's message and key; no line of the events
+        // stream among the log lines.
+        QMap<int, QJsonObject> ranks;
+        for (const QJsonObject& batch : client.received(QStringLiteral("run.ranks")))
+            for (const QJsonValue& value : batch.value("ranks").toArray())
+                ranks[value.toObject().value("rank").toInt()] = value.toObject();
+        const QJsonObject failed = ranks.value(1);
+        QCOMPARE(failed.value("state").toString(), QStringLiteral("failed"));
+        QCOMPARE(failed.value("exit_status").toInt(-1), 1);
+        QCOMPARE(failed.value("diagnosis").toString(), cause.value("key").toString());
+        QCOMPARE(failed.value("reason").toString(), cause.value("message").toString());
+        for (const QJsonObject& batch : client.received(QStringLiteral("run.logLines")))
+            for (const QJsonValue& value : batch.value("lines").toArray())
+                QVERIFY2(value.toObject().value("stream").toString() != QLatin1String("events"),
+                         qPrintable(value.toObject().value("text").toString()));
+
+        // A bridge that did not follow the run shows it from the store: the same rank state, and its end is
+        // history: no run.finished for a subscriber.
+        bridge::BridgeOptions options;
+        options.runtimeDir = m_dir.filePath(QStringLiteral("runtime-later"));
+        options.engine.localTrainer = kTrainer;
+        options.engine.sshConfigPath = QStringLiteral("none");
+        bridge::BridgeServer later(m_store.get(), options);
+        QString error;
+        QVERIFY2(later.listen(&error), qPrintable(error));
+        RpcClient reader;
+        QVERIFY(reader.open(QUrl(later.url()), tokenOf(later)));
+        const QJsonObject snapshot =
+            reader.call(QStringLiteral("run.subscribe"), {{"run", run}}).value("result").toObject();
+        QCOMPARE(snapshot.value("run").toObject().value("state").toString(), QStringLiteral("failed"));
+        QJsonObject stored;
+        for (const QJsonValue& value : snapshot.value("ranks").toArray())
+            if (value.toObject().value("rank").toInt() == 1)
+                stored = value.toObject();
+        QCOMPARE(stored.value("state").toString(), QStringLiteral("failed"));
+        QCOMPARE(stored.value("exit_status").toInt(-1), 1);
+        QTest::qWait(300); // two ticks
+        QVERIFY2(reader.received(QStringLiteral("run.finished")).isEmpty(), "an old run's end was sent as news");
     }
 
     void aRankIsDebuggedThroughTheBridge() {
@@ -476,6 +856,7 @@ private slots:
                                                 {{"job", localJob(QStringLiteral("debug-bad"), 4)}, {"debug_rank", 5}}));
         QCOMPARE(error.value("code").toInt(), -32003);
         QVERIFY2(error.value("message").toString().contains(QLatin1String("5")), qPrintable(error.value("message").toString()));
+        QCOMPARE(error.value("data").toObject().value("rank").toInt(-1), 5);
         error = errorOf(client.call(QStringLiteral("run.launch"),
                                     {{"job", localJob(QStringLiteral("debug-bad"), 4)}, {"debug_rank", "one"}}));
         QCOMPARE(error.value("data").toObject().value("field").toString(), QStringLiteral("debug_rank"));
@@ -515,9 +896,10 @@ private slots:
 
         // Detached, the rank trains on and the run ends as usual.
         QTRY_VERIFY_WITH_TIMEOUT(!client.received(QStringLiteral("run.finished")).isEmpty(), 120000);
+        QCOMPARE(client.received(QStringLiteral("run.debugReady")).size(), 1); // said once
         QCOMPARE(client.received(QStringLiteral("run.finished")).front().value("record").toObject().value("state").toString(),
                  QStringLiteral("finished"));
-        QCOMPARE(QProcess::execute(QStringLiteral("pgrep"), {QStringLiteral("-f"), run}), 1);
+        QVERIFY2(!processesOf(run), "the run left processes behind");
     }
 
     void aClientThatStopsReadingDoesNotHoldUpTheOthers() {
@@ -529,7 +911,8 @@ private slots:
                      "rank=0\n"
                      "while [ $# -gt 0 ]; do [ \"$1\" = --rank ] && rank=$2; shift; done\n"
                      "seq -f \"rank $rank line %.0f: the quick brown fox jumps over the lazy dog, again and again\" "
-                     "1 100000\n");
+                     "1 100000\n"
+                     "exit 3\n"); // each fails once it said everything: findings the stalled client must not lose
         script.close();
         script.setPermissions(script.permissions() | QFileDevice::ExeOwner);
         bridge::BridgeOptions options;
@@ -538,9 +921,8 @@ private slots:
         bridge::BridgeServer server(m_store.get(), options);
         QString error;
         QVERIFY2(server.listen(&error), qPrintable(error));
-        QFile file(server.connectionFile());
-        QVERIFY(file.open(QIODevice::ReadOnly));
-        const QByteArray token = QJsonDocument::fromJson(file.readAll()).object().value("token").toString().toLatin1();
+        const QByteArray token = tokenOf(server);
+        QCOMPARE(token.size(), 64);
 
         RpcClient reader;
         QVERIFY(reader.open(QUrl(server.url()), token));
@@ -574,12 +956,24 @@ private slots:
         QCOMPARE(last.value(0), 100000);
         QCOMPARE(last.value(1), 100000);
         QCOMPARE(lines, 200000);
+        QJsonObject page =
+            reader.call(QStringLiteral("run.logs"), {{"run", run}, {"rank", 1}}).value("result").toObject();
+        QCOMPARE(page.value("lines").toArray().size(), 1000); // by default
+        QCOMPARE(page.value("next").toInt(), 1001);
+        page = reader.call(QStringLiteral("run.logs"), {{"run", run}, {"rank", 1}, {"from", 1001}, {"count", 10000}})
+                   .value("result")
+                   .toObject();
+        QCOMPARE(page.value("lines").toArray().size(), 10000);
+        QCOMPARE(page.value("lines").toArray().at(0).toObject().value("text").toString(),
+                 QStringLiteral("rank 1 line 1001: the quick brown fox jumps over the lazy dog, again and again"));
         QVERIFY(reader.received(QStringLiteral("bridge.fellBehind")).isEmpty());
 
         // The stalled client, once it reads again, is told it fell behind and by how much.
         const QByteArray backlog = stalled.drain(3000);
         QVERIFY2(backlog.contains("\"method\":\"bridge.fellBehind\""), backlog.right(300).constData());
         QVERIFY(backlog.contains(run.toUtf8()));
+        QVERIFY2(backlog.contains("\"method\":\"run.finished\""), "the end of the run is never dropped");
+        QVERIFY2(backlog.contains("\"method\":\"run.diagnoses\""), "a finding is never dropped");
     }
 };
 
