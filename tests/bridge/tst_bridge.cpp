@@ -102,6 +102,12 @@ bool processesOf(const QString& text) {
     return pgrep.waitForFinished(10000) && pgrep.exitStatus() == QProcess::NormalExit && pgrep.exitCode() == 0;
 }
 
+// Ends what processesOf(text) finds.
+void endProcessesOf(const QString& text) {
+    if (!text.isEmpty())
+        QProcess::execute(QStringLiteral("pkill"), {QStringLiteral("-f"), text});
+}
+
 // The token a bridge wrote to its connection file.
 QByteArray tokenOf(const bridge::BridgeServer& server) {
     QFile file(server.connectionFile());
@@ -189,31 +195,40 @@ private:
             result.setQuery(query);
         return result;
     }
-    QJsonObject localJob(const QString& name, int steps) const {
-        return QJsonObject{{"version", 1},
-                           {"name", name},
-                           {"mode", "debug"},
-                           {"trainer", QJsonObject{{"dataset", "synthetic"},
-                                                   {"model", "mlp"},
-                                                   {"epochs", 1},
-                                                   {"max_steps", steps},
-                                                   {"batch_size", 16},
-                                                   {"backend", "gloo"},
-                                                   {"device", "cpu"}}},
-                           // No debug cap (20 steps by default): `steps` is what the trainer runs.
-                           {"debug", QJsonObject{{"node", "local"}, {"procs", 2}, {"max_steps", 0}, {"verbose", false}}}};
+    // `trainer`: settings over the defaults below.
+    QJsonObject localJob(const QString& name, int steps, const QJsonObject& trainer = {}) const {
+        QJsonObject settings{{"dataset", "synthetic"}, {"model", "mlp"},    {"epochs", 1},    {"max_steps", steps},
+                             {"batch_size", 16},       {"backend", "gloo"}, {"device", "cpu"}};
+        for (auto it = trainer.begin(); it != trainer.end(); ++it)
+            settings.insert(it.key(), it.value());
+        return QJsonObject{
+            {"version", 1},
+            {"name", name},
+            {"mode", "debug"},
+            {"trainer", settings},
+            // No debug cap (20 steps by default): `steps` is what the trainer runs.
+            {"debug", QJsonObject{{"node", "local"}, {"procs", 2}, {"max_steps", 0}, {"verbose", false}}}};
     }
     bool connectClient(RpcClient& client) { return client.open(url(), m_token); }
+    // run.launch through `client`: the run's id, empty when it was refused.
+    static QString launchRun(RpcClient& client, const QJsonObject& params) {
+        return client.call(QStringLiteral("run.launch"), params).value("result").toObject().value("run").toString();
+    }
+    // A bridge's options: its connection file in m_dir/RUNTIME, this build's trainer, no ssh config.
+    bridge::BridgeOptions bridgeOptions(const QString& runtime) const {
+        bridge::BridgeOptions options;
+        options.runtimeDir = m_dir.filePath(runtime);
+        options.engine.localTrainer = kTrainer;
+        options.engine.sshConfigPath = QStringLiteral("none");
+        return options;
+    }
 
 private slots:
     void initTestCase() {
         qRegisterMetaType<RunRecord>();
         QVERIFY(QFileInfo(kTrainer).isExecutable());
         m_store = std::make_unique<RunStore>(m_dir.filePath(QStringLiteral("store")));
-        bridge::BridgeOptions options;
-        options.runtimeDir = m_dir.filePath(QStringLiteral("runtime"));
-        options.engine.localTrainer = kTrainer;
-        options.engine.sshConfigPath = QStringLiteral("none");
+        const bridge::BridgeOptions options = bridgeOptions(QStringLiteral("runtime"));
         m_bridge = std::make_unique<bridge::BridgeServer>(m_store.get(), options);
         QString error;
         QVERIFY2(m_bridge->listen(&error), qPrintable(error));
@@ -233,7 +248,7 @@ private slots:
         QProcess::execute(QStringLiteral("pkill"), {QStringLiteral("-f"), m_dir.path()});
         // A test that failed before its run ended leaves the run on this machine (under ~/rankscope/runs): end it.
         for (const RunRecord& record : m_store->list())
-            QProcess::execute(QStringLiteral("pkill"), {QStringLiteral("-f"), record.id});
+            endProcessesOf(record.id);
     }
 
     void connectionFileIsTheUsersOnly() {
@@ -677,16 +692,10 @@ private slots:
         QVERIFY(connectClient(client));
         // A run that goes on until it is stopped: one that ends by itself (the debug cap, one epoch of the synthetic
         // data) races the stop, and a loaded machine loses that race.
-        QJsonObject job = localJob(QStringLiteral("to-stop"), 100000);
-        QJsonObject trainer = job.value("trainer").toObject();
-        trainer.insert("epochs", 1000);
-        job.insert("trainer", trainer);
-        const QString run = client.call(QStringLiteral("run.launch"), {{"job", job}})
-                                .value("result")
-                                .toObject()
-                                .value("run")
-                                .toString();
+        const QJsonObject job = localJob(QStringLiteral("to-stop"), 100000, {{"epochs", 1000}});
+        const QString run = launchRun(client, {{"job", job}});
         QVERIFY(!run.isEmpty());
+        const auto end = qScopeGuard([&run] { endProcessesOf(run); }); // also when a check below fails
         // Wait for training to start, then stop from a second client.
         QTRY_VERIFY_WITH_TIMEOUT(!client.received(QStringLiteral("run.events")).isEmpty(), 60000);
         RpcClient other;
@@ -717,26 +726,17 @@ private slots:
         // An editor's bridge that stops leaves its runs going; another bridge attaches and follows one to its end.
         QString run;
         QString connectionFile;
+        const auto end = qScopeGuard([&run] { endProcessesOf(run); }); // also when a check below fails
         {
-            bridge::BridgeOptions options;
-            options.runtimeDir = m_dir.filePath(QStringLiteral("runtime-first"));
-            options.engine.localTrainer = kTrainer;
-            options.engine.sshConfigPath = QStringLiteral("none");
+            const bridge::BridgeOptions options = bridgeOptions(QStringLiteral("runtime-first"));
             bridge::BridgeServer first(m_store.get(), options);
             QString error;
             QVERIFY2(first.listen(&error), qPrintable(error));
             connectionFile = first.connectionFile();
             RpcClient client;
             QVERIFY(client.open(QUrl(first.url()), tokenOf(first)));
-            QJsonObject job = localJob(QStringLiteral("left"), 100000);
-            QJsonObject trainer = job.value("trainer").toObject();
-            trainer.insert("epochs", 1000);
-            job.insert("trainer", trainer);
-            run = client.call(QStringLiteral("run.launch"), {{"job", job}})
-                      .value("result")
-                      .toObject()
-                      .value("run")
-                      .toString();
+            const QJsonObject job = localJob(QStringLiteral("left"), 100000, {{"epochs", 1000}});
+            run = launchRun(client, {{"job", job}});
             QVERIFY(!run.isEmpty());
             QTRY_VERIFY_WITH_TIMEOUT(!client.received(QStringLiteral("run.events")).isEmpty(), 60000);
         }
@@ -776,15 +776,10 @@ private slots:
     void aFailedRankIsToldToTheClient() {
         RpcClient client;
         QVERIFY(connectClient(client));
-        QJsonObject job = localJob(QStringLiteral("failing"), 200);
-        QJsonObject trainer = job.value("trainer").toObject();
-        trainer.insert("extra_args", QJsonArray{"--fail-at-step", "4", "--fail-rank", "1", "--timeout-s", "5"});
-        job.insert("trainer", trainer);
-        const QString run = client.call(QStringLiteral("run.launch"), {{"job", job}})
-                                .value("result")
-                                .toObject()
-                                .value("run")
-                                .toString();
+        const QJsonObject job =
+            localJob(QStringLiteral("failing"), 200,
+                     {{"extra_args", QJsonArray{"--fail-at-step", "4", "--fail-rank", "1", "--timeout-s", "5"}}});
+        const QString run = launchRun(client, {{"job", job}});
         QVERIFY(!run.isEmpty());
         QTRY_VERIFY_WITH_TIMEOUT(!client.received(QStringLiteral("run.finished")).isEmpty(), 120000);
         QCOMPARE(client.received(QStringLiteral("run.finished"))
@@ -824,10 +819,7 @@ private slots:
 
         // A bridge that did not follow the run shows it from the store: the same rank state, and its end is
         // history: no run.finished for a subscriber.
-        bridge::BridgeOptions options;
-        options.runtimeDir = m_dir.filePath(QStringLiteral("runtime-later"));
-        options.engine.localTrainer = kTrainer;
-        options.engine.sshConfigPath = QStringLiteral("none");
+        const bridge::BridgeOptions options = bridgeOptions(QStringLiteral("runtime-later"));
         bridge::BridgeServer later(m_store.get(), options);
         QString error;
         QVERIFY2(later.listen(&error), qPrintable(error));
@@ -861,12 +853,7 @@ private slots:
                                     {{"job", localJob(QStringLiteral("debug-bad"), 4)}, {"debug_rank", "one"}}));
         QCOMPARE(error.value("data").toObject().value("field").toString(), QStringLiteral("debug_rank"));
 
-        const QString run = client.call(QStringLiteral("run.launch"),
-                                        {{"job", localJob(QStringLiteral("debugged"), 4)}, {"debug_rank", 1}})
-                                .value("result")
-                                .toObject()
-                                .value("run")
-                                .toString();
+        const QString run = launchRun(client, {{"job", localJob(QStringLiteral("debugged"), 4)}, {"debug_rank", 1}});
         QVERIFY(!run.isEmpty());
         QTRY_VERIFY_WITH_TIMEOUT(!client.received(QStringLiteral("run.debugReady")).isEmpty(), 60000);
         const QJsonObject ready = client.received(QStringLiteral("run.debugReady")).front();
@@ -909,14 +896,18 @@ private slots:
         QVERIFY(script.open(QIODevice::WriteOnly));
         script.write("#!/bin/sh\n"
                      "rank=0\n"
-                     "while [ $# -gt 0 ]; do [ \"$1\" = --rank ] && rank=$2; shift; done\n"
+                     "while [ $# -gt 0 ]; do\n"
+                     "  [ \"$1\" = --rank ] && rank=$2\n"
+                     "  [ \"$1\" = --events ] && events=$2\n"
+                     "  shift\n"
+                     "done\n"
+                     "echo 'a line that is no event' >> \"$events\"\n" // stored; not sent as a log line
                      "seq -f \"rank $rank line %.0f: the quick brown fox jumps over the lazy dog, again and again\" "
                      "1 100000\n"
                      "exit 3\n"); // each fails once it said everything: findings the stalled client must not lose
         script.close();
         script.setPermissions(script.permissions() | QFileDevice::ExeOwner);
-        bridge::BridgeOptions options;
-        options.runtimeDir = m_dir.filePath(QStringLiteral("runtime-flood"));
+        bridge::BridgeOptions options = bridgeOptions(QStringLiteral("runtime-flood"));
         options.engine.localTrainer = flood;
         bridge::BridgeServer server(m_store.get(), options);
         QString error;
@@ -926,11 +917,7 @@ private slots:
 
         RpcClient reader;
         QVERIFY(reader.open(QUrl(server.url()), token));
-        const QString run = reader.call(QStringLiteral("run.launch"), {{"job", localJob(QStringLiteral("flood"), 1)}})
-                                .value("result")
-                                .toObject()
-                                .value("run")
-                                .toString();
+        const QString run = launchRun(reader, {{"job", localJob(QStringLiteral("flood"), 1)}});
         QVERIFY(!run.isEmpty());
         StalledClient stalled;
         QVERIFY(stalled.open(server.port(), token));
@@ -946,6 +933,8 @@ private slots:
         for (const QJsonObject& batch : reader.received(QStringLiteral("run.logLines")))
             for (const QJsonValue& value : batch.value("lines").toArray()) {
                 const QJsonObject line = value.toObject();
+                QVERIFY2(line.value("stream").toString() != QLatin1String("events"),
+                         qPrintable(line.value("text").toString()));
                 if (line.value("stream").toString() != QLatin1String("out"))
                     continue;
                 const int rank = line.value("rank").toInt();
