@@ -86,6 +86,13 @@ public:
         return found;
     }
 
+    // The state the run ended in, from its run.finished notification; empty before that came.
+    QString endState() const {
+        const QList<QJsonObject> finished = received(QStringLiteral("run.finished"));
+        return finished.isEmpty() ? QString()
+                                  : finished.front().value("record").toObject().value("state").toString();
+    }
+
     QWebSocket socket;
     QList<QJsonObject> all; // every message, in order
     QHash<int, QJsonObject> answers;
@@ -714,7 +721,7 @@ private slots:
         QVERIFY2(stopped.value("result").toObject().value("stopping").toBool(),
                  QJsonDocument(stopped).toJson(QJsonDocument::Compact).constData());
         QTRY_VERIFY_WITH_TIMEOUT(!client.received(QStringLiteral("run.finished")).isEmpty(), 60000);
-        QCOMPARE(client.received(QStringLiteral("run.finished")).front().value("record").toObject().value("state").toString(),
+        QCOMPARE(client.endState(),
                  QStringLiteral("stopped"));
         QVERIFY2(!processesOf(run), "the run left processes behind");
         QTest::qWait(200); // what went to the subscriber at the end would have reached the other one by now
@@ -763,12 +770,7 @@ private slots:
                     .value("stopping")
                     .toBool());
         QTRY_VERIFY_WITH_TIMEOUT(!client.received(QStringLiteral("run.finished")).isEmpty(), 60000);
-        QCOMPARE(client.received(QStringLiteral("run.finished"))
-                     .front()
-                     .value("record")
-                     .toObject()
-                     .value("state")
-                     .toString(),
+        QCOMPARE(client.endState(),
                  QStringLiteral("stopped"));
         QVERIFY2(!processesOf(run), "the run left processes behind");
     }
@@ -782,12 +784,7 @@ private slots:
         const QString run = launchRun(client, {{"job", job}});
         QVERIFY(!run.isEmpty());
         QTRY_VERIFY_WITH_TIMEOUT(!client.received(QStringLiteral("run.finished")).isEmpty(), 120000);
-        QCOMPARE(client.received(QStringLiteral("run.finished"))
-                     .front()
-                     .value("record")
-                     .toObject()
-                     .value("state")
-                     .toString(),
+        QCOMPARE(client.endState(),
                  QStringLiteral("failed"));
 
         // The root cause, as a notification: rank 1, with what it said last.
@@ -884,7 +881,7 @@ private slots:
         // Detached, the rank trains on and the run ends as usual.
         QTRY_VERIFY_WITH_TIMEOUT(!client.received(QStringLiteral("run.finished")).isEmpty(), 120000);
         QCOMPARE(client.received(QStringLiteral("run.debugReady")).size(), 1); // said once
-        QCOMPARE(client.received(QStringLiteral("run.finished")).front().value("record").toObject().value("state").toString(),
+        QCOMPARE(client.endState(),
                  QStringLiteral("finished"));
         QVERIFY2(!processesOf(run), "the run left processes behind");
     }
