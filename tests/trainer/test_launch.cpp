@@ -83,6 +83,31 @@ TEST(Launch, UsageErrorExitsTwoBeforeAnythingStarts) {
     EXPECT_TRUE(r[0].out.empty()) << "no events for a command line that never ran";
 }
 
+// A rank outlives SIGPIPE: when its peer dies, its write to the peer's socket fails and the collective reports it
+// (exit 1 with a "collective" error), instead of the rank ending by the signal without a word.
+TEST(Launch, SigpipeDoesNotEndARank) {
+    const int port = test::freePort();
+    test::RunOptions options;
+    options.timeout = std::chrono::seconds(60);
+    options.signalRank = 0;
+    options.signal = SIGPIPE;
+    options.signalAfter = std::chrono::milliseconds(1500);
+    auto r = test::runRanks(
+        2,
+        [&](int rank) {
+            auto args = test::distributedArgs(rank, 2, port);
+            args.insert(args.end(), {"--model", "mlp", "--synthetic-samples", "4096", "--max-steps", "500",
+                                     "--batch-size", "8", "--events", "stdout", "--no-eval"});
+            return args;
+        },
+        options);
+    EXPECT_EQ(r[0].exitCode, 0) << r[0].err;
+    EXPECT_EQ(r[1].exitCode, 0) << r[1].err;
+    const auto events = test::eventLines(r[0].out);
+    ASSERT_FALSE(events.empty());
+    EXPECT_NE(events.back().find("\"status\":\"ok\""), std::string::npos) << events.back();
+}
+
 // A rank told to stop says so, with the step and phase, even while its peer keeps it waiting.
 TEST(Launch, SigtermIsReportedAsTerminationWithEndEvent) {
     const int port = test::freePort();

@@ -9,6 +9,10 @@
 namespace rankscope::trainer {
 
 void handleTerminationSignals(std::function<void(int)> onSignal) {
+    // A write to a peer that died (Gloo's sockets, the rendezvous store) fails with EPIPE, which the collective
+    // reports as its error; by default SIGPIPE would end the rank at once, saying nothing. Python, under which
+    // PyTorch ranks usually run, ignores it the same way.
+    std::signal(SIGPIPE, SIG_IGN);
     sigset_t signals;
     sigemptyset(&signals);
     sigaddset(&signals, SIGTERM);
