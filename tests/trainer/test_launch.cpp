@@ -83,24 +83,31 @@ TEST(Launch, UsageErrorExitsTwoBeforeAnythingStarts) {
     EXPECT_TRUE(r[0].out.empty()) << "no events for a command line that never ran";
 }
 
-// A rank outlives SIGPIPE: when its peer dies, its write to the peer's socket fails and the collective reports it
-// (exit 1 with a "collective" error), instead of the rank ending by the signal without a word.
-TEST(Launch, SigpipeDoesNotEndARank) {
+// Two ranks of the MLP on synthetic data with `flags`, rank 0 sent `signal` `after` its start.
+std::vector<test::RankResult> runTwoSignalled(int signal, std::chrono::milliseconds after,
+                                              const std::vector<std::string>& flags) {
     const int port = test::freePort();
     test::RunOptions options;
     options.timeout = std::chrono::seconds(60);
     options.signalRank = 0;
-    options.signal = SIGPIPE;
-    options.signalAfter = std::chrono::milliseconds(1500);
-    auto r = test::runRanks(
+    options.signal = signal;
+    options.signalAfter = after;
+    return test::runRanks(
         2,
         [&](int rank) {
             auto args = test::distributedArgs(rank, 2, port);
-            args.insert(args.end(), {"--model", "mlp", "--synthetic-samples", "4096", "--max-steps", "500",
-                                     "--batch-size", "8", "--events", "stdout", "--no-eval"});
+            args.insert(args.end(), {"--model", "mlp", "--synthetic-samples", "4096", "--batch-size", "8", "--events",
+                                     "stdout", "--no-eval"});
+            args.insert(args.end(), flags.begin(), flags.end());
             return args;
         },
         options);
+}
+
+// A rank outlives SIGPIPE: when its peer dies, its write to the peer's socket fails and the collective reports it
+// (exit 1 with a "collective" error), instead of the rank ending by the signal without a word.
+TEST(Launch, SigpipeDoesNotEndARank) {
+    const auto r = runTwoSignalled(SIGPIPE, std::chrono::milliseconds(1500), {"--max-steps", "500"});
     EXPECT_EQ(r[0].exitCode, 0) << r[0].err;
     EXPECT_EQ(r[1].exitCode, 0) << r[1].err;
     const auto events = test::eventLines(r[0].out);
@@ -110,21 +117,7 @@ TEST(Launch, SigpipeDoesNotEndARank) {
 
 // A rank told to stop says so, with the step and phase, even while its peer keeps it waiting.
 TEST(Launch, SigtermIsReportedAsTerminationWithEndEvent) {
-    const int port = test::freePort();
-    test::RunOptions options;
-    options.timeout = std::chrono::seconds(60);
-    options.signalRank = 0;
-    options.signal = SIGTERM;
-    options.signalAfter = std::chrono::milliseconds(2500);
-    auto r = test::runRanks(
-        2,
-        [&](int rank) {
-            auto args = test::distributedArgs(rank, 2, port);
-            args.insert(args.end(), {"--model", "mlp", "--synthetic-samples", "4096", "--epochs", "1000",
-                                     "--batch-size", "8", "--events", "stdout", "--no-eval", "--timeout-s", "3"});
-            return args;
-        },
-        options);
+    const auto r = runTwoSignalled(SIGTERM, std::chrono::milliseconds(2500), {"--epochs", "1000", "--timeout-s", "3"});
     EXPECT_EQ(r[0].exitCode, 128 + SIGTERM) << r[0].err;
     const auto events = test::eventLines(r[0].out);
     ASSERT_GE(events.size(), 2u);
