@@ -3,6 +3,7 @@
 
 #include "jobform.h"
 #include "jsonpathindex.h"
+#include "jsontextedit.h"
 
 #include <QFile>
 #include <QFileDialog>
@@ -53,6 +54,7 @@ JobEditor::JobEditor(QWidget* parent) : QWidget(parent) {
     m_formArea->setWidget(m_form);
 
     m_syntaxBanner = new QLabel(tr("The JSON has a syntax error: fix it on the right to edit in the form again."));
+    m_syntaxBanner->setObjectName(QStringLiteral("syntaxBanner"));
     m_syntaxBanner->setWordWrap(true);
     m_syntaxBanner->setStyleSheet(
         QStringLiteral("QLabel { background: #fdecea; color: #8a1c1c; padding: 6px; border-radius: 3px; }"));
@@ -214,6 +216,7 @@ void JobEditor::onTimeout() {
         m_jsonEdited = false;
         refreshForm();
     }
+    showIssues(m_form->markIssues(m_issues)); // after the refresh, which makes the environment's rows anew
 }
 
 void JobEditor::writeFormIntoJson() {
@@ -226,7 +229,7 @@ void JobEditor::writeFormIntoJson() {
         return; // the form is disabled while the text is not an object; nothing sensible to patch
     m_form->patch(object, m_formEdits);
     m_formEdits.clear();
-    replaceJsonText(QString::fromUtf8(QJsonDocument(object).toJson(QJsonDocument::Indented)));
+    replaceJsonText(editJsonText(text, object)); // the user's file as written, changed where the form changed it
 }
 
 void JobEditor::validate() {
@@ -234,7 +237,6 @@ void JobEditor::validate() {
     const JobParseResult result = parseJob(text.toUtf8(), baseDir());
     m_issues = result.issues;
     m_job = result.ok() ? result.job : std::nullopt;
-    showIssues(m_form->markIssues(m_issues));
 
     const int count = static_cast<int>(m_issues.size());
     m_status->setText(m_job ? tr("✓ valid job") : tr("✗ %n problem(s)", nullptr, count));

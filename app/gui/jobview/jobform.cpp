@@ -45,6 +45,10 @@ void setValueAt(QJsonObject& object, const QStringList& keys, const QJsonValue& 
     object.insert(keys.front(), child);
 }
 
+bool isComment(const QString& key) {
+    return key.startsWith(QLatin1String("//"));
+}
+
 QString choiceText(const QJsonValue& value) {
     return value.isString() ? value.toString() : QString();
 }
@@ -286,7 +290,11 @@ std::optional<QJsonValue> JobForm::fieldValue(const Field& field) const {
 void JobForm::patch(QJsonObject& object, const QSet<QString>& paths) const {
     for (const QString& path : paths) {
         if (path == kEnvPath) {
-            const QJsonObject env = environment();
+            QJsonObject env = environment();
+            const QJsonObject written = object.value(kEnvPath).toObject();
+            for (auto it = written.begin(); it != written.end(); ++it)
+                if (isComment(it.key())) // not in the table, but the file's: it stays
+                    env.insert(it.key(), *it);
             if (env.isEmpty())
                 object.remove(kEnvPath);
             else
@@ -321,8 +329,8 @@ void JobForm::fillEnvironment(const QJsonObject& env) {
     const QSignalBlocker blocker(m_env);
     m_env->setRowCount(0);
     for (auto it = env.begin(); it != env.end(); ++it) {
-        if (it.key().startsWith(QLatin1String("//")))
-            continue; // a comment
+        if (isComment(it.key()))
+            continue;
         const int row = m_env->rowCount();
         m_env->insertRow(row);
         m_env->setItem(row, 0, new QTableWidgetItem(it.key()));
