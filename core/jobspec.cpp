@@ -728,8 +728,6 @@ JobParseResult loadJobFile(const QString& path, std::optional<RunMode> mode) {
     return result;
 }
 
-namespace {
-
 QJsonObject nodeToJson(const NodeSpec& node) {
     QJsonObject object{{"host", node.host}};
     if (!node.name.isEmpty() && node.name != node.host)
@@ -749,6 +747,8 @@ QJsonObject nodeToJson(const NodeSpec& node) {
     object.insert("procs", node.effectiveProcs());
     return object;
 }
+
+namespace {
 
 QJsonObject trainerToJson(const TrainerSpec& trainer) {
     QJsonObject object{{"dataset", trainer.dataset},

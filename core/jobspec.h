@@ -147,5 +147,7 @@ struct JobParseResult {
 // default left out where the default is "unset". parseJob(jobToJson(j)) gives back j for every parsed j,
 // except that env comes back in key order: a QJsonObject cannot hold any other.
 [[nodiscard]] QJsonObject jobToJson(const JobSpec& job);
+// One resolved node as jobToJson writes it in "nodes".
+[[nodiscard]] QJsonObject nodeToJson(const NodeSpec& node);
 
 } // namespace rankscope

@@ -206,9 +206,12 @@ void MainWindow::buildTabs() {
     });
     connect(m_editor, &JobEditor::validityChanged, this, &MainWindow::updateActions);
     connect(m_cluster, &ClusterPanel::nodesEdited, this, [this] {
-        JobSpec job = m_editor->job().value_or(JobSpec());
-        job.nodes = m_cluster->job().nodes;
-        m_editor->setJob(job);
+        if (m_editor->setNodes(m_cluster->job().nodes))
+            return;
+        statusBar()->showMessage(tr("The node edit was not written: the job's JSON has a syntax error. Fix it first."),
+                                 10'000);
+        if (const auto job = m_editor->job())
+            m_cluster->setJob(*job);
     });
     connect(m_runView, &RunView::rankSelected, this, &MainWindow::focusRank);
 }

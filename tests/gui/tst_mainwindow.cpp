@@ -5,6 +5,7 @@
 #include "diagnosticsview/diagnosticspanel.h"
 #include "historymodel.h"
 #include "jobview/jobeditor.h"
+#include "jobview/nodetablemodel.h"
 #include "logview/logfilterproxy.h"
 #include "logview/loginspector.h"
 #include "logview/logmodel.h"
@@ -631,6 +632,27 @@ private slots:
         QVERIFY(!window.submitRun(&error));
         QVERIFY2(error.startsWith(QLatin1String("nodes:")), qPrintable(error));
         QVERIFY(!window.session()->isActive());
+    }
+
+    // A node edited in the cluster table goes into the job's text as that one change.
+    void aNodeEditInTheTableChangesOnlyItsField() {
+        MainWindow window(options());
+        QString error;
+        QVERIFY2(window.openJob(QStringLiteral(RANKSCOPE_JOBS_DIR "/example.json"), &error), qPrintable(error));
+        const QString before = window.jobEditor()->jsonText();
+        auto* model = window.findChild<NodeTableModel*>();
+        QVERIFY(model);
+        QCOMPARE(model->rowCount(), 2);
+        QVERIFY(model->setData(model->index(1, NodeTableModel::Port), 2223));
+        QCOMPARE(window.jobEditor()->jsonText(), QString(before).replace(QLatin1String("2222"), QLatin1String("2223")));
+        QCOMPARE(window.jobEditor()->job()->nodes[1].port, 2223);
+
+        // With a syntax error in the JSON nothing is written, and the window says why.
+        window.jobEditor()->setJsonText(QStringLiteral("{ oops"));
+        QVERIFY(model->setData(model->index(1, NodeTableModel::Port), 2224));
+        QCOMPARE(window.jobEditor()->jsonText(), QStringLiteral("{ oops"));
+        QVERIFY2(window.statusBar()->currentMessage().contains(QLatin1String("syntax error")),
+                 qPrintable(window.statusBar()->currentMessage()));
     }
 };
 

@@ -10,6 +10,7 @@
 #include <QFileInfo>
 #include <QFontDatabase>
 #include <QHBoxLayout>
+#include <QJsonArray>
 #include <QJsonDocument>
 #include <QLabel>
 #include <QListWidget>
@@ -172,6 +173,85 @@ bool JobEditor::saveFile(const QString& path, QString* error) {
 
 void JobEditor::setJob(const JobSpec& job) {
     setJsonText(QString::fromUtf8(QJsonDocument(jobToJson(job)).toJson(QJsonDocument::Indented)));
+}
+
+namespace {
+
+// Which node of `before` each of `after` was: the same index for an edit; for a removal, the next equal node;
+// for nodes added (the table appends), -1 past the end. Empty when the two cannot be paired.
+QVector<int> pairNodes(const QVector<NodeSpec>& before, const QVector<NodeSpec>& after) {
+    QVector<int> pairs;
+    if (after.size() >= before.size()) {
+        for (int i = 0; i < after.size(); ++i)
+            pairs << (i < before.size() ? i : -1);
+        return pairs;
+    }
+    int from = 0;
+    for (const NodeSpec& node : after) {
+        while (from < before.size() && !(before[from] == node))
+            ++from;
+        if (from == before.size())
+            return {};
+        pairs << from++;
+    }
+    return pairs;
+}
+
+// The fields of `written` (a node as the file has it) changed from `before` to `after`, as nodeToJson writes them.
+QJsonObject editedNode(QJsonObject written, const NodeSpec& before, const NodeSpec& after) {
+    const QJsonObject from = nodeToJson(before);
+    const QJsonObject to = nodeToJson(after);
+    for (auto it = from.begin(); it != from.end(); ++it)
+        if (!to.contains(it.key()))
+            written.remove(it.key());
+    for (auto it = to.begin(); it != to.end(); ++it)
+        if (from.value(it.key()) != *it)
+            written.insert(it.key(), *it);
+    return written;
+}
+
+} // namespace
+
+bool JobEditor::setNodes(const QVector<NodeSpec>& nodes) {
+    if (m_timer->isActive()) { // the form's or the text's edits first, so that job() is the text's
+        m_timer->stop();
+        onTimeout();
+    }
+    const QString text = jsonText();
+    const QJsonDocument document = QJsonDocument::fromJson(text.toUtf8());
+    if (!document.isObject() && !text.trimmed().isEmpty())
+        return false;
+    QJsonObject object = document.object();
+    const QJsonArray written = object.value(QStringLiteral("nodes")).toArray();
+    const QVector<NodeSpec> before = m_job ? m_job->nodes : QVector<NodeSpec>();
+    const QVector<int> pairs = m_job ? pairNodes(before, nodes) : QVector<int>();
+
+    // A node of the hostfile (past the written ones) that changed or went, or a node added after them: the
+    // nodes cannot stay split between the two.
+    bool whole = !m_job || (pairs.isEmpty() && !nodes.isEmpty());
+    const bool hostfileNodes = before.size() > written.size();
+    if (hostfileNodes && (nodes.size() != before.size() || pairs.contains(-1)))
+        whole = true;
+    QJsonArray edited;
+    for (int i = 0; i < nodes.size() && !whole; ++i) {
+        const int was = pairs[i];
+        if (was < 0)
+            edited.append(nodeToJson(nodes[i]));
+        else if (was < written.size())
+            edited.append(editedNode(written[was].toObject(), before[was], nodes[i]));
+        else if (!(before[was] == nodes[i]))
+            whole = true;
+    }
+    if (whole) {
+        edited = {};
+        for (const NodeSpec& node : nodes)
+            edited.append(nodeToJson(node));
+        object.remove(QStringLiteral("hostfile"));
+    }
+    if (!edited.isEmpty() || object.contains(QStringLiteral("nodes")))
+        object.insert(QStringLiteral("nodes"), edited);
+    setJsonText(editJsonText(text, object));
+    return true;
 }
 
 void JobEditor::openUntitled(const QString& text) {

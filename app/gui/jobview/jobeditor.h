@@ -43,6 +43,11 @@ public:
 
     // Replaces the text with jobToJson(job).
     void setJob(const JobSpec& job);
+    // The job's nodes as the node table edited them, written into the text as the form's edits are: a node's
+    // changed fields into its object as written (its comments, and what it leaves to node_defaults, stay), an
+    // added node last, a removed one taken out. Nodes from a hostfile that change, go or get company are all
+    // written out instead, and "hostfile" goes. False, and nothing written, while the text is no JSON object.
+    bool setNodes(const QVector<NodeSpec>& nodes);
     // A job that has no file yet (a stored run's, to launch again or change): the editor edits `text` and
     // forgets the file it had, so that Save asks where instead of writing over that file.
     void openUntitled(const QString& text);

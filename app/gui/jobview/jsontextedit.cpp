@@ -96,6 +96,12 @@ struct Edit {
     QString text;
 };
 
+// A member (from its key) or an element of the text, to its value's end.
+struct Item {
+    int start;
+    int end;
+};
+
 class Editor {
 public:
     explicit Editor(const QString& text)
@@ -113,26 +119,15 @@ public:
                 value(*member.value, current.value(member.key), target.value(member.key));
         }
 
-        const int lastKept = static_cast<int>(std::find(kept.crbegin(), kept.crend(), true).base() - kept.cbegin()) - 1;
-        if (lastKept < 0) { // nothing of the object stays: it is written anew
-            if (!target.isEmpty() || !node.members.isEmpty())
-                m_edits.append({node.start, node.end, write(target, lineIndent(node.start))});
-            return;
-        }
-        for (int i = 0; i < lastKept; ++i)
-            if (!kept[i])
-                m_edits.append({node.members[i].keyStart, node.members[i + 1].keyStart, QString()});
-        const Node::Member& anchor = node.members[lastKept];
-        const QString indent = lineIndent(anchor.keyStart);
-        const QString separator =
-            startsLine(anchor.keyStart) ? QLatin1Char(',') + m_newline + indent : QStringLiteral(", ");
-        QString tail;
+        QVector<Item> items;
+        for (const Node::Member& member : node.members)
+            items.append({member.keyStart, member.value->end});
+        QVector<std::pair<QString, QJsonValue>> added;
         for (auto it = target.begin(); it != target.end(); ++it)
             if (!current.contains(it.key()))
-                tail += separator + member(it.key(), *it, indent);
-        const int tailEnd = node.members.back().value->end;
-        if (!tail.isEmpty() || tailEnd != anchor.value->end)
-            m_edits.append({anchor.value->end, tailEnd, tail});
+                added.append({it.key(), *it});
+        if (!splice(items, kept, added) && (!target.isEmpty() || !node.members.isEmpty()))
+            m_edits.append({node.start, node.end, write(target, lineIndent(node.start))}); // nothing stays
     }
 
     QString result() {
@@ -149,16 +144,59 @@ private:
             object(node, current.toObject(), target.toObject());
             return;
         }
-        if (current.isArray() && target.isArray() && current.toArray().size() == target.toArray().size() &&
-            node.elements.size() == current.toArray().size()) {
-            const QJsonArray from = current.toArray();
-            const QJsonArray to = target.toArray();
+        if (current.isArray() && target.isArray() && node.elements.size() == current.toArray().size() &&
+            array(node, current.toArray(), target.toArray()))
+            return;
+        m_edits.append({node.start, node.end, write(target, lineIndent(node.start))});
+    }
+
+    // An array of the same length element by element; else the elements that begin `to` kept in order, the
+    // others taken out, and the rest of `to` appended (elements taken out or added at the end change only those).
+    // False when no element stays.
+    bool array(const Node& node, const QJsonArray& from, const QJsonArray& to) {
+        if (from.size() == to.size()) {
             for (int i = 0; i < from.size(); ++i)
                 if (from[i] != to[i])
                     value(*node.elements[i], from[i], to[i]);
-            return;
+            return true;
         }
-        m_edits.append({node.start, node.end, write(target, lineIndent(node.start))});
+        QVector<bool> kept(from.size());
+        int next = 0; // in to
+        for (int i = 0; i < from.size() && next < to.size(); ++i)
+            if (from[i] == to[next]) {
+                kept[i] = true;
+                ++next;
+            }
+        QVector<Item> items;
+        for (const Node* element : node.elements)
+            items.append({element->start, element->end});
+        QVector<std::pair<QString, QJsonValue>> added;
+        for (int i = next; i < to.size(); ++i)
+            added.append({QString(), to[i]});
+        return splice(items, kept, added);
+    }
+
+    // Takes out the items of an object or array that are not kept, each with its comma, and appends `added`
+    // (members, or elements where the key is null) after the last kept one, as its neighbours are laid out.
+    // False when nothing is kept, and nothing done.
+    bool splice(const QVector<Item>& items, const QVector<bool>& kept,
+                const QVector<std::pair<QString, QJsonValue>>& added) {
+        const int lastKept = static_cast<int>(std::find(kept.crbegin(), kept.crend(), true).base() - kept.cbegin()) - 1;
+        if (lastKept < 0)
+            return false;
+        for (int i = 0; i < lastKept; ++i)
+            if (!kept[i])
+                m_edits.append({items[i].start, items[i + 1].start, QString()});
+        const Item& anchor = items[lastKept];
+        const QString indent = lineIndent(anchor.start);
+        const QString separator =
+            startsLine(anchor.start) ? QLatin1Char(',') + m_newline + indent : QStringLiteral(", ");
+        QString tail;
+        for (const auto& [key, value] : added)
+            tail += separator + (key.isNull() ? write(value, indent) : member(key, value, indent));
+        if (!tail.isEmpty() || items.back().end != anchor.end)
+            m_edits.append({anchor.end, items.back().end, tail});
+        return true;
     }
 
     static bool isLast(const Node& node, int index) {

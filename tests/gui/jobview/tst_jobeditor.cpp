@@ -344,6 +344,114 @@ private slots:
         QCOMPARE(field<QLineEdit>(editor, "name")->text(), QStringLiteral("resnet18-cifar10-2x2-v3"));
     }
 
+    void nodeTableEditsAreWrittenAsTheFormsAre() {
+        JobEditor editor;
+        open(editor);
+        QVector<rankscope::NodeSpec> nodes = editor.job()->nodes;
+        nodes[1].port = 2223;
+        QVERIFY(editor.setNodes(nodes));
+        QCOMPARE(editor.jsonText(), exampleWith(QStringLiteral("2222"), QStringLiteral("2223")));
+
+        // A field the node leaves to node_defaults is written into that node alone.
+        nodes[0].user = QStringLiteral("alice");
+        QVERIFY(editor.setNodes(nodes));
+        QCOMPARE(jsonObject(editor)["nodes"][0][QLatin1String("user")].toString(), QStringLiteral("alice"));
+        QCOMPARE(jsonObject(editor)["node_defaults"][QLatin1String("user")].toString(), QStringLiteral("trainer"));
+        QCOMPARE(editor.job()->nodes[1].user, QStringLiteral("trainer"));
+
+        rankscope::NodeSpec added;
+        added.host = QStringLiteral("gpu-c");
+        added.gpus = 2;
+        nodes << added;
+        QVERIFY(editor.setNodes(nodes));
+        QCOMPARE(editor.job()->nodes.size(), 3);
+        QCOMPARE(editor.job()->nodes[2].host, QStringLiteral("gpu-c"));
+        QVERIFY(editor.jsonText().contains(QLatin1String("\"//address\"")));
+        nodes = editor.job()->nodes; // as the table has them next: resolved (gpu-c's user from node_defaults)
+
+        // The first removed: the second's object stays as written, with its comment.
+        nodes.removeFirst();
+        QVERIFY(editor.setNodes(nodes));
+        QCOMPARE(editor.job()->nodes.size(), 2);
+        QCOMPARE(editor.job()->nodes[0].port, 2223);
+        QVERIFY(!editor.jsonText().contains(QLatin1String("gpu-a.example.org")));
+        QVERIFY(editor.jsonText().contains(QStringLiteral( // as written, where it was
+            "  \"nodes\": [\n    {\n      \"host\": \"gpu-b\",\n      \"//host\": \"A ~/.ssh/config alias works as "
+            "well;")));
+        QVERIFY(!jsonObject(editor)["nodes"][0].toObject().contains(QStringLiteral("user"))); // still node_defaults'
+
+        QVERIFY(editor.jsonText().contains(QLatin1String("\"//mode\"")));
+        QCOMPARE(editor.job()->nodes, nodes);
+
+        // A field cleared goes from the node's object; a form edit still pending is written first.
+        nodes[0].address.clear();
+        QTest::keyClicks(field<QLineEdit>(editor, "name"), QStringLiteral("-v2"));
+        QVERIFY(editor.setNodes(nodes));
+        QVERIFY(!jsonObject(editor)["nodes"][0].toObject().contains(QStringLiteral("address")));
+        QCOMPARE(editor.job()->name, QStringLiteral("resnet18-cifar10-2x2-v2"));
+
+        // A job without nodes gets none written.
+        const QString local = QStringLiteral("{\"name\": \"m\", \"mode\": \"debug\"}");
+        editor.setJsonText(local);
+        QVERIFY(editor.setNodes({}));
+        QCOMPARE(editor.jsonText(), local);
+    }
+
+    void nodesOfAHostfileAreWrittenOutOnceOneChanges() {
+        const QString dir = m_dir.filePath(QStringLiteral("hostnodes"));
+        QVERIFY(QDir().mkpath(dir));
+        writeFile(dir + QStringLiteral("/hosts"), "worker-1 slots=2\nworker-2 slots=2\n");
+        writeFile(dir + QStringLiteral("/job.json"),
+                  "{\"name\": \"h\", \"mode\": \"submit\", \"hostfile\": \"hosts\",\n"
+                  " \"nodes\": [{\"//\": \"the head\", \"host\": \"head\", \"gpus\": 2}]}");
+        JobEditor editor;
+        open(editor, dir + QStringLiteral("/job.json"));
+        QVector<rankscope::NodeSpec> nodes = editor.job()->nodes;
+        QCOMPARE(nodes.size(), 3);
+        nodes[0].port = 2200; // the written node: the hostfile stays
+        QVERIFY(editor.setNodes(nodes));
+        QVERIFY(jsonObject(editor).contains(QStringLiteral("hostfile")));
+        QVERIFY(editor.jsonText().contains(QLatin1String("the head")));
+        QCOMPARE(editor.job()->nodes, nodes);
+
+        nodes[2].port = 2201; // a node of the hostfile: every node written out
+        QVERIFY(editor.setNodes(nodes));
+        QVERIFY(!jsonObject(editor).contains(QStringLiteral("hostfile")));
+        QCOMPARE(jsonObject(editor)["nodes"].toArray().size(), 3);
+        QVERIFY2(editor.isValid(), qPrintable(editor.issues().value(0).toString()));
+        QCOMPARE(editor.job()->nodes, nodes);
+
+        // A node added to a job with a hostfile comes last, after the hostfile's nodes, as in the table.
+        open(editor, dir + QStringLiteral("/job.json"));
+        nodes = editor.job()->nodes;
+        rankscope::NodeSpec added;
+        added.host = QStringLiteral("late");
+        nodes << added;
+        QVERIFY(editor.setNodes(nodes));
+        QVERIFY(!jsonObject(editor).contains(QStringLiteral("hostfile")));
+        QCOMPARE(editor.job()->nodes.size(), 4);
+        QCOMPARE(editor.job()->nodes[2].host, QStringLiteral("worker-2"));
+        QCOMPARE(editor.job()->nodes[3].host, QStringLiteral("late"));
+    }
+
+    void nodesOfAJobWithAProblemLeaveTheRestAlone() {
+        JobEditor editor;
+        editor.setJsonText(exampleWith(QStringLiteral("29500"), QStringLiteral("70000")));
+        QVERIFY(!editor.isValid());
+        rankscope::NodeSpec node;
+        node.host = QStringLiteral("solo");
+        QVERIFY(editor.setNodes({node}));
+        const QJsonObject written = jsonObject(editor);
+        QCOMPARE(written["master_port"].toInt(), 70000);
+        QCOMPARE(written["name"].toString(), QStringLiteral("resnet18-cifar10-2x2"));
+        QCOMPARE(written["nodes"].toArray().size(), 1);
+        QVERIFY(editor.jsonText().contains(QLatin1String("\"//mode\"")));
+
+        editor.setJsonText(QStringLiteral("{ oops"));
+        QVERIFY(!editor.setNodes({node}));
+        QCOMPARE(editor.jsonText(), QStringLiteral("{ oops"));
+    }
+
     void openSaveRoundTrip() {
         JobEditor editor;
         open(editor);

@@ -54,6 +54,32 @@ private slots:
         QTest::newRow("elements that stay are left as written") << "{\"x\": [1.0, 2], \"y\": 0}"
                                                                 << "{\"x\": [1, 3], \"y\": 0}"
                                                                 << "{\"x\": [1.0, 3], \"y\": 0}";
+        const QString nodes = QStringLiteral("{\"n\": [\n  {\"h\": \"a\"},\n  {\"h\": \"b\"},\n  {\"h\": \"c\"}\n]}");
+        QTest::newRow("an element removed") << nodes << "{\"n\": [{\"h\": \"a\"}, {\"h\": \"c\"}]}"
+                                            << "{\"n\": [\n  {\"h\": \"a\"},\n  {\"h\": \"c\"}\n]}";
+        QTest::newRow("the first element removed") << nodes << "{\"n\": [{\"h\": \"b\"}, {\"h\": \"c\"}]}"
+                                                   << "{\"n\": [\n  {\"h\": \"b\"},\n  {\"h\": \"c\"}\n]}";
+        QTest::newRow("the last element removed") << nodes << "{\"n\": [{\"h\": \"a\"}, {\"h\": \"b\"}]}"
+                                                  << "{\"n\": [\n  {\"h\": \"a\"},\n  {\"h\": \"b\"}\n]}";
+        QTest::newRow("an object appended")
+            << nodes << "{\"n\": [{\"h\": \"a\"}, {\"h\": \"b\"}, {\"h\": \"c\"}, {\"h\": \"d\", \"p\": 2}]}"
+            << "{\"n\": [\n  {\"h\": \"a\"},\n  {\"h\": \"b\"},\n  {\"h\": \"c\"},\n  {\n    \"h\": \"d\",\n    \"p\": "
+               "2\n  }\n]}";
+        QTest::newRow("an element appended on the same line") << "{\"x\": [1, 2]}"
+                                                              << "{\"x\": [1, 2, 3]}"
+                                                              << "{\"x\": [1, 2, 3]}";
+        QTest::newRow("elements reordered: each where it stands") << "{\"x\": [1,  2]}"
+                                                                  << "{\"x\": [2, 1]}"
+                                                                  << "{\"x\": [2,  1]}";
+        QTest::newRow("another element between: written anew") << "{\"x\": [1,  2]}"
+                                                               << "{\"x\": [1, 3, 2]}"
+                                                               << "{\"x\": [1, 3, 2]}";
+        QTest::newRow("every element removed") << "{\"x\": [1,  2]}"
+                                               << "{\"x\": []}"
+                                               << "{\"x\": []}";
+        QTest::newRow("added to an empty array") << "{\"x\": []}"
+                                                 << "{\"x\": [1]}"
+                                                 << "{\"x\": [1]}";
         QTest::newRow("the middle one removed") << abc << "{\"a\": 1, \"c\": 3}"
                                                 << "{\n  \"a\": 1,\n  \"c\": 3\n}\n";
         QTest::newRow("the first one removed") << abc << "{\"b\": 2, \"c\": 3}"
