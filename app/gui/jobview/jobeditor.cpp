@@ -108,7 +108,7 @@ JobEditor::JobEditor(QWidget* parent) : QWidget(parent) {
     connect(m_timer, &QTimer::timeout, this, &JobEditor::onTimeout);
     connect(m_form, &JobForm::edited, this, &JobEditor::onFormEdited);
 
-    setJob(starterJob());
+    setJsonText(QString::fromUtf8(QJsonDocument(jobToJson(starterJob())).toJson(QJsonDocument::Indented)));
 }
 
 QWidget* JobEditor::buildToolbar() {
@@ -169,10 +169,6 @@ bool JobEditor::saveFile(const QString& path, QString* error) {
     rememberRecent(m_filePath);
     emit filePathChanged(m_filePath);
     return true;
-}
-
-void JobEditor::setJob(const JobSpec& job) {
-    setJsonText(QString::fromUtf8(QJsonDocument(jobToJson(job)).toJson(QJsonDocument::Indented)));
 }
 
 namespace {

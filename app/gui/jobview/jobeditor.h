@@ -41,8 +41,6 @@ public:
     bool saveFile(const QString& path, QString* error);
     [[nodiscard]] QString filePath() const { return m_filePath; }
 
-    // Replaces the text with jobToJson(job).
-    void setJob(const JobSpec& job);
     // The job's nodes as the node table edited them, written into the text as the form's edits are: a node's
     // changed fields into its object as written (its comments, and what it leaves to node_defaults, stay), an
     // added node last, a removed one taken out. Nodes from a hostfile that change, go or get company are all
