@@ -222,12 +222,10 @@ bool JobEditor::setNodes(const QVector<NodeSpec>& nodes) {
     const QVector<NodeSpec> before = m_job ? m_job->nodes : QVector<NodeSpec>();
     const QVector<int> pairs = m_job ? pairNodes(before, nodes) : QVector<int>();
 
-    // A node of the hostfile (past the written ones) that changed or went, or a node added after them: the
-    // nodes cannot stay split between the two.
-    bool whole = !m_job || (pairs.isEmpty() && !nodes.isEmpty());
+    // With nodes from a hostfile (past the written ones), a node added or removed, or one of theirs changed
+    // (below): the nodes cannot stay split between the two.
     const bool hostfileNodes = before.size() > written.size();
-    if (hostfileNodes && (nodes.size() != before.size() || pairs.contains(-1)))
-        whole = true;
+    bool whole = !m_job || (pairs.isEmpty() && !nodes.isEmpty()) || (hostfileNodes && nodes.size() != before.size());
     QJsonArray edited;
     for (int i = 0; i < nodes.size() && !whole; ++i) {
         const int was = pairs[i];
