@@ -5,9 +5,12 @@
 
 #include <QApplication>
 #include <QChart>
+#include <QChartView>
 #include <QLineSeries>
+#include <QToolTip>
 #include <QValueAxis>
 
+#include <algorithm>
 #include <cmath>
 
 namespace rankscope::gui {
@@ -108,6 +111,37 @@ std::pair<double, double> paddedRange(double lo, double hi, bool fromZero) {
     if (lo >= 0.0 && low < 0.0)
         low = 0.0;
     return {low, hi + pad};
+}
+
+const QPointF* nearestPoint(const SeriesBuffer& buffer, double x) {
+    const QVector<QPointF>& points = buffer.points();
+    if (points.isEmpty())
+        return nullptr;
+    const auto after = std::lower_bound(points.cbegin(), points.cend(), x,
+                                        [](const QPointF& point, double value) { return point.x() < value; });
+    if (after == points.cbegin())
+        return &*after;
+    if (after == points.cend())
+        return &points.constLast();
+    const auto before = std::prev(after);
+    return x - before->x() <= after->x() - x ? &*before : &*after;
+}
+
+double median(QVector<double> values) {
+    std::sort(values.begin(), values.end());
+    const qsizetype middle = values.size() / 2;
+    return values.size() % 2 == 1 ? values[middle] : (values[middle - 1] + values[middle]) / 2.0;
+}
+
+double valueAt(const QChartView* view, const QLineSeries* series, QPoint position) {
+    QChart* chart = view->chart();
+    return chart->mapToValue(chart->mapFromScene(view->mapToScene(position)), const_cast<QLineSeries*>(series)).x();
+}
+
+void showTipAt(QChartView* view, const QLineSeries* series, QPointF point, const QString& text) {
+    QChart* chart = view->chart();
+    const QPointF scene = chart->mapToScene(chart->mapToPosition(point, const_cast<QLineSeries*>(series)));
+    QToolTip::showText(view->viewport()->mapToGlobal(view->mapFromScene(scene)), text, view);
 }
 
 } // namespace rankscope::gui

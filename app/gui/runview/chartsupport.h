@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include <QPointF>
 #include <QString>
+#include <QVector>
 #include <QtGlobal>
 
 #include <utility>
 
 class QChart;
+class QChartView;
 class QLineSeries;
 class QValueAxis;
 
@@ -47,5 +50,14 @@ void fitAxis(QValueAxis* axis, double lo, double hi);
 // A step axis that fitAxis() rounded up past the run's last step (`end`, > 0) ends there instead, ticked in whole
 // steps from 0 (0, 50, … for an end of 220); under `end` its ticks are fixed again (fitAxis's nice numbers).
 void endStepAxisAt(QValueAxis* axis, double end);
+
+// Hovering a line: the point of a buffer nearest to x (points in x order); nullptr for an empty buffer.
+[[nodiscard]] const QPointF* nearestPoint(const SeriesBuffer& buffer, double x);
+// The median of some values (at least one).
+[[nodiscard]] double median(QVector<double> values);
+// The x, in a series' values, under a position of a chart view's viewport.
+[[nodiscard]] double valueAt(const QChartView* view, const QLineSeries* series, QPoint position);
+// Shows a tooltip standing at a point (in a series' values) on the series' line.
+void showTipAt(QChartView* view, const QLineSeries* series, QPointF point, const QString& text);
 
 } // namespace rankscope::gui

@@ -8,7 +8,9 @@
 #include <QComboBox>
 #include <QLabel>
 #include <QLineSeries>
+#include <QMouseEvent>
 #include <QStackedWidget>
+#include <QToolTip>
 #include <QVBoxLayout>
 #include <QValueAxis>
 
@@ -31,6 +33,21 @@ QString axisTitle(GpuMetric metric) {
     return {};
 }
 
+QString formatValue(GpuMetric metric, double value) {
+    switch (metric) {
+    case GpuMetric::Utilization:
+        return GpuPanel::tr("%1 %").arg(value, 0, 'f', 0);
+    case GpuMetric::Memory:
+        return GpuPanel::tr("%1 MiB").arg(value, 0, 'f', 0);
+    case GpuMetric::Power:
+        return GpuPanel::tr("%1 W").arg(value, 0, 'f', 0);
+    }
+    return {};
+}
+
+constexpr double kLineWidth = 1.5;
+constexpr double kHoveredWidth = 3.0;
+
 } // namespace
 
 GpuPanel::GpuPanel(RunMetrics* metrics, QWidget* parent)
@@ -51,6 +68,7 @@ GpuPanel::GpuPanel(RunMetrics* metrics, QWidget* parent)
     m_xAxis = addAxis(m_chart, Qt::AlignBottom, tr("seconds"), QStringLiteral("%d"));
     m_yAxis = addAxis(m_chart, Qt::AlignLeft, axisTitle(m_metric), QStringLiteral("%d"));
     m_view->setRenderHint(QPainter::Antialiasing);
+    m_view->viewport()->installEventFilter(this); // the tooltip follows the pointer along a line
 
     m_metricBox->addItem(tr("Utilisation"), int(GpuMetric::Utilization));
     m_metricBox->addItem(tr("Memory"), int(GpuMetric::Memory));
@@ -92,6 +110,78 @@ void GpuPanel::addNodeError(const QString& host, const QString& message) {
 void GpuPanel::clearNodeErrors() {
     m_errors.clear();
     showErrors();
+}
+
+void GpuPanel::clear() {
+    for (const DrawnSeries& drawn : std::as_const(m_series)) {
+        m_chart->removeSeries(drawn.series);
+        delete drawn.series;
+    }
+    m_series.clear();
+    m_hovered.clear();
+    if (!m_hoverText.isEmpty())
+        QToolTip::hideText(); // its line is gone
+    m_hoverText.clear();
+    clearNodeErrors();
+}
+
+QLineSeries* GpuPanel::series(const QString& gpu) const {
+    const auto found = m_series.constFind(gpu);
+    return found != m_series.cend() ? found->series : nullptr;
+}
+
+QString GpuPanel::pointText(const QString& gpu, double seconds) const {
+    const QMap<QString, const SeriesBuffer*> buffers = m_metrics->gpuSeries(m_metric);
+    const SeriesBuffer* own = buffers.value(gpu);
+    const QPointF* point = own ? nearestPoint(*own, seconds) : nullptr;
+    if (!point)
+        return gpu;
+    QString text = tr("%1 · %2 s · %3").arg(gpu).arg(point->x(), 0, 'f', 0).arg(formatValue(m_metric, point->y()));
+    // The GPUs sampled then, each at its sample nearest to that time.
+    QVector<double> then;
+    for (const SeriesBuffer* buffer : buffers)
+        if (!buffer->isEmpty() && point->x() >= buffer->points().constFirst().x() &&
+            point->x() <= buffer->points().constLast().x())
+            then.append(nearestPoint(*buffer, point->x())->y());
+    if (then.size() < 2)
+        return text;
+    return text + tr(" · median of %1 GPUs %2").arg(then.size()).arg(formatValue(m_metric, median(then)));
+}
+
+void GpuPanel::onHovered(const QString& gpu, QPointF point, bool entered) {
+    if (!entered && gpu != m_hovered)
+        return; // another line's leave, after the pointer went on to this one
+    if (QLineSeries* before = series(m_hovered)) {
+        QPen pen = before->pen();
+        pen.setWidthF(kLineWidth);
+        before->setPen(pen);
+    }
+    m_hovered = entered ? gpu : QString();
+    if (!entered) {
+        m_hoverText.clear();
+        QToolTip::hideText();
+        return;
+    }
+    QLineSeries* line = series(gpu);
+    QPen pen = line->pen();
+    pen.setWidthF(kHoveredWidth);
+    line->setPen(pen);
+    showHoverText(point.x());
+}
+
+void GpuPanel::showHoverText(double seconds) {
+    m_hoverText = pointText(m_hovered, seconds);
+    const SeriesBuffer* buffer = m_metrics->gpuSeries(m_metric).value(m_hovered);
+    if (const QPointF* point = buffer ? nearestPoint(*buffer, seconds) : nullptr)
+        showTipAt(m_view, series(m_hovered), *point, m_hoverText);
+}
+
+bool GpuPanel::eventFilter(QObject* watched, QEvent* event) {
+    if (event->type() == QEvent::MouseMove && watched == m_view->viewport()) {
+        if (const QLineSeries* line = series(m_hovered))
+            showHoverText(valueAt(m_view, line, static_cast<QMouseEvent*>(event)->position().toPoint()));
+    }
+    return QWidget::eventFilter(watched, event);
 }
 
 void GpuPanel::showErrors() {
@@ -142,10 +232,12 @@ void GpuPanel::refresh() {
         if (found == m_series.end()) {
             auto* series = new QLineSeries;
             series->setName(it.key());
-            series->setPen(QPen(rankColor(index, int(buffers.size())), 1.5));
+            series->setPen(QPen(rankColor(index, int(buffers.size())), kLineWidth));
             m_chart->addSeries(series);
             series->attachAxis(m_xAxis);
             series->attachAxis(m_yAxis);
+            connect(series, &QLineSeries::hovered, this,
+                    [this, gpu = it.key()](const QPointF& point, bool entered) { onHovered(gpu, point, entered); });
             found = m_series.insert(it.key(), DrawnSeries{series});
         }
         syncSeries(*found, **it, 0.0, xMax, width);

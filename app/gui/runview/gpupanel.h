@@ -33,10 +33,23 @@ public:
     // other nodes do send.
     void addNodeError(const QString& host, const QString& message);
     void clearNodeErrors();
+    // Forgets every GPU's line and every node's reason: a new run. The metrics are cleared by their owner.
+    void clear();
     [[nodiscard]] QChart* chart() const { return m_chart; }
     [[nodiscard]] QChartView* chartView() const { return m_view; }
+    [[nodiscard]] QLineSeries* series(const QString& gpu) const; // "node/gpuN"; nullptr before its first sample
+
+    // What the pointer on a GPU's line is told (the tooltip), empty when it is on none: the GPU, the time, its value
+    // and the median of the GPUs then ("node-a/gpu1 · 42 s · 12 % · median of 16 GPUs 97 %"). A cluster's GPUs are
+    // too many for a legend; this says whose line it is, and which one idles while the others work.
+    [[nodiscard]] QString hoverText() const { return m_hoverText; }
+    [[nodiscard]] QString pointText(const QString& gpu, double seconds) const;
 
 private:
+    void onHovered(const QString& gpu, QPointF point, bool entered);
+    void showHoverText(double seconds);
+    bool eventFilter(QObject* watched, QEvent* event) override;
+
     RunMetrics* m_metrics;
     GpuMetric m_metric = GpuMetric::Utilization;
     QStackedWidget* m_stack;
@@ -50,6 +63,8 @@ private:
     QValueAxis* m_xAxis;
     QValueAxis* m_yAxis;
     QMap<QString, DrawnSeries> m_series;
+    QString m_hovered; // the GPU whose line the pointer is on
+    QString m_hoverText;
 };
 
 } // namespace rankscope::gui

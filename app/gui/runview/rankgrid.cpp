@@ -25,8 +25,8 @@ constexpr int kRoomForHost = 60; // below this height a tile leaves the host out
 
 class TileDelegate final : public QStyledItemDelegate {
 public:
-    TileDelegate(const int* focusedRank, const QSize* tileSize, QObject* parent)
-        : QStyledItemDelegate(parent), m_focusedRank(focusedRank), m_tileSize(tileSize) {}
+    TileDelegate(const int* focusedRank, const int* hoveredRank, const QSize* tileSize, QObject* parent)
+        : QStyledItemDelegate(parent), m_focusedRank(focusedRank), m_hoveredRank(hoveredRank), m_tileSize(tileSize) {}
 
     QSize sizeHint(const QStyleOptionViewItem&, const QModelIndex&) const override { return *m_tileSize; }
 
@@ -44,7 +44,12 @@ public:
         QPainterPath path;
         path.addRoundedRect(box, 5, 5);
         painter->fillPath(path, fill);
-        painter->setPen(QPen(focused ? QColor(0x20, 0x20, 0x20) : fill.darker(135), focused ? 3.0 : 1.0));
+        if (focused)
+            painter->setPen(QPen(QColor(0x20, 0x20, 0x20), 3.0));
+        else if (rank == *m_hoveredRank)
+            painter->setPen(QPen(QColor(0x20, 0x20, 0x20), 2.0, Qt::DashLine));
+        else
+            painter->setPen(QPen(fill.darker(135), 1.0));
         painter->drawPath(path);
 
         const int padding = option.rect.width() < 110 ? 5 : 8;
@@ -90,6 +95,7 @@ public:
 
 private:
     const int* m_focusedRank;
+    const int* m_hoveredRank;
     const QSize* m_tileSize;
 };
 
@@ -102,7 +108,7 @@ RankGrid::RankGrid(RankGridModel* model, QWidget* parent)
     m_proxy->sort(RankGridModel::RankColumn);
     m_proxy->setDynamicSortFilter(true);
     setModel(m_proxy);
-    setItemDelegate(new TileDelegate(&m_focusedRank, &m_tileSize, this));
+    setItemDelegate(new TileDelegate(&m_focusedRank, &m_hoveredRank, &m_tileSize, this));
     setViewMode(QListView::IconMode);
     setFlow(QListView::LeftToRight);
     setWrapping(true);
@@ -125,6 +131,13 @@ void RankGrid::setFocusedRank(int rank) {
     if (rank == m_focusedRank)
         return;
     m_focusedRank = rank;
+    viewport()->update();
+}
+
+void RankGrid::setHoveredRank(int rank) {
+    if (rank == m_hoveredRank)
+        return;
+    m_hoveredRank = rank;
     viewport()->update();
 }
 

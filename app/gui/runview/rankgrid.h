@@ -21,6 +21,9 @@ public:
     // Outlines a rank's tile; -1 for none.
     void setFocusedRank(int rank);
     [[nodiscard]] int focusedRank() const { return m_focusedRank; }
+    // Outlines, dashed, the tile of the rank whose line the pointer is on in the charts; -1 for none.
+    void setHoveredRank(int rank);
+    [[nodiscard]] int hoveredRank() const { return m_hoveredRank; }
     // The view-space rectangle of a rank's tile (empty when the rank is unknown): for tests and tooltips.
     [[nodiscard]] QRect tileRect(int rank) const;
     [[nodiscard]] QSize tileSize() const { return m_tileSize; }
@@ -38,6 +41,7 @@ private:
     QSortFilterProxyModel* m_proxy;
     QSize m_tileSize;
     int m_focusedRank = -1;
+    int m_hoveredRank = -1;
 };
 
 } // namespace rankscope::gui

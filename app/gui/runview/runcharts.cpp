@@ -8,8 +8,10 @@
 #include <QChartView>
 #include <QGridLayout>
 #include <QLineSeries>
+#include <QMouseEvent>
 #include <QPixmap>
 #include <QTimer>
+#include <QToolTip>
 #include <QValueAxis>
 
 #include <algorithm>
@@ -118,6 +120,10 @@ RunCharts::RunCharts(RunMetrics* metrics, QWidget* parent)
     for (int column = 0; column < 3; ++column)
         layout->setColumnStretch(column, 1);
 
+    // The pointer moving along a hovered line: the tooltip follows it from step to step.
+    for (const Chart which : {LossChart, ThroughputChart})
+        m_panels[size_t(which)].view->viewport()->installEventFilter(this);
+
     connect(m_metrics, &RunMetrics::changed, this, [this] { m_dirty = kAllGroups; });
     connect(m_tick, &QTimer::timeout, this, &RunCharts::tick);
     m_tick->setTimerType(Qt::PreciseTimer);
@@ -201,14 +207,16 @@ void RunCharts::addRank(int rank) {
         panel.chart->addSeries(series);
         series->attachAxis(panel.x);
         series->attachAxis(panel.y);
-        connect(series, &QLineSeries::hovered, this,
-                [this, rank](const QPointF&, bool entered) { onHovered(rank, entered); });
+        connect(series, &QLineSeries::hovered, this, [this, which = which, rank](const QPointF& point, bool entered) {
+            onHovered(which, rank, point, entered);
+        });
+        connect(series, &QLineSeries::clicked, this, [this, rank] { emit rankClicked(rank); });
         drawn->series = series;
     }
     m_ranks.insert(rank, lines);
 }
 
-void RunCharts::onHovered(int rank, bool entered) {
+void RunCharts::onHovered(Chart which, int rank, QPointF point, bool entered) {
     if (entered)
         m_hoveredRank = rank;
     else if (m_hoveredRank == rank)
@@ -217,6 +225,73 @@ void RunCharts::onHovered(int rank, bool entered) {
         return;
     applyHighlight();
     emit rankHovered(m_hoveredRank);
+    if (!entered) {
+        m_hoverText.clear();
+        QToolTip::hideText();
+        return;
+    }
+    m_hoverChart = which;
+    showHoverText(point.x());
+}
+
+// The tooltip stands at the point it describes, on the line.
+void RunCharts::showHoverText(double step) {
+    m_hoverText = pointText(m_hoverChart, m_hoveredRank, step);
+    QChartView* view = m_panels[size_t(m_hoverChart)].view;
+    QLineSeries* line = m_hoverChart == LossChart ? lossSeries(m_hoveredRank) : throughputSeries(m_hoveredRank);
+    const RunMetrics::RankSeries* series = m_metrics->rank(m_hoveredRank);
+    const QPointF* point =
+        series ? nearestPoint(m_hoverChart == LossChart ? series->loss : series->imagesPerSec, step) : nullptr;
+    if (point && line)
+        showTipAt(view, line, *point, m_hoverText);
+}
+
+bool RunCharts::eventFilter(QObject* watched, QEvent* event) {
+    if (event->type() == QEvent::MouseMove) {
+        QChartView* view = m_panels[size_t(m_hoverChart)].view;
+        QLineSeries* line = m_hoverChart == LossChart ? lossSeries(m_hoveredRank) : throughputSeries(m_hoveredRank);
+        if (watched == view->viewport() && line)
+            showHoverText(valueAt(view, line, static_cast<QMouseEvent*>(event)->position().toPoint()));
+    }
+    return QWidget::eventFilter(watched, event);
+}
+
+QString RunCharts::pointText(Chart which, int rank, double step) const {
+    if (which != LossChart && which != ThroughputChart)
+        return {};
+    const auto values = [which](const RunMetrics::RankSeries& series) -> const SeriesBuffer& {
+        return which == LossChart ? series.loss : series.imagesPerSec;
+    };
+    const auto format = [which](double value) {
+        return which == LossChart ? tr("loss %1").arg(value, 0, 'g', 4) : tr("%1 images/s").arg(value, 0, 'f', 0);
+    };
+    QString text = tr("rank %1").arg(rank);
+    if (const RankState* state = m_metrics->summary().rank(rank); state && !state->host.isEmpty())
+        text += tr(" on %1").arg(state->host);
+    const RunMetrics::RankSeries* own = m_metrics->rank(rank);
+    const QPointF* point = own ? nearestPoint(values(*own), step) : nullptr;
+    if (!point)
+        return text;
+    text += tr(" · step %1 · %2").arg(std::llround(point->x())).arg(format(point->y()));
+    // The ranks whose line passes that step, each at its point nearest to it.
+    QVector<double> atStep;
+    for (const int other : m_metrics->ranks()) {
+        const SeriesBuffer& buffer = values(*m_metrics->rank(other));
+        if (buffer.isEmpty() || point->x() < buffer.points().constFirst().x() ||
+            point->x() > buffer.points().constLast().x())
+            continue;
+        if (const double y = nearestPoint(buffer, point->x())->y(); std::isfinite(y))
+            atStep.append(y);
+    }
+    if (atStep.size() < 2)
+        return text;
+    const double middle = median(atStep);
+    if (which == ThroughputChart && middle > 0.0)
+        return text + tr(" · %1× the median of %2 ranks (%3)")
+                          .arg(point->y() / middle, 0, 'f', 2)
+                          .arg(atStep.size())
+                          .arg(middle, 0, 'f', 0);
+    return text + tr(" · median of %1 ranks %2").arg(atStep.size()).arg(middle, 0, 'g', 4);
 }
 
 void RunCharts::focusRank(int rank) {
@@ -239,7 +314,7 @@ void RunCharts::applyHighlight() {
     for (auto it = m_ranks.cbegin(); it != m_ranks.cend(); ++it) {
         QColor color = rankColor(it.key(), count);
         double width = normalWidth(count);
-        if (highlighted >= 0 && it.key() == highlighted) {
+        if (it.key() == highlighted) {
             width = 3.2;
         } else if (highlighted >= 0) {
             color.setAlpha(50);
@@ -313,7 +388,7 @@ void RunCharts::refreshGroup(Group group) {
 }
 
 void RunCharts::clear() {
-    m_gpuPanel->clearNodeErrors();
+    m_gpuPanel->clear();
     for (const RankLines& lines : std::as_const(m_ranks)) {
         m_panels[LossChart].chart->removeSeries(lines.loss.series);
         m_panels[ThroughputChart].chart->removeSeries(lines.throughput.series);
@@ -329,6 +404,9 @@ void RunCharts::clear() {
     m_accuracy->clear();
     m_accuracyDrawn = -1;
     m_hoveredRank = -1;
+    if (!m_hoverText.isEmpty())
+        QToolTip::hideText(); // its line is gone
+    m_hoverText.clear();
     m_focusedRank = -1;
     m_dirty = kAllGroups;
     m_nextGroup = LossGroup;

@@ -122,8 +122,10 @@ void RunMetrics::addEvents(const QVector<TrainerEvent>& events) {
     m_summary.add(events);
     if (std::any_of(events.cbegin(), events.cend(),
                     [](const TrainerEvent& e) { return e.type == TrainerEventType::Start; }))
-        for (const RankState& state : m_summary.ranks())
+        for (const RankState& state : m_summary.ranks()) {
             m_totalSteps = std::max(m_totalSteps, state.totalSteps);
+            m_worldSize = std::max(m_worldSize, qsizetype(state.worldSize));
+        }
     for (const TrainerEvent& event : events) {
         RankSeries& series = ensure(event.rank);
         m_lastTime = std::max(m_lastTime, event.time);
@@ -164,14 +166,17 @@ void RunMetrics::addStep(const TrainerEvent& event) {
     row.loss = float(event.number(schema::step::kLoss));
     row.imagesPerSec = float(event.number(schema::step::kImagesPerSec));
     row.stepMs = float(event.number(schema::step::kStepMs));
-    MeanAccumulator& mean = m_pendingMeans[row.step];
+    // A step whose mean is drawn already (this rank's report came after the others' had made it final) stays out
+    // of it: the mean's line goes forward only.
+    MeanAccumulator* mean = row.step > m_lastMeanStep ? &m_pendingMeans[row.step] : nullptr;
     for (int i = 0; i < kStepPartCount; ++i) {
         row.partsMs[i] = float(event.number(kPartFields[i]));
         series.partsMs[i].append(QPointF(double(row.step), double(row.partsMs[i])));
-        if (std::isfinite(row.partsMs[i]))
-            mean.sum[i] += row.partsMs[i];
+        if (mean && std::isfinite(row.partsMs[i]))
+            mean->sum[i] += row.partsMs[i];
     }
-    ++mean.count;
+    if (mean)
+        ++mean->count;
     const double x = double(row.step);
     series.loss.append(QPointF(x, double(row.loss)));
     series.imagesPerSec.append(QPointF(x, double(row.imagesPerSec)));
@@ -186,19 +191,23 @@ void RunMetrics::addStep(const TrainerEvent& event) {
         m_rateSamples.pop_front();
 }
 
-// A step's mean is final once every rank still running has reported it.
+// A step's mean is final once every rank still running has reported it; while a rank of the world the start
+// events said has not been heard from, none is (a node whose stream starts late).
 void RunMetrics::flushMeans(bool all) {
     qint64 complete = std::numeric_limits<qint64>::max();
     for (const RankSeries& series : std::as_const(m_ranks)) {
         if (!series.ended)
             complete = std::min(complete, series.lastStep);
     }
+    if (m_ranks.size() < m_worldSize)
+        complete = 0;
     while (!m_pendingMeans.isEmpty()) {
         const auto first = m_pendingMeans.begin();
         if (!all && first.key() > complete && m_pendingMeans.size() <= kMaxPendingMeans)
             break;
         for (int i = 0; i < kStepPartCount; ++i)
             m_meanParts[i].append(QPointF(double(first.key()), first->sum[i] / first->count));
+        m_lastMeanStep = first.key();
         m_pendingMeans.erase(first);
     }
 }
@@ -290,6 +299,8 @@ void RunMetrics::clear() {
     m_rateSamples.clear();
     m_lastTime = 0.0;
     m_totalSteps = 0;
+    m_worldSize = 0;
+    m_lastMeanStep = 0;
     m_gpus.clear();
     emit changed();
 }

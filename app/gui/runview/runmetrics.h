@@ -81,7 +81,8 @@ public:
 
     [[nodiscard]] QList<int> ranks() const { return m_ranks.keys(); }
     [[nodiscard]] const RankSeries* rank(int rank) const;
-    // The mean over ranks of each part, per step; a step enters when every running rank has passed it.
+    // The mean over ranks of each part, per step; a step enters when every running rank has passed it (and every
+    // rank of the world has been heard from). A rank's step that comes after its mean entered stays out of it.
     [[nodiscard]] const SeriesBuffer& meanPartMs(StepPart part) const { return m_meanParts[int(part)]; }
     [[nodiscard]] const QVector<QPointF>& validationAccuracy() const { return m_valAccuracy; } // x: epoch
     [[nodiscard]] const RunSummary& summary() const { return m_summary; }
@@ -127,6 +128,8 @@ private:
     std::deque<QPair<double, qint64>> m_rateSamples; // (time, furthest step), the last rate window
     double m_lastTime = 0.0;
     qint64 m_totalSteps = 0;
+    qsizetype m_worldSize = 0; // as the start events say; 0 before they do
+    qint64 m_lastMeanStep = 0; // the last step of the means drawn
     QMap<QString, GpuSeries> m_gpus;
     double m_gpuEpoch = 0.0;
     int m_window = 5000;

@@ -62,10 +62,14 @@ RunView::RunView(QWidget* parent)
     layout->addLayout(header);
     layout->addWidget(m_splitter, 1);
 
-    connect(m_grid, &RankGrid::rankSelected, this, [this](int rank) {
-        focusRank(rank == m_focusedRank ? -1 : rank); // a second click lets go
+    // A click on a tile or on a rank's line focuses every view on the rank; a second click lets go.
+    const auto select = [this](int rank) {
+        focusRank(rank == m_focusedRank ? -1 : rank);
         emit rankSelected(rank);
-    });
+    };
+    connect(m_grid, &RankGrid::rankSelected, this, select);
+    connect(m_charts, &RunCharts::rankClicked, this, select);
+    connect(m_charts, &RunCharts::rankHovered, m_grid, &RankGrid::setHoveredRank);
     m_charts->setTickDriven(true);
     connect(m_tick, &QTimer::timeout, this, &RunView::tick);
     m_tick->setTimerType(Qt::PreciseTimer);
@@ -118,6 +122,7 @@ void RunView::clear() {
     m_charts->clear();
     m_metrics->clear();
     m_gridModel->clear();
+    m_grid->setHoveredRank(-1);
     focusRank(-1);
     updateLabels();
 }

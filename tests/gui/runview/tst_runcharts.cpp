@@ -5,11 +5,14 @@
 #include "recording.h"
 #include "runcharts.h"
 
+#include <QApplication>
 #include <QChart>
 #include <QChartView>
 #include <QImage>
 #include <QLabel>
 #include <QLineSeries>
+#include <QMouseEvent>
+#include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QValueAxis>
 #include <QtTest>
@@ -20,6 +23,36 @@
 using namespace rankscope;
 using namespace rankscope::gui;
 using rankscope::test::recordedEvents;
+
+namespace {
+
+// The tooltip on the screen, if one is shown.
+const QLabel* shownTooltip() {
+    for (QWidget* widget : QApplication::topLevelWidgets())
+        if (widget->objectName() == QLatin1String("qtooltip_label") && widget->isVisible())
+            return qobject_cast<QLabel*>(widget);
+    return nullptr;
+}
+
+// Whether the tooltip says `text` and stands at `point` (of the view's viewport): Qt puts it just below and right of
+// the point, moved left as far as the screen needs (offscreen, the screen is 800 px wide: the charts go past it).
+bool tooltipAt(const QChartView* view, QPoint point, const QString& text, QString* what) {
+    const QLabel* tip = shownTooltip();
+    const QPoint global = view->viewport()->mapToGlobal(point);
+    if (!tip) {
+        *what = QStringLiteral("no tooltip shown");
+        return false;
+    }
+    *what = QStringLiteral("\"%1\" at %2,%3 for the point %4,%5")
+                .arg(tip->text())
+                .arg(tip->x())
+                .arg(tip->y())
+                .arg(global.x())
+                .arg(global.y());
+    return tip->text() == text && std::abs(tip->y() - global.y()) <= 24 && tip->x() <= global.x() + 4;
+}
+
+} // namespace
 
 class TestRunCharts final : public QObject {
     Q_OBJECT
@@ -63,15 +96,19 @@ private Q_SLOTS:
         };
         for (const auto which : {RunCharts::LossChart, RunCharts::ThroughputChart, RunCharts::StepTimeChart})
             QVERIFY(wholeTicks(which));
-        QVector<TrainerEvent> first;
-        for (const TrainerEvent& event : recordedEvents(QStringLiteral("recorded-ok")))
-            if (event.type != TrainerEventType::Step || event.integer("step") <= 2)
-                first.append(event);
-        metrics.addEvents(first);
-        charts.refresh();
-        QVERIFY(charts.lossSeries(0) && charts.lossSeries(0)->count() == 2);
-        for (const auto which : {RunCharts::LossChart, RunCharts::ThroughputChart, RunCharts::StepTimeChart})
-            QVERIFY2(wholeTicks(which), qPrintable(QString::number(int(which))));
+        for (const qint64 last : {1, 2}) { // a lone point, then two
+            QVector<TrainerEvent> first;
+            for (const TrainerEvent& event : recordedEvents(QStringLiteral("recorded-ok")))
+                if (event.type != TrainerEventType::Step || event.integer("step") <= last)
+                    first.append(event);
+            metrics.clear();
+            metrics.addEvents(first);
+            charts.refresh();
+            QVERIFY(charts.lossSeries(0) && charts.lossSeries(0)->count() == last);
+            for (const auto which : {RunCharts::LossChart, RunCharts::ThroughputChart, RunCharts::StepTimeChart})
+                QVERIFY2(wholeTicks(which),
+                         qPrintable(QStringLiteral("chart %1 at step %2").arg(int(which)).arg(last)));
+        }
     }
 
     // A run of 220 steps ended on a step axis of 0 to 400 (nice numbers round 201 up): half of each chart stayed
@@ -117,6 +154,11 @@ private Q_SLOTS:
             }
         }
         QCOMPARE(charts.lossSeries(0)->at(charts.lossSeries(0)->count() - 1).x(), 220.0);
+        // Steps past the last one the start events said (a run resumed with more steps): the axis follows them.
+        addSteps(221, 300);
+        charts.tick();
+        QVERIFY2(axis(RunCharts::LossChart)->max() >= 300.0,
+                 qPrintable(QString::number(axis(RunCharts::LossChart)->max())));
 
         // No start event: the same steps on the nice numbers' axis, past the last step.
         RunMetrics unsaid;
@@ -132,6 +174,11 @@ private Q_SLOTS:
         plain.tick();
         const auto* x = qobject_cast<QValueAxis*>(plain.chart(RunCharts::LossChart)->axes(Qt::Horizontal).first());
         QVERIFY2(x->max() > 220.0 && x->tickType() == QValueAxis::TicksFixed, qPrintable(QString::number(x->max())));
+        // The start events come after the steps (events of a rank arrive in order, but a reader may start late): the
+        // axis, past the last step by its nice numbers, ends there once it is known.
+        unsaid.addEvents({rankscope::test::syntheticStart(0, 1, 1000.0, QStringLiteral("node-a"), 230)});
+        plain.tick();
+        QVERIFY2(x->max() == 230.0 && x->tickType() == QValueAxis::TicksDynamic, qPrintable(QString::number(x->max())));
     }
 
     void longSeriesAreDownsampled() {
@@ -155,7 +202,8 @@ private Q_SLOTS:
         QVERIFY(width > 100);
         for (int rank = 0; rank < 2; ++rank) {
             const int count = charts.lossSeries(rank)->count();
-            QVERIFY2(count <= 2 * width + 4 && count >= width / 2,
+            // A bucket of 2 px holds its lowest and highest point; the line's ends add up to 4.
+            QVERIFY2(count <= width + 4 && count >= width / 2,
                      qPrintable(QStringLiteral("%1 points for %2 px").arg(count).arg(width)));
         }
     }
@@ -230,9 +278,37 @@ private Q_SLOTS:
         // Nothing new: the turns go on and replace nothing.
         const qint64 replaced = charts.replaceCount();
         charts.tick();
+        QVERIFY(!charts.nextTickDrawsLoss());
         charts.tick();
         QCOMPARE(charts.replaceCount(), replaced);
         QVERIFY(charts.nextTickDrawsLoss());
+        // A focus while taking turns: the step-time breakdown follows it on the others' turn.
+        charts.focusRank(5);
+        charts.tick();
+        charts.tick();
+        QCOMPARE(charts.chart(RunCharts::StepTimeChart)->title(), QStringLiteral("Step time · rank 5"));
+        charts.focusRank(-1);
+        charts.tick();
+        charts.tick();
+        QCOMPARE(charts.chart(RunCharts::StepTimeChart)->title(), QStringLiteral("Step time · mean of ranks"));
+        // A narrower window: on their turns, every chart is drawn again at the new width, with no new data.
+        const auto plotWidth = [&charts](RunCharts::Chart which) {
+            return int(charts.chart(which)->plotArea().width());
+        };
+        const int wide = plotWidth(RunCharts::ThroughputChart);
+        charts.resize(700, 700);
+        QTest::qWait(20); // the layout
+        charts.tick();
+        charts.tick();
+        charts.tick();
+        QVERIFY2(plotWidth(RunCharts::ThroughputChart) < wide * 3 / 4, qPrintable(QString::number(wide)));
+        for (const auto which : {RunCharts::LossChart, RunCharts::ThroughputChart}) {
+            const QLineSeries* line = which == RunCharts::LossChart ? charts.lossSeries(0) : charts.throughputSeries(0);
+            QVERIFY2(line->count() <= plotWidth(which) + 4, qPrintable(QStringLiteral("chart %1: %2 points for %3 px")
+                                                                           .arg(int(which))
+                                                                           .arg(line->count())
+                                                                           .arg(plotWidth(which))));
+        }
         // A budget no run reaches: back to drawing everything on each tick.
         charts.setTickPointBudget(1 << 30);
         addSteps(16, 3101, 3110);
@@ -274,6 +350,405 @@ private Q_SLOTS:
         charts.refresh();
         QCOMPARE(zero->pen().widthF(), normal);
         QCOMPARE(charts.chart(RunCharts::StepTimeChart)->title(), QStringLiteral("Step time · mean of ranks"));
+    }
+
+    // The pointer on a line says whose it is and how it stands at that step: in a run too large for a legend, a line
+    // is otherwise no one's. Ranks 0 to 2 run at 300, 310 and 320 images/s, rank 3 at 150 to step 80; ranks 1 and 2
+    // to step 100, rank 0 to 120.
+    void hoveredLineSaysWhoseItIsAndHowItStands() {
+        RunMetrics metrics;
+        RunCharts charts(&metrics);
+        charts.setTickDriven(true);
+        charts.resize(1200, 700);
+        charts.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&charts));
+        QVector<TrainerEvent> events;
+        for (int rank = 0; rank < 4; ++rank)
+            events.append(
+                rankscope::test::syntheticStart(rank, 4, 1000.0, QStringLiteral("node-%1").arg(rank / 2), 200));
+        for (int rank = 0; rank < 4; ++rank)
+            for (qint64 step = 1; step <= (rank == 0 ? 120 : rank == 3 ? 80 : 100); ++step)
+                events.append(rankscope::test::syntheticStep(rank, 1000.0 + double(step), step,
+                                                             2.0 - 0.01 * double(step) + 0.1 * rank,
+                                                             rank == 3 ? 150.0 : 300.0 + 10.0 * rank));
+        metrics.addEvents(events);
+        charts.refresh();
+        charts.refresh(); // laid out at the final width
+
+        QCOMPARE(charts.pointText(RunCharts::ThroughputChart, 3, 40.2),
+                 QStringLiteral("rank 3 on node-1 · step 40 · 150 images/s · 0.49× the median of 4 ranks (305)"));
+        QCOMPARE(charts.pointText(RunCharts::ThroughputChart, 2, 39.6),
+                 QStringLiteral("rank 2 on node-1 · step 40 · 320 images/s · 1.05× the median of 4 ranks (305)"));
+        QCOMPARE(charts.pointText(RunCharts::LossChart, 1, 40.0),
+                 QStringLiteral("rank 1 on node-0 · step 40 · loss 1.7 · median of 4 ranks 1.75"));
+        // Past rank 3's last step, three ranks: the middle one. Past every other's, rank 0 has none to stand against.
+        QCOMPARE(charts.pointText(RunCharts::ThroughputChart, 0, 90.0),
+                 QStringLiteral("rank 0 on node-0 · step 90 · 300 images/s · 0.97× the median of 3 ranks (310)"));
+        QCOMPARE(charts.pointText(RunCharts::LossChart, 2, 100.0),
+                 QStringLiteral("rank 2 on node-1 · step 100 · loss 1.2 · median of 3 ranks 1.1"));
+        QCOMPARE(charts.pointText(RunCharts::ThroughputChart, 0, 110.0),
+                 QStringLiteral("rank 0 on node-0 · step 110 · 300 images/s"));
+        // The nearest step of the line, at either end.
+        QCOMPARE(charts.pointText(RunCharts::ThroughputChart, 3, 500.0),
+                 QStringLiteral("rank 3 on node-1 · step 80 · 150 images/s · 0.49× the median of 4 ranks (305)"));
+        QCOMPARE(charts.pointText(RunCharts::ThroughputChart, 3, -5.0),
+                 QStringLiteral("rank 3 on node-1 · step 1 · 150 images/s · 0.49× the median of 4 ranks (305)"));
+        // The others stand at the step of the point shown, not at the one asked for: 1.2, 1.3, 1.4 and 1.5 at step 80.
+        QCOMPARE(charts.pointText(RunCharts::LossChart, 3, 500.0),
+                 QStringLiteral("rank 3 on node-1 · step 80 · loss 1.5 · median of 4 ranks 1.35"));
+        QCOMPARE(charts.pointText(RunCharts::ThroughputChart, 9, 40.0), QStringLiteral("rank 9"));
+        QVERIFY(charts.pointText(RunCharts::StepTimeChart, 3, 40.0).isEmpty());
+        // The accuracy chart spans the run's 5 epochs, one tick each, 0 to 1 while it holds no point.
+        const auto* epochs =
+            qobject_cast<QValueAxis*>(charts.chart(RunCharts::AccuracyChart)->axes(Qt::Horizontal).first());
+        QCOMPARE(epochs->max(), 5.0);
+        QCOMPARE(epochs->tickCount(), 6);
+        const auto* accuracy =
+            qobject_cast<QValueAxis*>(charts.chart(RunCharts::AccuracyChart)->axes(Qt::Vertical).first());
+        QCOMPARE(accuracy->min(), 0.0);
+        QCOMPARE(accuracy->max(), 1.0);
+
+        // The real pointer, through the chart view: onto rank 3's line, along it, off it.
+        QChartView* view = charts.chartView(RunCharts::ThroughputChart);
+        QLineSeries* slow = charts.throughputSeries(3);
+        const auto at = [view, slow](double step, double y) {
+            return view->mapFromScene(view->chart()->mapToScene(view->chart()->mapToPosition(QPointF(step, y), slow)));
+        };
+        const auto move = [view](QPoint position) {
+            QMouseEvent event(QEvent::MouseMove, position, view->viewport()->mapToGlobal(position), Qt::NoButton,
+                              Qt::NoButton, Qt::NoModifier);
+            QCoreApplication::sendEvent(view->viewport(), &event);
+        };
+        QSignalSpy hovered(&charts, &RunCharts::rankHovered);
+        move(at(40.0, 150.0));
+        QCOMPARE(hovered.count(), 1);
+        QCOMPARE(hovered.last().at(0).toInt(), 3);
+        QCOMPARE(charts.highlightedRank(), 3);
+        QVERIFY2(charts.hoverText().startsWith(QStringLiteral("rank 3 on node-1 · step ")),
+                 qPrintable(charts.hoverText()));
+        const auto shownStep = [&charts] {
+            return charts.hoverText().section(QStringLiteral(" · "), 1, 1).mid(5).toInt();
+        };
+        QVERIFY2(std::abs(shownStep() - 40) <= 1, qPrintable(charts.hoverText()));
+        move(at(70.0, 150.0));
+        QVERIFY2(std::abs(shownStep() - 70) <= 1, qPrintable(charts.hoverText()));
+        QString what;
+        QVERIFY2(tooltipAt(view, at(shownStep(), 150.0), charts.hoverText(), &what), qPrintable(what));
+        QVERIFY(charts.hoverText().endsWith(QStringLiteral("150 images/s · 0.49× the median of 4 ranks (305)")));
+        // A move over the other chart is not along this line.
+        QChartView* lossView = charts.chartView(RunCharts::LossChart);
+        const QString onLine = charts.hoverText();
+        QMouseEvent elsewhere(QEvent::MouseMove, QPoint(30, 30), lossView->viewport()->mapToGlobal(QPoint(30, 30)),
+                              Qt::NoButton, Qt::NoButton, Qt::NoModifier);
+        QCoreApplication::sendEvent(lossView->viewport(), &elsewhere);
+        QCOMPARE(charts.hoverText(), onLine);
+        // Lines close together: the pointer enters the next before it leaves the first, whose leave then changes
+        // nothing.
+        emit charts.throughputSeries(2)->hovered(QPointF(70.0, 320.0), true);
+        emit slow->hovered(QPointF(70.0, 150.0), false);
+        QCOMPARE(charts.highlightedRank(), 2);
+        QVERIFY2(charts.hoverText().startsWith(QStringLiteral("rank 2 on node-1 · step 70 · 320 images/s")),
+                 qPrintable(charts.hoverText()));
+        emit charts.throughputSeries(2)->hovered(QPointF(70.0, 320.0), false);
+        QCOMPARE(charts.highlightedRank(), -1);
+        const QPoint offTheLines =
+            view->mapFromScene(view->chart()->mapToScene(view->chart()->plotArea().topLeft())) + QPoint(2, 2);
+        move(offTheLines); // where the view itself sees the pointer leave rank 3's line
+        move(at(70.0, 150.0));
+        QCOMPARE(charts.highlightedRank(), 3);
+        hovered.clear();
+        move(offTheLines);
+        QCOMPARE(hovered.count(), 1);
+        QCOMPARE(hovered.last().at(0).toInt(), -1);
+        QCOMPARE(charts.highlightedRank(), -1);
+        QVERIFY(charts.hoverText().isEmpty());
+        // A move that is on no line keeps still.
+        move(at(50.0, 150.0) + QPoint(0, -60));
+        QVERIFY(charts.hoverText().isEmpty());
+
+        // A click on the line asks for its rank.
+        QSignalSpy clicked(&charts, &RunCharts::rankClicked);
+        QTest::mousePress(view->viewport(), Qt::LeftButton, {}, at(60.0, 150.0));
+        QCOMPARE(clicked.count(), 0); // a click is a press and its release
+        QTest::mouseRelease(view->viewport(), Qt::LeftButton, {}, at(60.0, 150.0));
+        QCOMPARE(clicked.count(), 1);
+        QCOMPARE(clicked.last().at(0).toInt(), 3);
+
+        // A new run forgets the hovered line.
+        move(at(40.0, 150.0));
+        QVERIFY(!charts.hoverText().isEmpty());
+        charts.clear();
+        QVERIFY(charts.hoverText().isEmpty());
+        QCOMPARE(charts.highlightedRank(), -1);
+
+        // A rank that joined late (rank 1, from step 6) stands beside the others only where its line is.
+        RunMetrics late;
+        RunCharts lateCharts(&late);
+        QVector<TrainerEvent> steps;
+        for (qint64 step = 1; step <= 10; ++step)
+            steps.append(rankscope::test::syntheticStep(0, 1000.0 + double(step), step, 1.0, 100.0));
+        for (qint64 step = 6; step <= 10; ++step)
+            steps.append(rankscope::test::syntheticStep(1, 1000.0 + double(step), step, 1.0, 200.0));
+        late.addEvents(steps);
+        QCOMPARE(lateCharts.pointText(RunCharts::ThroughputChart, 0, 3.0),
+                 QStringLiteral("rank 0 · step 3 · 100 images/s"));
+        QCOMPARE(lateCharts.pointText(RunCharts::ThroughputChart, 0, 8.0),
+                 QStringLiteral("rank 0 · step 8 · 100 images/s · 0.67× the median of 2 ranks (150)"));
+    }
+
+    // Every point is inside its chart: the axes grow to a spike even where the step axis stays; images/s from zero.
+    void axesHoldEveryPoint() {
+        RunMetrics metrics;
+        RunCharts charts(&metrics);
+        charts.setTickDriven(true);
+        charts.resize(1200, 700);
+        charts.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&charts));
+        const auto add = [&metrics](int rank, qint64 from, qint64 to, double loss, double imagesPerSec) {
+            QVector<TrainerEvent> events;
+            for (qint64 step = from; step <= to; ++step)
+                events.append(rankscope::test::syntheticStep(rank, 1000.0 + double(step), step,
+                                                             loss + 0.001 * double(step % 7),
+                                                             imagesPerSec + double(step % 5)));
+            metrics.addEvents(events);
+        };
+        const auto holds = [&charts](RunCharts::Chart which, QString* where) {
+            const auto* x = qobject_cast<QValueAxis*>(charts.chart(which)->axes(Qt::Horizontal).first());
+            const auto* y = qobject_cast<QValueAxis*>(charts.chart(which)->axes(Qt::Vertical).first());
+            for (QAbstractSeries* abstract : charts.chart(which)->series())
+                for (const QPointF& point : static_cast<QLineSeries*>(abstract)->points())
+                    if (point.x() < x->min() || point.x() > x->max() || point.y() < y->min() || point.y() > y->max()) {
+                        *where = QStringLiteral("chart %1: (%2, %3) outside %4..%5 x %6..%7")
+                                     .arg(int(which))
+                                     .arg(point.x())
+                                     .arg(point.y())
+                                     .arg(x->min())
+                                     .arg(x->max())
+                                     .arg(y->min())
+                                     .arg(y->max());
+                        return false;
+                    }
+            return true;
+        };
+        add(0, 1, 100, 1.0, 300.0);
+        add(1, 1, 50, 1.1, 320.0);
+        charts.tick();
+        QString where;
+        for (const auto which : {RunCharts::LossChart, RunCharts::ThroughputChart, RunCharts::StepTimeChart})
+            QVERIFY2(holds(which, &where), qPrintable(where));
+        const auto* throughputY =
+            qobject_cast<QValueAxis*>(charts.chart(RunCharts::ThroughputChart)->axes(Qt::Vertical).first());
+        QCOMPARE(throughputY->min(), 0.0);
+        const auto* lossY = qobject_cast<QValueAxis*>(charts.chart(RunCharts::LossChart)->axes(Qt::Vertical).first());
+        QVERIFY2(lossY->min() > 0.5, qPrintable(QString::number(lossY->min()))); // a loss is drawn where it is
+        const double xMax =
+            charts.chart(RunCharts::LossChart)->axes(Qt::Horizontal).first()->property("max").toDouble();
+        // Rank 1 catches up with a spike: no new step on the axis, a new top.
+        add(1, 51, 60, 50.0, 2000.0);
+        charts.tick();
+        QCOMPARE(charts.chart(RunCharts::LossChart)->axes(Qt::Horizontal).first()->property("max").toDouble(), xMax);
+        for (const auto which : {RunCharts::LossChart, RunCharts::ThroughputChart})
+            QVERIFY2(holds(which, &where), qPrintable(where));
+    }
+
+    // Past twelve ranks the loss chart has no legend and the lines are thinner; at twelve, both as with two.
+    void manyRanksHaveThinnerLinesAndNoLegend() {
+        for (const int ranks : {12, 13}) {
+            RunMetrics metrics;
+            RunCharts charts(&metrics);
+            QVector<TrainerEvent> events;
+            for (int rank = 0; rank < ranks; ++rank)
+                for (qint64 step = 1; step <= 5; ++step)
+                    events.append(rankscope::test::syntheticStep(rank, double(step), step, 1.0 + rank));
+            metrics.addEvents(events);
+            charts.refresh();
+            QCOMPARE(charts.chart(RunCharts::LossChart)->legend()->isVisible(), ranks <= 12);
+            QCOMPARE(charts.lossSeries(0)->pen().widthF(), ranks <= 12 ? 1.6 : 1.0);
+            QCOMPARE(charts.throughputSeries(ranks - 1)->pen().widthF(), ranks <= 12 ? 1.6 : 1.0);
+        }
+    }
+
+    // A rank has a line once it reports a loss: its start event alone draws nothing, not even a legend entry.
+    void aRankIsDrawnFromItsFirstStep() {
+        RunMetrics metrics;
+        RunCharts charts(&metrics);
+        metrics.addEvents({rankscope::test::syntheticStart(0, 2, 1000.0, QStringLiteral("node-a"), 100),
+                           rankscope::test::syntheticStart(1, 2, 1000.0, QStringLiteral("node-a"), 100)});
+        metrics.rankExited(1, 1); // rank 1 died before its first step
+        charts.refresh();
+        QCOMPARE(charts.lossSeries(0), nullptr);
+        QCOMPARE(charts.chart(RunCharts::LossChart)->series().size(), 0);
+        metrics.addEvents({rankscope::test::syntheticStep(0, 1001.0, 1, 2.0)});
+        charts.refresh();
+        QVERIFY(charts.lossSeries(0));
+        QCOMPARE(charts.lossSeries(1), nullptr);
+        QCOMPARE(charts.chart(RunCharts::LossChart)->series().size(), 1);
+    }
+
+    // The charts' own timer: 5 to 50 ms, and still when their owner drives the ticks.
+    void theTimerTicksUnlessTheOwnerDoes() {
+        RunMetrics metrics;
+        RunCharts charts(&metrics);
+        charts.setTickInterval(400);
+        QCOMPARE(charts.tickInterval(), 50);
+        charts.setTickInterval(1);
+        QCOMPARE(charts.tickInterval(), 5);
+        charts.setTickDriven(true);
+        metrics.addEvents(recordedEvents(QStringLiteral("recorded-ok")));
+        QTest::qWait(100);
+        QCOMPARE(charts.lossSeries(0), nullptr);
+        charts.setTickDriven(false);
+        QTRY_VERIFY_WITH_TIMEOUT(charts.lossSeries(0) && charts.lossSeries(0)->count() == 12, 2000);
+    }
+
+    // The step-time breakdown of a focused rank: the rank's own, empty where it has none; a rank the run does not
+    // know leaves the mean.
+    void stepTimeOfTheFocusedRank() {
+        RunMetrics metrics;
+        RunCharts charts(&metrics);
+        metrics.addEvents(recordedEvents(QStringLiteral("recorded-ok")));
+        metrics.rankExited(2, 1); // a third rank that never stepped
+        charts.refresh();
+        const QChart* stepTime = charts.chart(RunCharts::StepTimeChart);
+        QCOMPARE(charts.stepTimeSeries(StepPart::Forward)->count(), 12);
+        charts.focusRank(9);
+        charts.refresh();
+        QCOMPARE(stepTime->title(), QStringLiteral("Step time · mean of ranks"));
+        QCOMPARE(charts.stepTimeSeries(StepPart::Forward)->points(), metrics.meanPartMs(StepPart::Forward).points());
+        charts.focusRank(2);
+        charts.refresh();
+        QCOMPARE(stepTime->title(), QStringLiteral("Step time · rank 2"));
+        for (int part = 0; part < kStepPartCount; ++part)
+            QCOMPARE(charts.stepTimeSeries(StepPart(part))->count(), 0);
+    }
+
+    // A new run in the same charts starts as the first did: no focus, the mean's breakdown, its own accuracy.
+    void clearStartsAnew() {
+        RunMetrics metrics;
+        RunCharts charts(&metrics);
+        const QVector<TrainerEvent> validated = recordedEvents(QStringLiteral("clean"), QStringLiteral(".events"));
+        metrics.addEvents(validated);
+        charts.focusRank(0);
+        charts.refresh();
+        QCOMPARE(charts.accuracySeries()->count(), 2);
+        const auto* accuracyY =
+            qobject_cast<QValueAxis*>(charts.chart(RunCharts::AccuracyChart)->axes(Qt::Vertical).first());
+        QVERIFY2(accuracyY->min() > 0.4 && accuracyY->max() >= 0.75, qPrintable(QString::number(accuracyY->min())));
+        QCOMPARE(charts.chart(RunCharts::StepTimeChart)->title(), QStringLiteral("Step time · rank 0"));
+
+        charts.clear();
+        metrics.clear();
+        QCOMPARE(charts.focusedRank(), -1);
+        metrics.addEvents(validated); // the same run again: nothing of the last drawing may be taken for it
+        charts.refresh();
+        QCOMPARE(charts.chart(RunCharts::StepTimeChart)->title(), QStringLiteral("Step time · mean of ranks"));
+        QCOMPARE(charts.accuracySeries()->count(), 2);
+        QCOMPARE(charts.lossSeries(0)->points(), metrics.rank(0)->loss.points());
+    }
+
+    // A new run draws its own GPUs only: the last run's lines go, and a GPU of the same name starts anew.
+    void aNewRunDrawsOnlyItsOwnGpus() {
+        RunMetrics metrics;
+        RunCharts charts(&metrics);
+        QVector<GpuSample> samples;
+        for (int t = 0; t < 30; ++t)
+            for (int gpu = 0; gpu < 2; ++gpu)
+                samples.append({QStringLiteral("node-a"), gpu, 1000.0 + t, 50.0 + gpu * 20, 4000, 16000, 150});
+        charts.addGpuSamples(samples);
+        charts.refresh();
+        QCOMPARE(charts.chart(RunCharts::GpuChart)->series().size(), 2);
+
+        charts.clear();
+        metrics.clear();
+        QVERIFY(!charts.gpuPanel()->series(QStringLiteral("node-a/gpu1")));
+        samples.clear();
+        for (int t = 0; t < 3; ++t)
+            samples.append({QStringLiteral("node-a"), 0, 2000.0 + t, 90.0, 1000, 16000, 200});
+        charts.addGpuSamples(samples);
+        charts.refresh();
+        QCOMPARE(charts.chart(RunCharts::GpuChart)->series().size(), 1);
+        const QLineSeries* gpu0 = charts.gpuPanel()->series(QStringLiteral("node-a/gpu0"));
+        QVERIFY(gpu0);
+        QCOMPARE(gpu0->points(), QList<QPointF>({{0, 90}, {1, 90}, {2, 90}}));
+    }
+
+    // The pointer on a GPU's line says which GPU, when, and how it stands against the others then: a cluster's
+    // sixteen GPUs have no legend, and the one that idles is the one to find.
+    void hoveredGpuLineSaysWhichGpu() {
+        RunMetrics metrics;
+        RunCharts charts(&metrics);
+        charts.setTickDriven(true);
+        charts.resize(1200, 700);
+        charts.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&charts));
+        QVector<GpuSample> samples;
+        for (int t = 0; t <= 60; ++t)
+            for (int gpu = 0; gpu < 3; ++gpu)
+                samples.append({QStringLiteral("node-a"), gpu, 1000.0 + t, gpu == 2 ? 10.0 : 90.0 + gpu, 4000.0 + gpu,
+                                16000, 150.0 + t});
+        charts.addGpuSamples(samples);
+        charts.refresh();
+        charts.refresh();
+        GpuPanel* panel = charts.gpuPanel();
+        QCOMPARE(panel->pointText(QStringLiteral("node-a/gpu2"), 30.2),
+                 QStringLiteral("node-a/gpu2 · 30 s · 10 % · median of 3 GPUs 90 %"));
+        QCOMPARE(panel->pointText(QStringLiteral("node-a/gpu1"), 99.0),
+                 QStringLiteral("node-a/gpu1 · 60 s · 91 % · median of 3 GPUs 90 %"));
+        QCOMPARE(panel->pointText(QStringLiteral("node-b/gpu0"), 3.0), QStringLiteral("node-b/gpu0"));
+        panel->setMetric(GpuMetric::Memory);
+        QCOMPARE(panel->pointText(QStringLiteral("node-a/gpu0"), 5.0),
+                 QStringLiteral("node-a/gpu0 · 5 s · 4000 MiB · median of 3 GPUs 4001 MiB"));
+        panel->setMetric(GpuMetric::Power);
+        QCOMPARE(panel->pointText(QStringLiteral("node-a/gpu0"), 5.0),
+                 QStringLiteral("node-a/gpu0 · 5 s · 155 W · median of 3 GPUs 155 W"));
+        panel->setMetric(GpuMetric::Utilization);
+        charts.refresh();
+
+        // The real pointer: onto gpu2's line, along it, off it.
+        QChartView* view = panel->chartView();
+        QLineSeries* idle = panel->series(QStringLiteral("node-a/gpu2"));
+        const auto at = [view, idle](double seconds, double y) {
+            return view->mapFromScene(
+                view->chart()->mapToScene(view->chart()->mapToPosition(QPointF(seconds, y), idle)));
+        };
+        const auto move = [view](QPoint position) {
+            QMouseEvent event(QEvent::MouseMove, position, view->viewport()->mapToGlobal(position), Qt::NoButton,
+                              Qt::NoButton, Qt::NoModifier);
+            QCoreApplication::sendEvent(view->viewport(), &event);
+        };
+        const double normal = idle->pen().widthF();
+        move(at(20.0, 10.0));
+        QVERIFY2(panel->hoverText().startsWith(QStringLiteral("node-a/gpu2 · ")), qPrintable(panel->hoverText()));
+        QVERIFY(idle->pen().widthF() > normal);
+        const auto shownSeconds = [panel] {
+            return panel->hoverText().section(QStringLiteral(" · "), 1, 1).chopped(2).toInt();
+        };
+        QVERIFY2(std::abs(shownSeconds() - 20) <= 1, qPrintable(panel->hoverText()));
+        move(at(45.0, 10.0));
+        QVERIFY2(std::abs(shownSeconds() - 45) <= 1, qPrintable(panel->hoverText()));
+        QString what;
+        QVERIFY2(tooltipAt(view, at(shownSeconds(), 10.0), panel->hoverText(), &what), qPrintable(what));
+        QVERIFY(panel->hoverText().endsWith(QStringLiteral("10 % · median of 3 GPUs 90 %")));
+        // Close lines: the next entered before the first is left.
+        QLineSeries* busy = panel->series(QStringLiteral("node-a/gpu0"));
+        emit busy->hovered(QPointF(45.0, 90.0), true);
+        emit idle->hovered(QPointF(45.0, 10.0), false);
+        QVERIFY2(panel->hoverText().startsWith(QStringLiteral("node-a/gpu0 · 45 s · 90 %")),
+                 qPrintable(panel->hoverText()));
+        QCOMPARE(idle->pen().widthF(), normal);
+        QVERIFY(busy->pen().widthF() > normal);
+        emit busy->hovered(QPointF(45.0, 90.0), false);
+        QVERIFY(panel->hoverText().isEmpty());
+        QCOMPARE(busy->pen().widthF(), normal);
+        // Off every line, a move says nothing.
+        move(view->mapFromScene(view->chart()->mapToScene(view->chart()->plotArea().topLeft())) + QPoint(2, 2));
+        move(at(45.0, 10.0) + QPoint(0, -40));
+        QVERIFY(panel->hoverText().isEmpty());
+        // A new run forgets the hovered line.
+        move(at(20.0, 10.0));
+        QVERIFY(!panel->hoverText().isEmpty());
+        charts.clear();
+        QVERIFY(panel->hoverText().isEmpty());
     }
 
     void gpuPanelSaysWhenThereIsNoTelemetry() {

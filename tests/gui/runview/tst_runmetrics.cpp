@@ -153,6 +153,36 @@ private Q_SLOTS:
         QCOMPARE(metrics.meanPartMs(StepPart::Forward).points(), (QVector<QPointF>{{1, 3.0}, {2, 4.0}, {3, 2.0}}));
     }
 
+    // A rank heard from late (its node's stream started seconds after the others'): the means of the steps it has
+    // not reported wait for it once the start events say how many ranks there are; without them, its steps whose
+    // mean was drawn already stay out of it, and the mean's line never goes back.
+    void meanPartsOfARankHeardFromLate() {
+        const auto step = [](int rank, qint64 number, double forwardMs) {
+            return rankscope::test::syntheticStep(rank, 100.0 + double(number), number, 1.0, 100.0, forwardMs);
+        };
+        RunMetrics metrics;
+        metrics.addEvents({rankscope::test::syntheticStart(0, 2, 100.0, QStringLiteral("node-a"), 10), step(0, 1, 2.0),
+                           step(0, 2, 2.0), step(0, 3, 2.0)});
+        QVERIFY(metrics.meanPartMs(StepPart::Forward).isEmpty());
+        metrics.addEvents({rankscope::test::syntheticStart(1, 2, 100.0, QStringLiteral("node-b"), 10), step(1, 1, 4.0),
+                           step(1, 2, 6.0)});
+        QCOMPARE(metrics.meanPartMs(StepPart::Forward).points(), (QVector<QPointF>{{1, 3.0}, {2, 4.0}}));
+
+        RunMetrics unsaid;
+        unsaid.addEvents({step(0, 1, 2.0), step(0, 2, 2.0)});
+        QCOMPARE(unsaid.meanPartMs(StepPart::Forward).points(), (QVector<QPointF>{{1, 2.0}, {2, 2.0}}));
+        unsaid.addEvents({step(1, 1, 4.0), step(1, 2, 4.0), step(1, 3, 4.0)});
+        unsaid.addEvents({step(0, 3, 2.0)});
+        QCOMPARE(unsaid.meanPartMs(StepPart::Forward).points(), (QVector<QPointF>{{1, 2.0}, {2, 2.0}, {3, 3.0}}));
+        // A new run: the last one's world and steps are forgotten.
+        unsaid.clear();
+        unsaid.addEvents({step(0, 1, 8.0)});
+        QCOMPARE(unsaid.meanPartMs(StepPart::Forward).points(), (QVector<QPointF>{{1, 8.0}}));
+        metrics.clear();
+        metrics.addEvents({step(0, 1, 8.0)});
+        QCOMPARE(metrics.meanPartMs(StepPart::Forward).points(), (QVector<QPointF>{{1, 8.0}}));
+    }
+
     // The rate is the last kRateWindowSeconds' (20 s), not the whole run's: a run that sped up says so. clear()
     // forgets it with the rest, for the next run.
     void theRateIsTheRecentOneUntilCleared() {

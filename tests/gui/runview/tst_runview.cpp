@@ -117,6 +117,54 @@ private Q_SLOTS:
         QCOMPARE(view.focusedRank(), -1);
     }
 
+    // The charts and the grid point at the same rank: the pointer on a rank's line outlines its tile (dashed), a
+    // click on the line focuses every view on the rank as a click on its tile does, and a second click lets go.
+    void aRanksLineAndItsTileGoTogether() {
+        RunView view;
+        const QVector<TrainerEvent> events = recordedEvents(QStringLiteral("recorded-ok"));
+        view.setClock([&] { return events.constLast().time; });
+        view.resize(1400, 900);
+        view.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&view));
+        view.addEvents(events);
+        view.flush();
+        QLineSeries* line = view.charts()->throughputSeries(1);
+        QVERIFY(line);
+        const QRect tile = view.grid()->tileRect(1);
+        const QImage plain = view.grid()->viewport()->grab(tile).toImage();
+        const QImage other = view.grid()->viewport()->grab(view.grid()->tileRect(0)).toImage();
+
+        emit line->hovered(QPointF(5, 100.0), true);
+        QCOMPARE(view.grid()->hoveredRank(), 1);
+        const QImage outlined = view.grid()->viewport()->grab(tile).toImage();
+        QVERIFY(outlined != plain);
+        QCOMPARE(view.grid()->viewport()->grab(view.grid()->tileRect(0)).toImage(), other);
+        QVERIFY(view.grid()->grab().save(savePath(QStringLiteral("rankgrid-hovered.png"))));
+        emit line->hovered(QPointF(5, 100.0), false);
+        QCOMPARE(view.grid()->hoveredRank(), -1);
+        QCOMPARE(view.grid()->viewport()->grab(tile).toImage(), plain);
+
+        QSignalSpy selected(&view, &RunView::rankSelected);
+        emit view.charts()->lossSeries(1)->clicked(QPointF(5, 1.0));
+        QCOMPARE(selected.count(), 1);
+        QCOMPARE(selected.last().at(0).toInt(), 1);
+        QCOMPARE(view.focusedRank(), 1);
+        QCOMPARE(view.charts()->focusedRank(), 1);
+        QCOMPARE(view.grid()->focusedRank(), 1);
+        // The focused tile's outline is its own, not the hover's.
+        const QImage focused = view.grid()->viewport()->grab(tile).toImage();
+        QVERIFY(focused != plain && focused != outlined);
+        emit line->hovered(QPointF(5, 100.0), true);
+        QCOMPARE(view.grid()->viewport()->grab(tile).toImage(), focused);
+        emit line->clicked(QPointF(5, 100.0));
+        QCOMPARE(view.focusedRank(), -1);
+        QCOMPARE(view.charts()->focusedRank(), -1);
+
+        // A new run: no tile stays outlined for a line that is gone.
+        view.clear();
+        QCOMPARE(view.grid()->hoveredRank(), -1);
+    }
+
     // Sixteen long ranks: the charts take turns on the half ticks, and the ticks alone still draw every batch.
     void manyRanksOnTheHalfTicks() {
         RunView view;
