@@ -107,7 +107,7 @@ std::pair<double, double> paddedRange(double lo, double hi, bool fromZero) {
     const double pad = span * 0.05;
     // Data that never goes below zero (loss, images/s, milliseconds) keeps its axis at or above zero: a
     // padding below zero would make applyNiceNumbers() round the axis down to a whole negative tick.
-    double low = fromZero && lo >= 0.0 ? lo : lo - pad;
+    double low = lo - pad;
     if (lo >= 0.0 && low < 0.0)
         low = 0.0;
     return {low, hi + pad};

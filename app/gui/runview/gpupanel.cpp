@@ -177,7 +177,7 @@ void GpuPanel::showHoverText(double seconds) {
 }
 
 bool GpuPanel::eventFilter(QObject* watched, QEvent* event) {
-    if (event->type() == QEvent::MouseMove && watched == m_view->viewport()) {
+    if (event->type() == QEvent::MouseMove) { // the filter watches the chart's viewport only
         if (const QLineSeries* line = series(m_hovered))
             showHoverText(valueAt(m_view, line, static_cast<QMouseEvent*>(event)->position().toPoint()));
     }

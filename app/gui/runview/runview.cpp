@@ -40,6 +40,7 @@ RunView::RunView(QWidget* parent)
     progressFont.setBold(true);
     m_progress->setFont(progressFont);
     m_progress->setText(tr("waiting for the first event"));
+    m_stateCounts->setObjectName(QStringLiteral("stateCounts"));
     m_stateCounts->setAlignment(Qt::AlignRight | Qt::AlignVCenter);
     m_stateCounts->setTextFormat(Qt::RichText);
 

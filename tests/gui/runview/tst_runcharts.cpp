@@ -672,8 +672,9 @@ private Q_SLOTS:
         QCOMPARE(gpu0->points(), QList<QPointF>({{0, 90}, {1, 90}, {2, 90}}));
     }
 
-    // The pointer on a GPU's line says which GPU, when, and how it stands against the others then: a cluster's
-    // sixteen GPUs have no legend, and the one that idles is the one to find.
+    // The pointer on a GPU's line says which GPU, when, and how it stands against the GPUs sampled then: a cluster's
+    // sixteen GPUs have no legend, and the one that idles is the one to find. node-a's GPUs 0 and 1 work at 90 and
+    // 91 %, its GPU 2 climbs from 10 %, node-b's GPU comes 30 s late at 50 %.
     void hoveredGpuLineSaysWhichGpu() {
         RunMetrics metrics;
         RunCharts charts(&metrics);
@@ -682,34 +683,49 @@ private Q_SLOTS:
         charts.show();
         QVERIFY(QTest::qWaitForWindowExposed(&charts));
         QVector<GpuSample> samples;
-        for (int t = 0; t <= 60; ++t)
+        for (int t = 0; t <= 60; ++t) {
             for (int gpu = 0; gpu < 3; ++gpu)
-                samples.append({QStringLiteral("node-a"), gpu, 1000.0 + t, gpu == 2 ? 10.0 : 90.0 + gpu, 4000.0 + gpu,
-                                16000, 150.0 + t});
+                samples.append({QStringLiteral("node-a"), gpu, 1000.0 + t, gpu == 2 ? 10.0 + t : 90.0 + gpu,
+                                4000.0 + gpu, 16000, 150.0 + t});
+            if (t >= 30)
+                samples.append({QStringLiteral("node-b"), 0, 1000.0 + t, 50.0, 8000.0, 16000, 150.0 + t});
+        }
         charts.addGpuSamples(samples);
         charts.refresh();
         charts.refresh();
         GpuPanel* panel = charts.gpuPanel();
         QCOMPARE(panel->pointText(QStringLiteral("node-a/gpu2"), 30.2),
-                 QStringLiteral("node-a/gpu2 · 30 s · 10 % · median of 3 GPUs 90 %"));
+                 QStringLiteral("node-a/gpu2 · 30 s · 40 % · median of 4 GPUs 70 %"));
         QCOMPARE(panel->pointText(QStringLiteral("node-a/gpu1"), 99.0),
-                 QStringLiteral("node-a/gpu1 · 60 s · 91 % · median of 3 GPUs 90 %"));
-        QCOMPARE(panel->pointText(QStringLiteral("node-b/gpu0"), 3.0), QStringLiteral("node-b/gpu0"));
+                 QStringLiteral("node-a/gpu1 · 60 s · 91 % · median of 4 GPUs 80 %"));
+        // Before node-b's first sample, three GPUs.
+        QCOMPARE(panel->pointText(QStringLiteral("node-a/gpu0"), 10.0),
+                 QStringLiteral("node-a/gpu0 · 10 s · 90 % · median of 3 GPUs 90 %"));
+        QCOMPARE(panel->pointText(QStringLiteral("node-c/gpu0"), 3.0), QStringLiteral("node-c/gpu0"));
+        const auto* y = qobject_cast<QValueAxis*>(panel->chart()->axes(Qt::Vertical).first());
+        QVERIFY2(y->min() <= 10.0 && y->max() >= 91.0,
+                 qPrintable(QStringLiteral("%1 to %2").arg(y->min()).arg(y->max())));
         panel->setMetric(GpuMetric::Memory);
+        QCOMPARE(y->titleText(), QStringLiteral("memory used (MiB)"));
         QCOMPARE(panel->pointText(QStringLiteral("node-a/gpu0"), 5.0),
                  QStringLiteral("node-a/gpu0 · 5 s · 4000 MiB · median of 3 GPUs 4001 MiB"));
         panel->setMetric(GpuMetric::Power);
+        QCOMPARE(y->titleText(), QStringLiteral("power (W)"));
         QCOMPARE(panel->pointText(QStringLiteral("node-a/gpu0"), 5.0),
                  QStringLiteral("node-a/gpu0 · 5 s · 155 W · median of 3 GPUs 155 W"));
+        // Asked before node-b's first sample: its first, against the others then.
+        QCOMPARE(panel->pointText(QStringLiteral("node-b/gpu0"), 5.0),
+                 QStringLiteral("node-b/gpu0 · 30 s · 180 W · median of 4 GPUs 180 W"));
         panel->setMetric(GpuMetric::Utilization);
+        QCOMPARE(y->titleText(), QStringLiteral("utilisation (%)"));
         charts.refresh();
 
         // The real pointer: onto gpu2's line, along it, off it.
         QChartView* view = panel->chartView();
         QLineSeries* idle = panel->series(QStringLiteral("node-a/gpu2"));
-        const auto at = [view, idle](double seconds, double y) {
+        const auto at = [view, idle](double seconds, double value) {
             return view->mapFromScene(
-                view->chart()->mapToScene(view->chart()->mapToPosition(QPointF(seconds, y), idle)));
+                view->chart()->mapToScene(view->chart()->mapToPosition(QPointF(seconds, value), idle)));
         };
         const auto move = [view](QPoint position) {
             QMouseEvent event(QEvent::MouseMove, position, view->viewport()->mapToGlobal(position), Qt::NoButton,
@@ -717,22 +733,24 @@ private Q_SLOTS:
             QCoreApplication::sendEvent(view->viewport(), &event);
         };
         const double normal = idle->pen().widthF();
-        move(at(20.0, 10.0));
+        move(at(20.0, 30.0));
         QVERIFY2(panel->hoverText().startsWith(QStringLiteral("node-a/gpu2 · ")), qPrintable(panel->hoverText()));
         QVERIFY(idle->pen().widthF() > normal);
         const auto shownSeconds = [panel] {
             return panel->hoverText().section(QStringLiteral(" · "), 1, 1).chopped(2).toInt();
         };
         QVERIFY2(std::abs(shownSeconds() - 20) <= 1, qPrintable(panel->hoverText()));
-        move(at(45.0, 10.0));
+        move(at(45.0, 55.0));
         QVERIFY2(std::abs(shownSeconds() - 45) <= 1, qPrintable(panel->hoverText()));
+        QVERIFY2(panel->hoverText().contains(QStringLiteral(" s · %1 % · median of 4 GPUs ").arg(10 + shownSeconds())),
+                 qPrintable(panel->hoverText()));
         QString what;
-        QVERIFY2(tooltipAt(view, at(shownSeconds(), 10.0), panel->hoverText(), &what), qPrintable(what));
-        QVERIFY(panel->hoverText().endsWith(QStringLiteral("10 % · median of 3 GPUs 90 %")));
+        QVERIFY2(tooltipAt(view, at(shownSeconds(), 10.0 + shownSeconds()), panel->hoverText(), &what),
+                 qPrintable(what));
         // Close lines: the next entered before the first is left.
         QLineSeries* busy = panel->series(QStringLiteral("node-a/gpu0"));
         emit busy->hovered(QPointF(45.0, 90.0), true);
-        emit idle->hovered(QPointF(45.0, 10.0), false);
+        emit idle->hovered(QPointF(45.0, 55.0), false);
         QVERIFY2(panel->hoverText().startsWith(QStringLiteral("node-a/gpu0 · 45 s · 90 %")),
                  qPrintable(panel->hoverText()));
         QCOMPARE(idle->pen().widthF(), normal);
@@ -741,14 +759,45 @@ private Q_SLOTS:
         QVERIFY(panel->hoverText().isEmpty());
         QCOMPARE(busy->pen().widthF(), normal);
         // Off every line, a move says nothing.
-        move(view->mapFromScene(view->chart()->mapToScene(view->chart()->plotArea().topLeft())) + QPoint(2, 2));
-        move(at(45.0, 10.0) + QPoint(0, -40));
+        const QPoint offTheLines =
+            view->mapFromScene(view->chart()->mapToScene(view->chart()->plotArea().topLeft())) + QPoint(2, 2);
+        move(offTheLines);
+        move(at(45.0, 55.0) + QPoint(0, -40));
         QVERIFY(panel->hoverText().isEmpty());
-        // A new run forgets the hovered line.
-        move(at(20.0, 10.0));
+        // A new run forgets the hovered line: the same GPU's line again is not hovered until the pointer is on it.
+        move(at(20.0, 30.0));
         QVERIFY(!panel->hoverText().isEmpty());
         charts.clear();
         QVERIFY(panel->hoverText().isEmpty());
+        metrics.clear();
+        charts.addGpuSamples(samples);
+        charts.refresh();
+        move(offTheLines);
+        QVERIFY2(panel->hoverText().isEmpty(), qPrintable(panel->hoverText()));
+
+        // A GPU alone has no median to stand against.
+        RunMetrics single;
+        RunCharts alone(&single);
+        alone.addGpuSamples({{QStringLiteral("node-c"), 0, 1000.0, 33.0, 100.0, 16000, 70.0},
+                             {QStringLiteral("node-c"), 0, 1002.0, 33.0, 100.0, 16000, 70.0}});
+        alone.refresh();
+        QCOMPARE(alone.gpuPanel()->pointText(QStringLiteral("node-c/gpu0"), 2.0),
+                 QStringLiteral("node-c/gpu0 · 2 s · 33 %"));
+    }
+
+    // Up to twelve GPUs have a legend; more do not (the pointer says whose a line is).
+    void manyGpusHaveNoLegend() {
+        for (const int gpus : {12, 13}) {
+            RunMetrics metrics;
+            RunCharts charts(&metrics);
+            QVector<GpuSample> samples;
+            for (int gpu = 0; gpu < gpus; ++gpu)
+                samples.append({QStringLiteral("node-%1").arg(gpu / 8), gpu % 8, 1000.0, 50.0, 100.0, 16000, 70.0});
+            charts.addGpuSamples(samples);
+            charts.refresh();
+            QCOMPARE(charts.chart(RunCharts::GpuChart)->series().size(), gpus);
+            QCOMPARE(charts.chart(RunCharts::GpuChart)->legend()->isVisible(), gpus <= 12);
+        }
     }
 
     void gpuPanelSaysWhenThereIsNoTelemetry() {
@@ -817,6 +866,41 @@ private Q_SLOTS:
         withPoints.refresh();
         QCOMPARE(withPoints.accuracySeries()->count(), 2);
         QCOMPARE(withPoints.chart(RunCharts::AccuracyChart)->title(), QStringLiteral("Validation accuracy"));
+    }
+
+    // The accuracy chart's axis spans the run's epochs, one tick each up to ten, nice numbers past.
+    void accuracyAxisCountsEpochs() {
+        for (const int epochs : {7, 12}) {
+            RunMetrics metrics;
+            RunCharts charts(&metrics);
+            const TrainerEventResult start =
+                decodeTrainerEvent(QJsonObject{{"v", "1.0"},
+                                               {"type", "start"},
+                                               {"rank", 0},
+                                               {"time", 100.0},
+                                               {"world_size", 1},
+                                               {"local_rank", 0},
+                                               {"local_world_size", 1},
+                                               {"host", "node-a"},
+                                               {"pid", 10},
+                                               {"backend", "gloo"},
+                                               {"device", "cpu"},
+                                               {"torch_version", "2.5.1"},
+                                               {"steps_per_epoch", 10},
+                                               {"total_steps", 10 * epochs},
+                                               {"config", QJsonObject{{"epochs", epochs}}}});
+            QVERIFY2(start.ok(), qPrintable(start.error));
+            metrics.addEvents({*start.event});
+            charts.refresh();
+            const auto* x =
+                qobject_cast<QValueAxis*>(charts.chart(RunCharts::AccuracyChart)->axes(Qt::Horizontal).first());
+            if (epochs <= 10) {
+                QCOMPARE(x->max(), double(epochs));
+                QCOMPARE(x->tickCount(), epochs + 1);
+            } else {
+                QVERIFY2(x->max() >= epochs && x->tickCount() <= 11, qPrintable(QString::number(x->tickCount())));
+            }
+        }
     }
 
     void pngExport() {

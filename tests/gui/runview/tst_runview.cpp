@@ -11,6 +11,7 @@
 
 #include <QChart>
 #include <QDir>
+#include <QLabel>
 #include <QLineSeries>
 #include <QRandomGenerator>
 #include <QSignalSpy>
@@ -99,6 +100,11 @@ private Q_SLOTS:
                                           .arg(*view.metrics()->progress().stepsPerSecond, 0, 'f', 2));
         const QModelIndex state = view.gridModel()->index(0, RankGridModel::StateColumn);
         QCOMPARE(state.data().toString(), QStringLiteral("finished"));
+        // The header counts the ranks by state; the tick alone moves the grid's clock.
+        const auto* counts = view.findChild<QLabel*>(QStringLiteral("stateCounts"));
+        QVERIFY(counts);
+        QVERIFY2(counts->text().endsWith(QStringLiteral("</span> 2 finished")), qPrintable(counts->text()));
+        QTRY_COMPARE(view.gridModel()->now(), events.constLast().time);
 
         // A click on rank 1's tile focuses every view on it.
         QSignalSpy selected(&view, &RunView::rankSelected);
@@ -207,6 +213,69 @@ private Q_SLOTS:
         const QModelIndex state = view.gridModel()->index(view.gridModel()->rowOfRank(1), RankGridModel::StateColumn);
         QCOMPARE(state.data().toString(), QStringLiteral("failed"));
         QCOMPARE(state.data(Qt::ToolTipRole).toString(), describeExitStatus(137));
+        QVERIFY(view.metrics()->rank(1)->ended); // the means and the progress stop waiting for it
+    }
+
+    // The tick: 10 to 100 ms, drawn on its halves.
+    void tickInterval() {
+        RunView view;
+        view.setTickInterval(60);
+        QCOMPARE(view.tickInterval(), 60);
+        view.setTickInterval(500);
+        QCOMPARE(view.tickInterval(), 100);
+        view.setTickInterval(4);
+        QCOMPARE(view.tickInterval(), 10);
+    }
+
+    // What was queued for the last run is not applied to the next.
+    void clearDropsWhatIsQueued() {
+        RunView view;
+        view.addEvents(recordedEvents(QStringLiteral("recorded-ok")));
+        view.rankExited(1, QStringLiteral("node-a"), 0);
+        view.clear();
+        view.flush();
+        QCOMPARE(view.gridModel()->rowCount(), 0);
+        QVERIFY(view.metrics()->ranks().isEmpty());
+        QCOMPARE(view.progressText(), QStringLiteral("waiting for the first event"));
+    }
+
+    // Ranks numbered apart (a job's ranks 3 and 7 shown alone): a click on a tile names its rank, not its place.
+    void aTileNamesItsRank() {
+        RunView view;
+        view.resize(1400, 900);
+        view.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&view));
+        view.addEvents(
+            {rankscope::test::syntheticStep(3, 100.0, 1, 1.0), rankscope::test::syntheticStep(7, 100.0, 1, 1.0)});
+        view.flush();
+        QSignalSpy selected(&view, &RunView::rankSelected);
+        QTest::mouseClick(view.grid()->viewport(), Qt::LeftButton, {}, view.grid()->tileRect(7).center());
+        QCOMPARE(selected.count(), 1);
+        QCOMPARE(selected.last().at(0).toInt(), 7);
+        QCOMPARE(view.focusedRank(), 7);
+    }
+
+    // Tiles are at most twice as wide as high, and never lower than 40 px.
+    void tilesKeepTheirShape_data() {
+        QTest::addColumn<int>("width");
+        QTest::addColumn<QSize>("tile");
+        QTest::newRow("wide") << 400 << QSize(230, 78);
+        QTest::newRow("narrow") << 150 << QSize(126, 63);
+        QTest::newRow("narrowest") << 98 << QSize(74, 40);
+    }
+    void tilesKeepTheirShape() {
+        QFETCH(int, width);
+        QFETCH(QSize, tile);
+        RankGridModel model;
+        QVector<TrainerEvent> events;
+        for (int rank = 0; rank < 8; ++rank)
+            events.append(rankscope::test::syntheticStep(rank, 100.0, 1, 1.0));
+        model.addEvents(events);
+        RankGrid grid(&model);
+        grid.resize(width, 900);
+        grid.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&grid));
+        QTRY_COMPARE(grid.tileSize(), tile);
     }
 
     // A run whose ranks all ended before their first event (a trainer that could not start, a crash at import)
@@ -221,6 +290,25 @@ private Q_SLOTS:
         view.flush();
         QCOMPARE(view.progressText(),
                  QStringLiteral("every rank ended before its first event (the Logs tab says why)"));
+
+        // Nothing planned, nothing seen: waiting, not "every rank ended".
+        RunView fresh;
+        fresh.flush();
+        QCOMPARE(fresh.progressText(), QStringLiteral("waiting for the first event"));
+        // A rank known from a finding only (a watchdog's timeout in its log before any event) has not ended.
+        RunView named;
+        named.setRankHosts({{0, QStringLiteral("node-a")}, {1, QStringLiteral("node-b")}});
+        named.rankExited(0, QStringLiteral("node-a"), 128 + 6);
+        named.addDiagnoses({{DiagnosisKind::Hang,
+                             QStringLiteral("hang:watchdog"),
+                             {1},
+                             QStringLiteral("node-b"),
+                             100.0,
+                             QStringLiteral("rank 1 timed out in ALLREDUCE"),
+                             false,
+                             0}});
+        named.flush();
+        QCOMPARE(named.progressText(), QStringLiteral("waiting for the first event"));
     }
 
     void sixtyFourRanks() {
