@@ -26,6 +26,14 @@ using rankscope::test::recordedEvents;
 
 namespace {
 
+// Charts on the screen at a window's size, ticked by the test itself (their own timer stopped).
+bool showTickDriven(RunCharts& charts) {
+    charts.setTickDriven(true);
+    charts.resize(1200, 700);
+    charts.show();
+    return QTest::qWaitForWindowExposed(&charts);
+}
+
 // The tooltip on the screen, if one is shown.
 const QLabel* shownTooltip() {
     for (QWidget* widget : QApplication::topLevelWidgets())
@@ -117,10 +125,7 @@ private Q_SLOTS:
     void stepAxesEndAtTheRunsLastStep() {
         RunMetrics metrics;
         RunCharts charts(&metrics);
-        charts.setTickDriven(true);
-        charts.resize(1200, 700);
-        charts.show();
-        QVERIFY(QTest::qWaitForWindowExposed(&charts));
+        QVERIFY(showTickDriven(charts));
         const auto axis = [&charts](RunCharts::Chart which) {
             return qobject_cast<QValueAxis*>(charts.chart(which)->axes(Qt::Horizontal).first());
         };
@@ -163,10 +168,7 @@ private Q_SLOTS:
         // No start event: the same steps on the nice numbers' axis, past the last step.
         RunMetrics unsaid;
         RunCharts plain(&unsaid);
-        plain.setTickDriven(true);
-        plain.resize(1200, 700);
-        plain.show();
-        QVERIFY(QTest::qWaitForWindowExposed(&plain));
+        QVERIFY(showTickDriven(plain));
         QVector<TrainerEvent> events;
         for (qint64 step = 1; step <= 220; ++step)
             events.append(rankscope::test::syntheticStep(0, 1000.0 + double(step), step, 1.0 / double(step)));
@@ -213,10 +215,7 @@ private Q_SLOTS:
         RunMetrics metrics;
         metrics.setWindow(20000);
         RunCharts charts(&metrics);
-        charts.setTickDriven(true); // the test calls tick() itself
-        charts.resize(1200, 700);
-        charts.show();
-        QVERIFY(QTest::qWaitForWindowExposed(&charts));
+        QVERIFY(showTickDriven(charts));
         const auto addSteps = [&metrics](int ranks, qint64 from, qint64 to) {
             QVector<TrainerEvent> events;
             for (int rank = 0; rank < ranks; ++rank)
@@ -358,10 +357,7 @@ private Q_SLOTS:
     void hoveredLineSaysWhoseItIsAndHowItStands() {
         RunMetrics metrics;
         RunCharts charts(&metrics);
-        charts.setTickDriven(true);
-        charts.resize(1200, 700);
-        charts.show();
-        QVERIFY(QTest::qWaitForWindowExposed(&charts));
+        QVERIFY(showTickDriven(charts));
         QVector<TrainerEvent> events;
         for (int rank = 0; rank < 4; ++rank)
             events.append(
@@ -375,27 +371,33 @@ private Q_SLOTS:
         charts.refresh();
         charts.refresh(); // laid out at the final width
 
-        QCOMPARE(charts.pointText(RunCharts::ThroughputChart, 3, 40.2),
-                 QStringLiteral("rank 3 on node-1 · step 40 · 150 images/s · 0.49× the median of 4 ranks (305)"));
-        QCOMPARE(charts.pointText(RunCharts::ThroughputChart, 2, 39.6),
-                 QStringLiteral("rank 2 on node-1 · step 40 · 320 images/s · 1.05× the median of 4 ranks (305)"));
-        QCOMPARE(charts.pointText(RunCharts::LossChart, 1, 40.0),
-                 QStringLiteral("rank 1 on node-0 · step 40 · loss 1.7 · median of 4 ranks 1.75"));
-        // Past rank 3's last step, three ranks: the middle one. Past every other's, rank 0 has none to stand against.
-        QCOMPARE(charts.pointText(RunCharts::ThroughputChart, 0, 90.0),
-                 QStringLiteral("rank 0 on node-0 · step 90 · 300 images/s · 0.97× the median of 3 ranks (310)"));
-        QCOMPARE(charts.pointText(RunCharts::LossChart, 2, 100.0),
-                 QStringLiteral("rank 2 on node-1 · step 100 · loss 1.2 · median of 3 ranks 1.1"));
-        QCOMPARE(charts.pointText(RunCharts::ThroughputChart, 0, 110.0),
-                 QStringLiteral("rank 0 on node-0 · step 110 · 300 images/s"));
-        // The nearest step of the line, at either end.
-        QCOMPARE(charts.pointText(RunCharts::ThroughputChart, 3, 500.0),
-                 QStringLiteral("rank 3 on node-1 · step 80 · 150 images/s · 0.49× the median of 4 ranks (305)"));
-        QCOMPARE(charts.pointText(RunCharts::ThroughputChart, 3, -5.0),
-                 QStringLiteral("rank 3 on node-1 · step 1 · 150 images/s · 0.49× the median of 4 ranks (305)"));
-        // The others stand at the step of the point shown, not at the one asked for: 1.2, 1.3, 1.4 and 1.5 at step 80.
-        QCOMPARE(charts.pointText(RunCharts::LossChart, 3, 500.0),
-                 QStringLiteral("rank 3 on node-1 · step 80 · loss 1.5 · median of 4 ranks 1.35"));
+        const struct {
+            RunCharts::Chart chart;
+            int rank;
+            double step;
+            const char* text;
+        } points[] = {
+            {RunCharts::ThroughputChart, 3, 40.2,
+             "rank 3 on node-1 · step 40 · 150 images/s · 0.49× the median of 4 ranks (305)"},
+            {RunCharts::ThroughputChart, 2, 39.6,
+             "rank 2 on node-1 · step 40 · 320 images/s · 1.05× the median of 4 ranks (305)"},
+            {RunCharts::LossChart, 1, 40.0, "rank 1 on node-0 · step 40 · loss 1.7 · median of 4 ranks 1.75"},
+            // Past rank 3's last step, three ranks: the middle one.
+            {RunCharts::ThroughputChart, 0, 90.0,
+             "rank 0 on node-0 · step 90 · 300 images/s · 0.97× the median of 3 ranks (310)"},
+            {RunCharts::LossChart, 2, 100.0, "rank 2 on node-1 · step 100 · loss 1.2 · median of 3 ranks 1.1"},
+            // Past every other's, rank 0 has none to stand against.
+            {RunCharts::ThroughputChart, 0, 110.0, "rank 0 on node-0 · step 110 · 300 images/s"},
+            // The nearest step of the line, at either end.
+            {RunCharts::ThroughputChart, 3, 500.0,
+             "rank 3 on node-1 · step 80 · 150 images/s · 0.49× the median of 4 ranks (305)"},
+            {RunCharts::ThroughputChart, 3, -5.0,
+             "rank 3 on node-1 · step 1 · 150 images/s · 0.49× the median of 4 ranks (305)"},
+            // The others stand at the step of the point shown, not at the one asked for: 1.2 to 1.5 at step 80.
+            {RunCharts::LossChart, 3, 500.0, "rank 3 on node-1 · step 80 · loss 1.5 · median of 4 ranks 1.35"},
+        };
+        for (const auto& point : points)
+            QCOMPARE(charts.pointText(point.chart, point.rank, point.step), QString::fromUtf8(point.text));
         QCOMPARE(charts.pointText(RunCharts::ThroughputChart, 9, 40.0), QStringLiteral("rank 9"));
         QVERIFY(charts.pointText(RunCharts::StepTimeChart, 3, 40.0).isEmpty());
         // The accuracy chart spans the run's 5 epochs, one tick each, 0 to 1 while it holds no point.
@@ -500,10 +502,7 @@ private Q_SLOTS:
     void axesHoldEveryPoint() {
         RunMetrics metrics;
         RunCharts charts(&metrics);
-        charts.setTickDriven(true);
-        charts.resize(1200, 700);
-        charts.show();
-        QVERIFY(QTest::qWaitForWindowExposed(&charts));
+        QVERIFY(showTickDriven(charts));
         const auto add = [&metrics](int rank, qint64 from, qint64 to, double loss, double imagesPerSec) {
             QVector<TrainerEvent> events;
             for (qint64 step = from; step <= to; ++step)
@@ -678,10 +677,7 @@ private Q_SLOTS:
     void hoveredGpuLineSaysWhichGpu() {
         RunMetrics metrics;
         RunCharts charts(&metrics);
-        charts.setTickDriven(true);
-        charts.resize(1200, 700);
-        charts.show();
-        QVERIFY(QTest::qWaitForWindowExposed(&charts));
+        QVERIFY(showTickDriven(charts));
         QVector<GpuSample> samples;
         for (int t = 0; t <= 60; ++t) {
             for (int gpu = 0; gpu < 3; ++gpu)

@@ -78,6 +78,14 @@ QString savePath(const QString& name) {
     return QDir(QDir::tempPath()).filePath(name);
 }
 
+// A run view on the screen, its clock at the last event of a recorded run.
+bool showAtTheEndOf(RunView& view, const QVector<TrainerEvent>& events) {
+    view.setClock([last = events.constLast().time] { return last; });
+    view.resize(1400, 900);
+    view.show();
+    return QTest::qWaitForWindowExposed(&view);
+}
+
 } // namespace
 
 class TestRunView final : public QObject {
@@ -87,10 +95,7 @@ private Q_SLOTS:
     void recordedRunOnTheTick() {
         RunView view;
         const QVector<TrainerEvent> events = recordedEvents(QStringLiteral("recorded-ok"));
-        view.setClock([&] { return events.constLast().time; });
-        view.resize(1400, 900);
-        view.show();
-        QVERIFY(QTest::qWaitForWindowExposed(&view));
+        QVERIFY(showAtTheEndOf(view, events));
         for (const auto& batch : rankscope::test::inBatches(events, 5))
             view.addEvents(batch);
         QCOMPARE(view.gridModel()->rowCount(), 0); // queued until the tick
@@ -128,10 +133,7 @@ private Q_SLOTS:
     void aRanksLineAndItsTileGoTogether() {
         RunView view;
         const QVector<TrainerEvent> events = recordedEvents(QStringLiteral("recorded-ok"));
-        view.setClock([&] { return events.constLast().time; });
-        view.resize(1400, 900);
-        view.show();
-        QVERIFY(QTest::qWaitForWindowExposed(&view));
+        QVERIFY(showAtTheEndOf(view, events));
         view.addEvents(events);
         view.flush();
         QLineSeries* line = view.charts()->throughputSeries(1);
