@@ -127,6 +127,16 @@ const QPointF* nearestPoint(const SeriesBuffer& buffer, double x) {
     return x - before->x() <= after->x() - x ? &*before : &*after;
 }
 
+QVector<double> valuesAt(const QVector<const SeriesBuffer*>& buffers, double x) {
+    QVector<double> values;
+    for (const SeriesBuffer* buffer : buffers) {
+        if (buffer->isEmpty() || x < buffer->points().constFirst().x() || x > buffer->points().constLast().x())
+            continue;
+        values.append(nearestPoint(*buffer, x)->y());
+    }
+    return values;
+}
+
 double median(QVector<double> values) {
     std::sort(values.begin(), values.end());
     const qsizetype middle = values.size() / 2;

@@ -53,6 +53,9 @@ void endStepAxisAt(QValueAxis* axis, double end);
 
 // Hovering a line: the point of a buffer nearest to x (points in x order); nullptr for an empty buffer.
 [[nodiscard]] const QPointF* nearestPoint(const SeriesBuffer& buffer, double x);
+// The lines that pass x (from their first point to their last), each at its point nearest to x: what a hovered
+// point is told against.
+[[nodiscard]] QVector<double> valuesAt(const QVector<const SeriesBuffer*>& buffers, double x);
 // The median of some values (at least one).
 [[nodiscard]] double median(QVector<double> values);
 // The x, in a series' values, under a position of a chart view's viewport.

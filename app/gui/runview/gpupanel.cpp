@@ -137,12 +137,7 @@ QString GpuPanel::pointText(const QString& gpu, double seconds) const {
     if (!point)
         return gpu;
     QString text = tr("%1 · %2 s · %3").arg(gpu).arg(point->x(), 0, 'f', 0).arg(formatValue(m_metric, point->y()));
-    // The GPUs sampled then, each at its sample nearest to that time.
-    QVector<double> then;
-    for (const SeriesBuffer* buffer : buffers)
-        if (!buffer->isEmpty() && point->x() >= buffer->points().constFirst().x() &&
-            point->x() <= buffer->points().constLast().x())
-            then.append(nearestPoint(*buffer, point->x())->y());
+    const QVector<double> then = valuesAt(buffers.values(), point->x()); // the GPUs sampled then
     if (then.size() < 2)
         return text;
     return text + tr(" · median of %1 GPUs %2").arg(then.size()).arg(formatValue(m_metric, median(then)));

@@ -273,16 +273,10 @@ QString RunCharts::pointText(Chart which, int rank, double step) const {
     if (!point)
         return text;
     text += tr(" · step %1 · %2").arg(std::llround(point->x())).arg(format(point->y()));
-    // The ranks whose line passes that step, each at its point nearest to it.
-    QVector<double> atStep;
-    for (const int other : m_metrics->ranks()) {
-        const SeriesBuffer& buffer = values(*m_metrics->rank(other));
-        if (buffer.isEmpty() || point->x() < buffer.points().constFirst().x() ||
-            point->x() > buffer.points().constLast().x())
-            continue;
-        if (const double y = nearestPoint(buffer, point->x())->y(); std::isfinite(y))
-            atStep.append(y);
-    }
+    QVector<const SeriesBuffer*> lines;
+    for (const int other : m_metrics->ranks())
+        lines.append(&values(*m_metrics->rank(other)));
+    const QVector<double> atStep = valuesAt(lines, point->x());
     if (atStep.size() < 2)
         return text;
     const double middle = median(atStep);

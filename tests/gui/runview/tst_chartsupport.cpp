@@ -233,6 +233,21 @@ private Q_SLOTS:
         QCOMPARE(nearestPoint(SeriesBuffer(), x), nullptr);
     }
 
+    // What a hovered point stands against: the lines that pass its x, each at its point nearest to it.
+    void valuesOfTheLinesAtX() {
+        const SeriesBuffer whole = bufferOf({{1, 10}, {2, 20}, {6, 60}, {10, 100}});
+        const SeriesBuffer late = bufferOf({{5, 5}, {7, 7}, {10, 10}});
+        const SeriesBuffer early = bufferOf({{1, 1}, {3, 3}});
+        const QVector<const SeriesBuffer*> lines = {&whole, &late, &early};
+        QCOMPARE(valuesAt(lines, 2.0), (QVector<double>{20, 1})); // late has not begun; early's nearer point first
+        QCOMPARE(valuesAt(lines, 3.0), (QVector<double>{20, 3}));
+        QCOMPARE(valuesAt(lines, 6.0), (QVector<double>{60, 5})); // early has ended
+        QCOMPARE(valuesAt(lines, 10.0), (QVector<double>{100, 10}));
+        QCOMPARE(valuesAt(lines, 0.5), QVector<double>());
+        QCOMPARE(valuesAt(lines, 11.0), QVector<double>());
+        QCOMPARE(valuesAt({}, 3.0), QVector<double>());
+    }
+
     void medianOfValues_data() {
         QTest::addColumn<QVector<double>>("values");
         QTest::addColumn<double>("median");
