@@ -3,6 +3,7 @@
 
 #include "rankgridmodel.h"
 
+#include <QMouseEvent>
 #include <QPainter>
 #include <QPainterPath>
 #include <QResizeEvent>
@@ -139,6 +140,24 @@ void RankGrid::setHoveredRank(int rank) {
         return;
     m_hoveredRank = rank;
     viewport()->update();
+}
+
+void RankGrid::mouseMoveEvent(QMouseEvent* event) {
+    QListView::mouseMoveEvent(event);
+    const QModelIndex index = indexAt(event->position().toPoint());
+    const int rank = index.isValid() ? index.data(RankGridModel::RankRole).toInt() : -1;
+    if (rank != m_pointedRank) {
+        m_pointedRank = rank;
+        emit rankPointed(rank);
+    }
+}
+
+void RankGrid::leaveEvent(QEvent* event) {
+    QListView::leaveEvent(event);
+    if (m_pointedRank >= 0) {
+        m_pointedRank = -1;
+        emit rankPointed(-1);
+    }
 }
 
 QRect RankGrid::tileRect(int rank) const {

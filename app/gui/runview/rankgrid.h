@@ -30,9 +30,12 @@ public:
 
 signals:
     void rankSelected(int rank);
+    void rankPointed(int rank); // the pointer went onto a rank's tile; -1 when it left the tiles
 
 protected:
     void resizeEvent(QResizeEvent* event) override;
+    void mouseMoveEvent(QMouseEvent* event) override;
+    void leaveEvent(QEvent* event) override;
 
 private:
     void relayoutTiles();
@@ -42,6 +45,7 @@ private:
     QSize m_tileSize;
     int m_focusedRank = -1;
     int m_hoveredRank = -1;
+    int m_pointedRank = -1; // the tile under the pointer
 };
 
 } // namespace rankscope::gui

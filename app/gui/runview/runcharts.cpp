@@ -288,6 +288,13 @@ QString RunCharts::pointText(Chart which, int rank, double step) const {
     return text + tr(" · median of %1 ranks %2").arg(atStep.size()).arg(middle, 0, 'g', 4);
 }
 
+void RunCharts::pointAtRank(int rank) {
+    if (rank == m_hoveredRank)
+        return;
+    m_hoveredRank = rank;
+    applyHighlight();
+}
+
 void RunCharts::focusRank(int rank) {
     if (rank == m_focusedRank)
         return;

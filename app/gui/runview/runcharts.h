@@ -44,6 +44,9 @@ public:
     // Highlights a rank's lines (thicker, the others faded) and shows its step-time breakdown; -1: none, mean.
     void focusRank(int rank);
     [[nodiscard]] int focusedRank() const { return m_focusedRank; }
+    // Highlights a rank's lines while the pointer is on something else of it (its tile in the grid), as the pointer
+    // on one of its lines does; -1 lets go.
+    void pointAtRank(int rank);
     // The rank drawn highlighted: the hovered one, else the focused one; -1 for none.
     [[nodiscard]] int highlightedRank() const { return m_hoveredRank >= 0 ? m_hoveredRank : m_focusedRank; }
     // What the pointer on a rank's line is told (the tooltip), empty when it is on none: the rank, its host, the

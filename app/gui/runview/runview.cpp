@@ -71,6 +71,7 @@ RunView::RunView(QWidget* parent)
     connect(m_grid, &RankGrid::rankSelected, this, select);
     connect(m_charts, &RunCharts::rankClicked, this, select);
     connect(m_charts, &RunCharts::rankHovered, m_grid, &RankGrid::setHoveredRank);
+    connect(m_grid, &RankGrid::rankPointed, m_charts, &RunCharts::pointAtRank); // and the other way
     m_charts->setTickDriven(true);
     connect(m_tick, &QTimer::timeout, this, &RunView::tick);
     m_tick->setTimerType(Qt::PreciseTimer);

@@ -338,6 +338,16 @@ private Q_SLOTS:
         QCOMPARE(one->pen().widthF(), normal);
         QCOMPARE(zero->pen().color().alpha(), 255);
 
+        // Pointed at from elsewhere (the rank's tile): the same highlight.
+        charts.pointAtRank(1);
+        QCOMPARE(charts.highlightedRank(), 1);
+        QCOMPARE(charts.focusedRank(), -1); // a pointer passing over is no focus
+        QVERIFY(one->pen().widthF() > normal);
+        QVERIFY(zero->pen().color().alpha() < 128);
+        charts.pointAtRank(-1);
+        QCOMPARE(charts.highlightedRank(), -1);
+        QCOMPARE(one->pen().widthF(), normal);
+
         charts.focusRank(0);
         QVERIFY(zero->pen().widthF() > normal);
         QVERIFY(one->pen().color().alpha() < 128);

@@ -13,6 +13,7 @@
 #include <QDir>
 #include <QLabel>
 #include <QLineSeries>
+#include <QMouseEvent>
 #include <QRandomGenerator>
 #include <QSignalSpy>
 #include <QtTest>
@@ -129,7 +130,8 @@ private Q_SLOTS:
     }
 
     // The charts and the grid point at the same rank: the pointer on a rank's line outlines its tile (dashed), a
-    // click on the line focuses every view on the rank as a click on its tile does, and a second click lets go.
+    // click on the line focuses every view on the rank as a click on its tile does, and a second click lets go; the
+    // pointer on a tile highlights the rank's lines.
     void aRanksLineAndItsTileGoTogether() {
         RunView view;
         const QVector<TrainerEvent> events = recordedEvents(QStringLiteral("recorded-ok"));
@@ -167,6 +169,31 @@ private Q_SLOTS:
         emit line->clicked(QPointF(5, 100.0));
         QCOMPARE(view.focusedRank(), -1);
         QCOMPARE(view.charts()->focusedRank(), -1);
+
+        // The other way: the pointer on a tile highlights its rank's lines; off the tiles, none.
+        const auto pointAt = [&view](QPoint position) {
+            QMouseEvent event(QEvent::MouseMove, position, view.grid()->viewport()->mapToGlobal(position), Qt::NoButton,
+                              Qt::NoButton, Qt::NoModifier);
+            QCoreApplication::sendEvent(view.grid()->viewport(), &event);
+        };
+        emit line->hovered(QPointF(5, 100.0), false);
+        QCOMPARE(view.charts()->highlightedRank(), -1);
+        const double normal = view.charts()->lossSeries(0)->pen().widthF();
+        pointAt(view.grid()->tileRect(1).center());
+        QCOMPARE(view.charts()->highlightedRank(), 1);
+        QVERIFY(view.charts()->lossSeries(1)->pen().widthF() > normal);
+        pointAt(view.grid()->tileRect(0).center());
+        QCOMPARE(view.charts()->highlightedRank(), 0);
+        QVERIFY(view.charts()->lossSeries(0)->pen().widthF() > normal);
+        QCOMPARE(view.charts()->lossSeries(1)->pen().color().alpha(), 50);
+        pointAt(view.grid()->tileRect(1).bottomLeft() + QPoint(0, 40)); // below the last tile
+        QCOMPARE(view.charts()->highlightedRank(), -1);
+        QCOMPARE(view.charts()->lossSeries(0)->pen().widthF(), normal);
+        pointAt(view.grid()->tileRect(1).center());
+        QEvent leave(QEvent::Leave);
+        QCoreApplication::sendEvent(view.grid(), &leave);
+        QCOMPARE(view.charts()->highlightedRank(), -1);
+        QCOMPARE(view.grid()->hoveredRank(), -1); // a tile pointed at is not outlined: the pointer is on it
 
         // A new run: no tile stays outlined for a line that is gone.
         view.clear();
@@ -241,7 +268,8 @@ private Q_SLOTS:
         QCOMPARE(view.progressText(), QStringLiteral("waiting for the first event"));
     }
 
-    // Ranks numbered apart (a job's ranks 3 and 7 shown alone): a click on a tile names its rank, not its place.
+    // Ranks numbered apart (a job's ranks 3 and 7 shown alone): a click on a tile, or the pointer on it, names its
+    // rank, not its place.
     void aTileNamesItsRank() {
         RunView view;
         view.resize(1400, 900);
@@ -255,6 +283,12 @@ private Q_SLOTS:
         QCOMPARE(selected.count(), 1);
         QCOMPARE(selected.last().at(0).toInt(), 7);
         QCOMPARE(view.focusedRank(), 7);
+        // Pointed at, the tile names its rank too.
+        const QPoint tile3 = view.grid()->tileRect(3).center();
+        QMouseEvent move(QEvent::MouseMove, tile3, view.grid()->viewport()->mapToGlobal(tile3), Qt::NoButton,
+                         Qt::NoButton, Qt::NoModifier);
+        QCoreApplication::sendEvent(view.grid()->viewport(), &move);
+        QCOMPARE(view.charts()->highlightedRank(), 3);
     }
 
     // Tiles are at most twice as wide as high, and never lower than 40 px.
