@@ -560,20 +560,27 @@ private Q_SLOTS:
             QVERIFY2(holds(which, &where), qPrintable(where));
     }
 
-    // Past twelve ranks the loss chart has no legend and the lines are thinner; at twelve, both as with two.
-    void manyRanksHaveThinnerLinesAndNoLegend() {
-        for (const int ranks : {12, 13}) {
+    // Up to twelve lines a chart has a legend; past twelve none (the pointer says whose a line is), and the rank
+    // lines are thinner; at twelve, both as with two. The loss chart's ranks and the GPU panel's GPUs alike.
+    void legendsEndAtTwelveLines() {
+        for (const int lines : {12, 13}) {
             RunMetrics metrics;
             RunCharts charts(&metrics);
             QVector<TrainerEvent> events;
-            for (int rank = 0; rank < ranks; ++rank)
+            QVector<GpuSample> samples;
+            for (int line = 0; line < lines; ++line) {
                 for (qint64 step = 1; step <= 5; ++step)
-                    events.append(rankscope::test::syntheticStep(rank, double(step), step, 1.0 + rank));
+                    events.append(rankscope::test::syntheticStep(line, double(step), step, 1.0 + line));
+                samples.append({QStringLiteral("node-%1").arg(line / 8), line % 8, 1000.0, 50.0, 100.0, 16000, 70.0});
+            }
             metrics.addEvents(events);
+            charts.addGpuSamples(samples);
             charts.refresh();
-            QCOMPARE(charts.chart(RunCharts::LossChart)->legend()->isVisible(), ranks <= 12);
-            QCOMPARE(charts.lossSeries(0)->pen().widthF(), ranks <= 12 ? 1.6 : 1.0);
-            QCOMPARE(charts.throughputSeries(ranks - 1)->pen().widthF(), ranks <= 12 ? 1.6 : 1.0);
+            QCOMPARE(charts.chart(RunCharts::LossChart)->legend()->isVisible(), lines <= 12);
+            QCOMPARE(charts.lossSeries(0)->pen().widthF(), lines <= 12 ? 1.6 : 1.0);
+            QCOMPARE(charts.throughputSeries(lines - 1)->pen().widthF(), lines <= 12 ? 1.6 : 1.0);
+            QCOMPARE(charts.chart(RunCharts::GpuChart)->series().size(), lines);
+            QCOMPARE(charts.chart(RunCharts::GpuChart)->legend()->isVisible(), lines <= 12);
         }
     }
 
@@ -789,21 +796,6 @@ private Q_SLOTS:
         alone.refresh();
         QCOMPARE(alone.gpuPanel()->pointText(QStringLiteral("node-c/gpu0"), 2.0),
                  QStringLiteral("node-c/gpu0 · 2 s · 33 %"));
-    }
-
-    // Up to twelve GPUs have a legend; more do not (the pointer says whose a line is).
-    void manyGpusHaveNoLegend() {
-        for (const int gpus : {12, 13}) {
-            RunMetrics metrics;
-            RunCharts charts(&metrics);
-            QVector<GpuSample> samples;
-            for (int gpu = 0; gpu < gpus; ++gpu)
-                samples.append({QStringLiteral("node-%1").arg(gpu / 8), gpu % 8, 1000.0, 50.0, 100.0, 16000, 70.0});
-            charts.addGpuSamples(samples);
-            charts.refresh();
-            QCOMPARE(charts.chart(RunCharts::GpuChart)->series().size(), gpus);
-            QCOMPARE(charts.chart(RunCharts::GpuChart)->legend()->isVisible(), gpus <= 12);
-        }
     }
 
     void gpuPanelSaysWhenThereIsNoTelemetry() {
