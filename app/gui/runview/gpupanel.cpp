@@ -47,6 +47,8 @@ QString formatValue(GpuMetric metric, double value) {
 
 constexpr double kLineWidth = 1.5;
 constexpr double kHoveredWidth = 3.0;
+constexpr double kFadedWidth = 1.0;
+constexpr int kFadedAlpha = 50;
 
 } // namespace
 
@@ -146,22 +148,33 @@ QString GpuPanel::pointText(const QString& gpu, double seconds) const {
 void GpuPanel::onHovered(const QString& gpu, QPointF point, bool entered) {
     if (!entered && gpu != m_hovered)
         return; // another line's leave, after the pointer went on to this one
-    if (QLineSeries* before = series(m_hovered)) {
-        QPen pen = before->pen();
-        pen.setWidthF(kLineWidth);
-        before->setPen(pen);
-    }
     m_hovered = entered ? gpu : QString();
+    applyPens();
     if (!entered) {
         m_hoverText.clear();
         QToolTip::hideText();
         return;
     }
-    QLineSeries* line = series(gpu);
-    QPen pen = line->pen();
-    pen.setWidthF(kHoveredWidth);
-    line->setPen(pen);
     showHoverText(point.x());
+}
+
+// A GPU's colour is its place among the GPUs in name order, out of how many there are (the palette changes past
+// 10), so a node whose samples come later recolours every line. The hovered line is thicker and, as on the rank
+// charts, the others fade.
+void GpuPanel::applyPens() {
+    const int count = int(m_series.size());
+    int index = 0;
+    for (auto it = m_series.cbegin(); it != m_series.cend(); ++it, ++index) {
+        QColor color = rankColor(index, count);
+        double width = kLineWidth;
+        if (it.key() == m_hovered) {
+            width = kHoveredWidth;
+        } else if (!m_hovered.isEmpty()) {
+            color.setAlpha(kFadedAlpha);
+            width = kFadedWidth;
+        }
+        it->series->setPen(QPen(color, width));
+    }
 }
 
 void GpuPanel::showHoverText(double seconds) {
@@ -221,22 +234,24 @@ void GpuPanel::refresh() {
         yHi = std::max(yHi, buffer->maxY());
     }
     const int width = std::max(int(m_chart->plotArea().width()), 100);
-    int index = 0;
-    for (auto it = buffers.cbegin(); it != buffers.cend(); ++it, ++index) {
+    bool added = false;
+    for (auto it = buffers.cbegin(); it != buffers.cend(); ++it) {
         auto found = m_series.find(it.key());
         if (found == m_series.end()) {
             auto* series = new QLineSeries;
             series->setName(it.key());
-            series->setPen(QPen(rankColor(index, int(buffers.size())), kLineWidth));
             m_chart->addSeries(series);
             series->attachAxis(m_xAxis);
             series->attachAxis(m_yAxis);
             connect(series, &QLineSeries::hovered, this,
                     [this, gpu = it.key()](const QPointF& point, bool entered) { onHovered(gpu, point, entered); });
             found = m_series.insert(it.key(), DrawnSeries{series});
+            added = true;
         }
         syncSeries(*found, **it, 0.0, xMax, width);
     }
+    if (added)
+        applyPens();
     m_chart->legend()->setVisible(buffers.size() <= 12);
     m_xAxis->setRange(0.0, xMax);
     setPaddedRange(m_yAxis, yLo, yHi, true);

@@ -48,6 +48,7 @@ public:
 private:
     void onHovered(const QString& gpu, QPointF point, bool entered);
     void showHoverText(double seconds);
+    void applyPens();
     bool eventFilter(QObject* watched, QEvent* event) override;
 
     RunMetrics* m_metrics;

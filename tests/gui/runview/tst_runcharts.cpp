@@ -2,6 +2,7 @@
 // RunCharts: one series per rank with the recorded points after a tick, bounded point counts for long series,
 // highlight on hover and focus, the GPU panel's sentence, PNG export.
 #include "gpupanel.h"
+#include "rankpalette.h"
 #include "recording.h"
 #include "runcharts.h"
 
@@ -688,6 +689,37 @@ private Q_SLOTS:
         QCOMPARE(gpu0->points(), QList<QPointF>({{0, 90}, {1, 90}, {2, 90}}));
     }
 
+    // A GPU's colour is its place among all the GPUs: a node whose samples come later does not repeat the colours of
+    // the nodes before it. node-b's two GPUs are drawn first; node-a's two, sorted before them, come a tick later.
+    void aLateNodeGetsColoursOfItsOwn() {
+        RunMetrics metrics;
+        RunCharts charts(&metrics);
+        const auto sample = [&charts](const char* node, int gpus) {
+            QVector<GpuSample> samples;
+            for (int gpu = 0; gpu < gpus; ++gpu)
+                samples.append({QString::fromLatin1(node), gpu, 1000.0, 50.0, 4000, 16000, 150});
+            charts.addGpuSamples(samples);
+            charts.refresh();
+        };
+        sample("node-b", 2);
+        QStringList names{QStringLiteral("node-b/gpu0"), QStringLiteral("node-b/gpu1")};
+        for (const auto& [node, gpus] : {std::pair("node-a", 2), std::pair("node-c", 9)}) {
+            sample(node, gpus);
+            for (int gpu = 0; gpu < gpus; ++gpu)
+                names << QStringLiteral("%1/gpu%2").arg(QLatin1String(node)).arg(gpu);
+            names.sort(); // the panel's order
+            QCOMPARE(charts.chart(RunCharts::GpuChart)->series().size(), names.size());
+            QSet<QRgb> colors;
+            for (int index = 0; index < names.size(); ++index) {
+                const QLineSeries* line = charts.gpuPanel()->series(names[index]);
+                QVERIFY2(line, qPrintable(names[index]));
+                QCOMPARE(line->pen().color(), rankColor(index, int(names.size())));
+                colors.insert(line->pen().color().rgb());
+            }
+            QCOMPARE(colors.size(), names.size());
+        }
+    }
+
     // The pointer on a GPU's line says which GPU, when, and how it stands against the GPUs sampled then: a cluster's
     // sixteen GPUs have no legend, and the one that idles is the one to find. node-a's GPUs 0 and 1 work at 90 and
     // 91 %, its GPU 2 climbs from 10 %, node-b's GPU comes 30 s late at 50 %.
@@ -745,10 +777,18 @@ private Q_SLOTS:
                               Qt::NoButton, Qt::NoModifier);
             QCoreApplication::sendEvent(view->viewport(), &event);
         };
+        QLineSeries* busy = panel->series(QStringLiteral("node-a/gpu0"));
         const double normal = idle->pen().widthF();
+        const QColor idleColor = idle->pen().color();
+        const QColor busyColor = busy->pen().color();
         move(at(20.0, 30.0));
         QVERIFY2(panel->hoverText().startsWith(QStringLiteral("node-a/gpu2 · ")), qPrintable(panel->hoverText()));
         QVERIFY(idle->pen().widthF() > normal);
+        // The others fade, thinner, as on the rank charts; the hovered line keeps its colour.
+        QCOMPARE(idle->pen().color(), idleColor);
+        QVERIFY(busy->pen().color().alpha() < 255);
+        QVERIFY(busy->pen().widthF() < normal);
+        QCOMPARE(busy->pen().color().rgb(), busyColor.rgb());
         const auto shownSeconds = [panel] {
             return panel->hoverText().section(QStringLiteral(" · "), 1, 1).chopped(2).toInt();
         };
@@ -761,16 +801,20 @@ private Q_SLOTS:
         QVERIFY2(tooltipAt(view, at(shownSeconds(), 10.0 + shownSeconds()), panel->hoverText(), &what),
                  qPrintable(what));
         // Close lines: the next entered before the first is left.
-        QLineSeries* busy = panel->series(QStringLiteral("node-a/gpu0"));
         emit busy->hovered(QPointF(45.0, 90.0), true);
         emit idle->hovered(QPointF(45.0, 55.0), false);
         QVERIFY2(panel->hoverText().startsWith(QStringLiteral("node-a/gpu0 · 45 s · 90 %")),
                  qPrintable(panel->hoverText()));
-        QCOMPARE(idle->pen().widthF(), normal);
+        QVERIFY(idle->pen().widthF() < normal);
+        QVERIFY(idle->pen().color().alpha() < 255);
         QVERIFY(busy->pen().widthF() > normal);
+        QCOMPARE(busy->pen().color(), busyColor);
         emit busy->hovered(QPointF(45.0, 90.0), false);
         QVERIFY(panel->hoverText().isEmpty());
-        QCOMPARE(busy->pen().widthF(), normal);
+        for (const QLineSeries* line : {idle, busy})
+            QCOMPARE(line->pen().widthF(), normal);
+        QCOMPARE(idle->pen().color(), idleColor);
+        QCOMPARE(busy->pen().color(), busyColor);
         // Off every line, a move says nothing.
         const QPoint offTheLines =
             view->mapFromScene(view->chart()->mapToScene(view->chart()->plotArea().topLeft())) + QPoint(2, 2);
