@@ -161,12 +161,9 @@ bool ClusterPanel::importHostfile(const QString& path, QString* error) {
     const HostfileResult result = parseHostfile(file.readAll());
     const QStringList existing = hosts();
     QVector<NodeSpec> fresh;
-    for (NodeSpec node : result.nodes) {
-        if (existing.contains(node.host))
-            continue;
-        if (node.name.isEmpty())
-            node.name = node.host;
-        fresh << node;
+    for (const NodeSpec& node : result.nodes) { // each named by its host, as a node in the job file is
+        if (!existing.contains(node.host))
+            fresh << node;
     }
     addNodes(fresh);
     setStatus(tr("%n node(s) imported from %1", nullptr, static_cast<int>(fresh.size())).arg(path));
@@ -224,24 +221,21 @@ bool ClusterPanel::startCheck(QString* error) {
             *error = tr("a check is already running");
         return false;
     }
-    m_prompter->cancel();
-    m_running.reset(); // finished: its threads are done, so this does not wait
+    // The last check's threads are done (no question of theirs waits), so this does not wait.
     remote::ConnectionOptions options = m_options;
     m_prompter->install(options);
-    m_running = std::make_unique<remote::ClusterCheck>(options);
-    connect(m_running.get(), &remote::ClusterCheck::nodeChecked, this, &ClusterPanel::onNodeChecked);
-    connect(m_running.get(), &remote::ClusterCheck::finished, this, &ClusterPanel::onCheckFinished);
-    m_checkedNodes = m_model->nodes();
-    m_model->setChecking();
+    auto check = std::make_unique<remote::ClusterCheck>(options);
+    connect(check.get(), &remote::ClusterCheck::nodeChecked, this, &ClusterPanel::onNodeChecked);
+    connect(check.get(), &remote::ClusterCheck::finished, this, &ClusterPanel::onCheckFinished);
     QString why;
-    if (!m_running->start(m_model->job(), RunMode::Submit, &why)) {
-        m_model->clearChecks();
-        m_running.reset();
+    if (!check->start(m_model->job(), RunMode::Submit, &why)) {
         if (error)
             *error = why;
-        updateButtons();
-        return false;
+        return false; // the last check's rows and outcome stand
     }
+    m_running = std::move(check); // its results come queued, after this
+    m_checkedNodes = m_model->nodes();
+    m_model->setChecking();
     setStatus(tr("Checking %n node(s)…", nullptr, static_cast<int>(m_checkedNodes.size())));
     updateButtons();
     return true;
@@ -296,7 +290,7 @@ void ClusterPanel::showDetails() {
         html += QStringLiteral("<span style='color:%1'>%2</span> <b>%3</b>: %4")
                     .arg(verdictColor(verdict.level), remote::verdictLevelName(verdict.level),
                          verdict.item.toHtmlEscaped(), verdict.message.toHtmlEscaped());
-        if (verdict.level != VerdictLevel::Ok && !verdict.fix.isEmpty())
+        if (!verdict.fix.isEmpty()) // the fixes are the warnings' and failures'
             html += QStringLiteral("<br>&nbsp;&nbsp;&nbsp;fix: %1").arg(verdict.fix.toHtmlEscaped());
         html += QStringLiteral("<br>");
     }

@@ -105,7 +105,6 @@ std::optional<QString> HostKeyPrompter::ask(const std::shared_ptr<Shared>& share
 }
 
 std::optional<QString> HostKeyPrompter::answer(const Question& question) {
-    emit questionAsked(question.kind, question.host, question.fingerprint);
     if (m_hook)
         return m_hook(question);
     return question.kind == Kind::HostKey ? askHostKey(question) : askSecret(question);

@@ -57,9 +57,6 @@ public:
     static inline const QString kTrustButtonName = QStringLiteral("trustHostKey");
     static inline const QString kRefuseButtonName = QStringLiteral("refuseHostKey");
 
-signals:
-    void questionAsked(rankscope::gui::HostKeyPrompter::Kind kind, const QString& host, const QString& fingerprint);
-
 private:
     struct Shared;
     std::optional<QString> answer(const Question& question); // GUI thread

@@ -112,7 +112,7 @@ QVector<JobIssue> NodeDialog::nodeIssues(const JobSpec& job, const NodeSpec& nod
     const QString prefix = QStringLiteral("nodes[%1]").arg(job.nodes.size());
     QVector<JobIssue> issues;
     for (const JobIssue& issue : parseJob(QJsonDocument(json).toJson()).issues)
-        if (issue.path == prefix || issue.path.startsWith(prefix + QLatin1Char('.')))
+        if (issue.path.startsWith(prefix + QLatin1Char('.'))) // the node is an object: its issues are its fields'
             issues << issue;
     return issues;
 }

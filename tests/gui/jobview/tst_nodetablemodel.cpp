@@ -8,9 +8,14 @@
 #include "core/jobspec.h"
 
 #include <QAbstractItemModelTester>
+#include <QDialogButtonBox>
 #include <QFile>
+#include <QLabel>
 #include <QLineEdit>
+#include <QListWidget>
+#include <QPushButton>
 #include <QSignalSpy>
+#include <QSpinBox>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -20,6 +25,7 @@ using namespace rankscope;
 using rankscope::gui::ClusterPanel;
 using rankscope::gui::NodeDialog;
 using rankscope::gui::NodeTableModel;
+using rankscope::gui::SshHostsDialog;
 
 namespace {
 
@@ -157,6 +163,7 @@ private slots:
         QCOMPARE(model->job().nodes[3].name, QStringLiteral("worker-2"));
         QCOMPARE(cell(*model, 3, NodeTableModel::Procs), QStringLiteral("1"));
         QCOMPARE(edited.size(), 1);
+        QCOMPARE(panel.statusText(), QStringLiteral("2 node(s) imported from %1").arg(path));
 
         QVERIFY(file.open(QIODevice::WriteOnly | QIODevice::Truncate));
         file.write("worker-9\nworker-10 slots=x\n");
@@ -195,6 +202,77 @@ private slots:
         QTest::keyClicks(ok, QStringLiteral("gpu-d"));
         QVERIFY(dialog.issues().isEmpty());
         QCOMPARE(dialog.node().name, QStringLiteral("gpu-d"));
+    }
+
+    // Every field of the dialog reaches the node, trimmed; what is wrong is said under the form by field, and OK
+    // waits until nothing is.
+    void nodeDialogFields() {
+        NodeDialog dialog(exampleJob());
+        const auto edit = [&dialog](const char* name) { return dialog.findChild<QLineEdit*>(QLatin1String(name)); };
+        const auto spin = [&dialog](const char* name) { return dialog.findChild<QSpinBox*>(QLatin1String(name)); };
+        auto* problems = dialog.findChild<QLabel*>(QStringLiteral("problems"));
+        QPushButton* ok = dialog.findChild<QDialogButtonBox*>()->button(QDialogButtonBox::Ok);
+        QVERIFY(!ok->isEnabled());
+        QVERIFY2(problems->text().startsWith(QLatin1String("host: ")), qPrintable(problems->text()));
+        QVERIFY(!problems->isHidden());
+        // Unset numbers say what applies instead.
+        QCOMPARE(spin("port")->text(), QStringLiteral("from ssh config, else 22"));
+        QCOMPARE(spin("gpus")->text(), QStringLiteral("none (CPU node)"));
+
+        QTest::keyClicks(edit("host"), QStringLiteral("  gpu-d  "));
+        QTest::keyClicks(edit("name"), QStringLiteral(" trainer-d "));
+        QTest::keyClicks(edit("user"), QStringLiteral(" alice "));
+        QTest::keyClicks(edit("identity_file"), QStringLiteral(" ~/.ssh/id_gpu "));
+        QTest::keyClicks(edit("address"), QStringLiteral(" 10.0.0.4 "));
+        edit("work_dir")->setText(QStringLiteral(" /scratch/rs "));
+        spin("port")->setValue(2222);
+        spin("gpus")->setValue(4);
+        spin("procs")->setValue(2);
+        QVERIFY(ok->isEnabled());
+        QVERIFY(problems->isHidden());
+        const NodeSpec node = dialog.node();
+        QCOMPARE(node.host, QStringLiteral("gpu-d"));
+        QCOMPARE(node.name, QStringLiteral("trainer-d"));
+        QCOMPARE(node.user, QStringLiteral("alice"));
+        QCOMPARE(node.identityFile, QStringLiteral("~/.ssh/id_gpu"));
+        QCOMPARE(node.address, QStringLiteral("10.0.0.4"));
+        QCOMPARE(node.workDir, QStringLiteral("/scratch/rs"));
+        QCOMPARE(node.port, 2222);
+        QCOMPARE(node.gpus, 4);
+        QCOMPARE(node.procs, 2);
+
+        // Each field, once wrong, is named and blocks OK; a port out of range is the job's error, not the spin box's.
+        spin("port")->setValue(70000);
+        QVERIFY(!ok->isEnabled());
+        QVERIFY2(problems->text().startsWith(QLatin1String("port: ")), qPrintable(problems->text()));
+        spin("port")->setValue(22);
+        spin("procs")->setValue(5);
+        QVERIFY2(problems->text().startsWith(QLatin1String("procs: ")), qPrintable(problems->text()));
+        spin("procs")->setValue(0);
+        edit("work_dir")->clear();
+        QVERIFY2(problems->text().startsWith(QLatin1String("work_dir: ")), qPrintable(problems->text()));
+        QVERIFY(!ok->isEnabled());
+    }
+
+    // The config's aliases to tick: those already nodes are shown, greyed, and never chosen; nothing is ticked at
+    // first.
+    void sshHostsDialogOffersNewHosts() {
+        SshHostsDialog dialog({QStringLiteral("gpu-b"), QStringLiteral("gpu-c"), QStringLiteral("gpu-d")},
+                              {QStringLiteral("gpu-a.example.org"), QStringLiteral("gpu-b")});
+        auto* list = dialog.findChild<QListWidget*>();
+        QCOMPARE(list->count(), 3);
+        QCOMPARE(list->item(0)->text(), QStringLiteral("gpu-b (already a node)"));
+        QVERIFY(!(list->item(0)->flags() & Qt::ItemIsEnabled));
+        QVERIFY(list->item(1)->flags() & Qt::ItemIsUserCheckable);
+        QVERIFY(dialog.chosen().isEmpty());
+        list->item(2)->setCheckState(Qt::Checked);
+        list->item(0)->setCheckState(Qt::Checked); // not a choice, whatever its state
+        QCOMPARE(dialog.chosen(), QStringList{QStringLiteral("gpu-d")});
+        QVERIFY(dialog.findChild<QLabel*>()->text().startsWith(QLatin1String("Tick the hosts")));
+
+        SshHostsDialog none({}, {});
+        QCOMPARE(none.findChild<QLabel*>()->text(), QStringLiteral("No host aliases found."));
+        QVERIFY(none.chosen().isEmpty());
     }
 
     // Another list of nodes is another cluster: no row keeps a result found on a node it no longer shows. The same
