@@ -154,4 +154,13 @@ void showTipAt(QChartView* view, const QLineSeries* series, QPointF point, const
     QToolTip::showText(view->viewport()->mapToGlobal(view->mapFromScene(scene)), text, view);
 }
 
+QPen overlaidLinePen(QColor color, double width, double highlightedWidth, bool highlighted, bool anyHighlighted) {
+    if (highlighted)
+        return QPen(color, highlightedWidth);
+    if (!anyHighlighted)
+        return QPen(color, width);
+    color.setAlpha(50);
+    return QPen(color, 1.0);
+}
+
 } // namespace rankscope::gui

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include <QPen>
 #include <QPointF>
 #include <QString>
 #include <QVector>
@@ -62,5 +63,10 @@ void endStepAxisAt(QValueAxis* axis, double end);
 [[nodiscard]] double valueAt(const QChartView* view, const QLineSeries* series, QPoint position);
 // Shows a tooltip standing at a point (in a series' values) on the series' line.
 void showTipAt(QChartView* view, const QLineSeries* series, QPointF point, const QString& text);
+// The pen of one of several overlaid lines (a rank's, a GPU's) while one of them may be highlighted: that one
+// `highlightedWidth` wide in its colour, the others faded (alpha 50, 1 px); each `width` wide in its colour while
+// none is.
+[[nodiscard]] QPen overlaidLinePen(QColor color, double width, double highlightedWidth, bool highlighted,
+                                   bool anyHighlighted);
 
 } // namespace rankscope::gui

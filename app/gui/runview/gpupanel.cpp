@@ -47,8 +47,6 @@ QString formatValue(GpuMetric metric, double value) {
 
 constexpr double kLineWidth = 1.5;
 constexpr double kHoveredWidth = 3.0;
-constexpr double kFadedWidth = 1.0;
-constexpr int kFadedAlpha = 50;
 
 } // namespace
 
@@ -164,17 +162,9 @@ void GpuPanel::onHovered(const QString& gpu, QPointF point, bool entered) {
 void GpuPanel::applyPens() {
     const int count = int(m_series.size());
     int index = 0;
-    for (auto it = m_series.cbegin(); it != m_series.cend(); ++it, ++index) {
-        QColor color = rankColor(index, count);
-        double width = kLineWidth;
-        if (it.key() == m_hovered) {
-            width = kHoveredWidth;
-        } else if (!m_hovered.isEmpty()) {
-            color.setAlpha(kFadedAlpha);
-            width = kFadedWidth;
-        }
-        it->series->setPen(QPen(color, width));
-    }
+    for (auto it = m_series.cbegin(); it != m_series.cend(); ++it, ++index)
+        it->series->setPen(overlaidLinePen(rankColor(index, count), kLineWidth, kHoveredWidth, it.key() == m_hovered,
+                                           !m_hovered.isEmpty()));
 }
 
 void GpuPanel::showHoverText(double seconds) {

@@ -313,15 +313,8 @@ void RunCharts::applyHighlight() {
     const int count = int(m_ranks.size());
     const int highlighted = highlightedRank();
     for (auto it = m_ranks.cbegin(); it != m_ranks.cend(); ++it) {
-        QColor color = rankColor(it.key(), count);
-        double width = normalWidth(count);
-        if (it.key() == highlighted) {
-            width = 3.2;
-        } else if (highlighted >= 0) {
-            color.setAlpha(50);
-            width = 1.0;
-        }
-        const QPen pen(color, width);
+        const QPen pen = overlaidLinePen(rankColor(it.key(), count), normalWidth(count), 3.2, it.key() == highlighted,
+                                         highlighted >= 0);
         it->loss.series->setPen(pen);
         it->throughput.series->setPen(pen);
     }

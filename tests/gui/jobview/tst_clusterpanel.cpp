@@ -97,19 +97,26 @@ bool statusIsRed(const ClusterPanel& panel) {
 }
 
 // Answers the prompter's dialogs as a user would, from within their own event loops: every 20 ms the visible
-// dialog named as a prompt is handed to `answer`, until the returned timer goes.
-std::unique_ptr<QTimer> answerPrompts(std::function<void(QDialog*)> answer) {
+// prompt is handed to `answer` when it is a Dialog, else refused and noted in *shown ("not a QInputDialog"), until
+// the returned timer goes.
+template <typename Dialog>
+std::unique_ptr<QTimer> answerPrompts(QStringList* shown, std::function<void(Dialog*)> answer) {
     auto timer = std::make_unique<QTimer>();
     timer->setInterval(20);
-    QObject::connect(timer.get(), &QTimer::timeout, [answer = std::move(answer)] {
+    QObject::connect(timer.get(), &QTimer::timeout, [shown, answer = std::move(answer)] {
         for (QWidget* widget : QApplication::topLevelWidgets()) {
             auto* dialog = qobject_cast<QDialog*>(widget);
-            if (dialog && dialog->isVisible() &&
-                (dialog->objectName() == HostKeyPrompter::kHostKeyDialogName ||
-                 dialog->objectName() == HostKeyPrompter::kSecretDialogName)) {
-                answer(dialog);
-                return;
+            if (!dialog || !dialog->isVisible() ||
+                (dialog->objectName() != HostKeyPrompter::kHostKeyDialogName &&
+                 dialog->objectName() != HostKeyPrompter::kSecretDialogName))
+                continue;
+            if (auto* expected = qobject_cast<Dialog*>(dialog)) {
+                answer(expected);
+            } else {
+                *shown << QStringLiteral("not a %1").arg(QLatin1String(Dialog::staticMetaObject.className()));
+                dialog->reject();
             }
+            return;
         }
     });
     timer->start();
@@ -497,13 +504,7 @@ private slots:
         const auto confirm = prompter.hostKeyCallback();
         QStringList shown;
         int step = 0;
-        const auto timer = answerPrompts([&](QDialog* dialog) {
-            auto* box = qobject_cast<QMessageBox*>(dialog);
-            if (!box) {
-                shown << QStringLiteral("not the host-key dialog");
-                dialog->reject();
-                return;
-            }
+        const auto timer = answerPrompts<QMessageBox>(&shown, [&](QMessageBox* box) {
             shown << box->text() + QLatin1Char('\n') + box->informativeText();
             auto* trust = box->findChild<QPushButton*>(HostKeyPrompter::kTrustButtonName);
             auto* refuse = box->findChild<QPushButton*>(HostKeyPrompter::kRefuseButtonName);
@@ -537,13 +538,7 @@ private slots:
         HostKeyPrompter prompter;
         QStringList shown;
         int step = 0;
-        const auto timer = answerPrompts([&](QDialog* dialog) {
-            auto* input = qobject_cast<QInputDialog*>(dialog);
-            if (!input) {
-                shown << QStringLiteral("not a secret's dialog");
-                dialog->reject();
-                return;
-            }
+        const auto timer = answerPrompts<QInputDialog>(&shown, [&](QInputDialog* input) {
             shown << QStringLiteral("%1 | %2 | %3")
                          .arg(input->windowTitle(), input->labelText())
                          .arg(input->textEchoMode() == QLineEdit::Password ? "hidden" : "shown");

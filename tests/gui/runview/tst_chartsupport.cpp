@@ -264,6 +264,22 @@ private Q_SLOTS:
     }
 
     // The value under the pointer and the tooltip at a point, through a real chart view.
+    // One of several overlaid lines highlighted: it wider in its colour, the others faded and thin; with none
+    // highlighted, each its own width and colour.
+    void overlaidLinePens() {
+        const QColor blue(0x4e79a7);
+        const QPen alone = overlaidLinePen(blue, 1.6, 3.2, false, false);
+        QCOMPARE(alone.color(), blue);
+        QCOMPARE(alone.widthF(), 1.6);
+        const QPen highlighted = overlaidLinePen(blue, 1.6, 3.2, true, true);
+        QCOMPARE(highlighted.color(), blue);
+        QCOMPARE(highlighted.widthF(), 3.2);
+        const QPen faded = overlaidLinePen(blue, 1.6, 3.2, false, true);
+        QCOMPARE(faded.color().rgb(), blue.rgb());
+        QCOMPARE(faded.color().alpha(), 50);
+        QCOMPARE(faded.widthF(), 1.0);
+    }
+
     void pointerAndTooltipOnALine() {
         auto* chart = new QChart;
         auto* series = new QLineSeries;
