@@ -2,6 +2,7 @@
 // The IDE bridge with real WebSocket clients, the real run engine and the real trainer on this machine: the
 // token and the connection file, JSON-RPC answers and errors, a run followed from launch to end, paging of a
 // rank's log, and a client that stops reading while another keeps up.
+#include "fixtures/sshdfixture.h"
 #include "plugins/bridge/bridgeserver.h"
 
 #include <QDeadlineTimer>
@@ -212,6 +213,7 @@ private:
             {"version", 1},
             {"name", name},
             {"mode", "debug"},
+            {"master_port", test::freePort()},
             {"trainer", settings},
             // No debug cap (20 steps by default): `steps` is what the trainer runs.
             {"debug", QJsonObject{{"node", "local"}, {"procs", 2}, {"max_steps", 0}, {"verbose", false}}}};

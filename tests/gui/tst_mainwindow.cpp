@@ -3,6 +3,7 @@
 // transport, Gloo), then the same run reopened offline from the history. Offscreen platform, real widgets.
 #include "bridgehost.h"
 #include "diagnosticsview/diagnosticspanel.h"
+#include "fixtures/sshdfixture.h"
 #include "historymodel.h"
 #include "jobview/jobeditor.h"
 #include "jobview/nodetablemodel.h"
@@ -30,7 +31,6 @@
 #include <QLineSeries>
 #include <QNetworkRequest>
 #include <QPushButton>
-#include <QRandomGenerator>
 #include <QRegularExpression>
 #include <QSignalSpy>
 #include <QStandardPaths>
@@ -59,7 +59,7 @@ QString localDebugJob(const QJsonArray& faults = {}) {
         {"version", 1},
         {"name", "gui-debug"},
         {"mode", "debug"},
-        {"master_port", 29700 + QRandomGenerator::global()->bounded(200)},
+        {"master_port", test::freePort()},
         {"trainer", QJsonObject{{"dataset", "synthetic"}, {"model", "mlp"}, {"batch_size", 16}, {"backend", "gloo"},
                                 {"device", "cpu"}, {"max_steps", kSteps}, {"extra_args", extra}}},
         {"debug", QJsonObject{{"node", "local"}, {"procs", 2}, {"max_steps", kSteps}, {"verbose", false}}}};

@@ -5,7 +5,6 @@
 #include "fixtures/sshdfixture.h"
 
 #include <QProcess>
-#include <QRandomGenerator>
 #include <QRegularExpression>
 #include <QTemporaryDir>
 
@@ -63,8 +62,7 @@ private:
                               {"name", name},
                               {"mode", "submit"},
                               {"deploy", "binary"},
-                              // Below the kernel's ephemeral ports (32768 and up), and apart from the other tests'
-                              {"master_port", 21000 + QRandomGenerator::global()->bounded(7000)},
+                              {"master_port", freePort()},
                               {"nodes", nodes},
                               {"trainer", trainer}};
         const QString path = m_dir.filePath(name + QStringLiteral(".json"));

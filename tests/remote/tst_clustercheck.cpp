@@ -8,14 +8,9 @@
 #include "remote/clustercheck.h"
 
 #include <QProcess>
-#include <QRandomGenerator>
 #include <QScopeGuard>
 #include <QStandardPaths>
 #include <QTemporaryDir>
-
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 using namespace rankscope;
 using namespace rankscope::remote;
@@ -24,23 +19,6 @@ using namespace rankscope::test;
 namespace {
 
 const QString kCli = QStringLiteral(RANKSCOPE_BIN_DIR "/rankscope-cli");
-
-// A loopback port nothing listens on: bound by the kernel's choice, then released.
-int closedPort() {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t length = sizeof address;
-    ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-    ::close(fd);
-    return ntohs(address.sin_port);
-}
-
-int randomPort() {
-    return 20000 + QRandomGenerator::global()->bounded(20000);
-}
 
 const CheckVerdict* findVerdict(const NodeCheck& node, const QString& item) {
     for (const CheckVerdict& verdict : node.verdicts)
@@ -103,7 +81,7 @@ private:
     }
     QJsonObject jobJson(const QJsonArray& nodes, int masterPort = 0) const {
         return QJsonObject{{"version", 1},     {"name", "check"},
-                           {"mode", "submit"}, {"master_port", masterPort > 0 ? masterPort : randomPort()},
+                           {"mode", "submit"}, {"master_port", masterPort > 0 ? masterPort : freePort()},
                            {"nodes", nodes},   {"trainer", QJsonObject{{"backend", "gloo"}, {"device", "cpu"}}}};
     }
     ConnectionOptions options(const QString& knownHosts) const {
@@ -203,7 +181,7 @@ private slots:
                                           << "host-key-changed";
         QTest::newRow("dns") << "no-such-node.invalid" << 22 << "fixture"
                              << "dns";
-        QTest::newRow("refused") << "127.0.0.1" << closedPort() << "fixture"
+        QTest::newRow("refused") << "127.0.0.1" << freePort() << "fixture"
                                  << "refused";
     }
 
@@ -260,7 +238,7 @@ private slots:
     void nodesAreCheckedSideBySide() {
         const JobSpec job = jobFrom(jobJson({loopbackNode("good", m_sshd.host(), m_sshd.port()),
                                              loopbackNode("typo", "no-such-node.invalid", 22),
-                                             loopbackNode("down", "127.0.0.1", closedPort())}));
+                                             loopbackNode("down", "127.0.0.1", freePort())}));
         const ClusterCheckResult result = check(job, RunMode::Submit, options(m_sshd.knownHostsPath()));
         QCOMPARE(result.nodes.size(), 3);
         QCOMPARE(result.nodes[0].name, QStringLiteral("good"));
@@ -603,7 +581,7 @@ private slots:
             QSKIP(qPrintable(reason));
         QString error;
         QVERIFY2(startNodes(&error), qPrintable(error));
-        const int masterPort = randomPort();
+        const int masterPort = freePort();
         const ClusterCheckResult result =
             check(jobFrom(netnsJob(masterPort)), RunMode::Submit, options(m_nodes->knownHostsPath()));
         QCOMPARE(result.nodes.size(), 2);
@@ -629,7 +607,7 @@ private slots:
             QSKIP(qPrintable(reason));
         QString error;
         QVERIFY2(startNodes(&error), qPrintable(error));
-        const int masterPort = randomPort();
+        const int masterPort = freePort();
         // Something else already listens on node 0's master port.
         QProcess listener;
         const QString ip = QStandardPaths::findExecutable(QStringLiteral("ip"), {"/usr/sbin", "/sbin", "/usr/bin"});

@@ -43,16 +43,12 @@ QJsonObject trainerJson(int maxSteps) {
                        {"batch_size", 16},       {"backend", "gloo"}, {"device", "cpu"}, {"extra_args", extra}};
 }
 
-int randomPort() {
-    return 28000 + QRandomGenerator::global()->bounded(900);
-}
-
 QJsonObject localJob(int maxSteps) {
     return QJsonObject{
         {"version", 1},
         {"name", "debug-rank-local"},
         {"mode", "debug"},
-        {"master_port", randomPort()},
+        {"master_port", freePort()},
         {"trainer", trainerJson(maxSteps)},
         {"debug", QJsonObject{{"node", "local"}, {"procs", 2}, {"max_steps", maxSteps}, {"verbose", false}}}};
 }
@@ -199,7 +195,7 @@ private:
                         {"name", name},
                         {"mode", "submit"},
                         {"deploy", "binary"},
-                        {"master_port", randomPort()},
+                        {"master_port", freePort()},
                         {"nodes", nodes},
                         {"trainer", trainerJson(stopUnderGdb ? 100000 : 4)}};
         for (auto it = launcher.begin(); it != launcher.end(); ++it)
@@ -452,7 +448,7 @@ private slots:
                               {"name", "built"},
                               {"mode", "submit"},
                               {"deploy", "build"},
-                              {"master_port", randomPort()},
+                              {"master_port", freePort()},
                               {"nodes", QJsonArray{node}},
                               {"trainer", trainerJson(4)}};
         RunStore store(m_dir.filePath(QStringLiteral("store-built")));

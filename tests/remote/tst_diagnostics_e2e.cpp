@@ -4,6 +4,7 @@
 // rank is flagged as a straggler and the others are not, a failing rank is the root cause; and the stored
 // runs are diagnosed the same way by `rankscope-cli diagnose`.
 #include "enginetestutil.h"
+#include "fixtures/sshdfixture.h"
 
 #include "core/rankstatus.h"
 #include "core/stacks.h"
@@ -11,7 +12,6 @@
 #include <QDir>
 #include <QJsonDocument>
 #include <QProcess>
-#include <QRandomGenerator>
 #include <QRegularExpression>
 #include <QTemporaryDir>
 
@@ -34,7 +34,7 @@ QJsonObject debugJob(const QString& name, int steps, const QJsonArray& faults, i
     return QJsonObject{{"version", 1},
                        {"name", name},
                        {"mode", "debug"},
-                       {"master_port", 29100 + QRandomGenerator::global()->bounded(300)},
+                       {"master_port", freePort()},
                        {"trainer", QJsonObject{{"dataset", "synthetic"}, {"model", model}, {"batch_size", 16},
                                                {"backend", "gloo"}, {"device", "cpu"}, {"max_steps", steps},
                                                {"extra_args", extra}}},

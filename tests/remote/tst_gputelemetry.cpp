@@ -10,7 +10,6 @@
 #include "fixtures/sshdfixture.h"
 
 #include <QDir>
-#include <QRandomGenerator>
 #include <QTemporaryDir>
 
 #include <signal.h>
@@ -62,7 +61,7 @@ private:
                            {"name", name},
                            {"mode", "submit"},
                            {"deploy", "binary"},
-                           {"master_port", 29600 + QRandomGenerator::global()->bounded(300)},
+                           {"master_port", freePort()},
                            {"nodes", QJsonArray{node}},
                            {"trainer", trainer},
                            {"env", QJsonObject{{"PATH", (withNvidiaSmi ? m_fakeBin + QLatin1Char(':') : QString()) +

@@ -22,7 +22,6 @@
 #include <QDir>
 #include <QDirIterator>
 #include <QProcess>
-#include <QRandomGenerator>
 #include <QStandardPaths>
 #include <QTemporaryDir>
 
@@ -447,7 +446,7 @@ private slots:
         const QJsonObject job{{"version", 1},
                               {"name", "oom"},
                               {"mode", "debug"},
-                              {"master_port", 29700 + QRandomGenerator::global()->bounded(200)},
+                              {"master_port", freePort()},
                               {"trainer", trainer(extra)},
                               {"debug", QJsonObject{{"node", "local"}, {"procs", 2}, {"max_steps", 1000}}}};
         QString error;
@@ -541,7 +540,7 @@ private slots:
                               {"name", "oom-ssh"},
                               {"mode", "submit"},
                               {"deploy", "binary"},
-                              {"master_port", 29900 + QRandomGenerator::global()->bounded(90)},
+                              {"master_port", freePort()},
                               {"nodes", QJsonArray{node}},
                               {"trainer", trainer(allocFault())}};
         const QString jobPath = m_dir.filePath(QStringLiteral("oom-ssh.json"));

@@ -7,7 +7,6 @@
 #include "core/rankstatus.h"
 
 #include <QProcess>
-#include <QRandomGenerator>
 #include <QScopeGuard>
 #include <QTemporaryDir>
 
@@ -122,7 +121,7 @@ private slots:
         QJsonObject job{{"version", 1},
                         {"name", "local"},
                         {"mode", "debug"},
-                        {"master_port", 29600 + QRandomGenerator::global()->bounded(300)},
+                        {"master_port", freePort()},
                         // A line a step, a step every 50 ms or more: both ranks speak throughout the run.
                         {"trainer", trainerJson(12, {"--log-every", "1", "--slow-ms", "50", "--slow-rank", "1"})},
                         {"debug", QJsonObject{{"node", "local"}, {"procs", 2}, {"max_steps", 12}}}};
@@ -176,7 +175,7 @@ private slots:
         const QJsonObject job{{"version", 1},
                               {"name", "sigstop"},
                               {"mode", "debug"},
-                              {"master_port", 29600 + QRandomGenerator::global()->bounded(300)},
+                              {"master_port", freePort()},
                               {"trainer", trainerJson(0, {}, 1000)},
                               {"debug", QJsonObject{{"node", "local"}, {"procs", 2}, {"max_steps", 0}}}};
         QString error;
@@ -204,7 +203,7 @@ private slots:
         trainer.insert("dataset", "fashion-mnist");
         trainer.insert("data_dir", m_dir.filePath(QStringLiteral("no such data")));
         const QJsonObject job{{"version", 1},       {"name", "no-data"},
-                              {"mode", "debug"},    {"master_port", 29600 + QRandomGenerator::global()->bounded(300)},
+                              {"mode", "debug"},    {"master_port", freePort()},
                               {"trainer", trainer}, {"debug", QJsonObject{{"node", "local"}, {"procs", 3}}}};
         QString id;
         {
@@ -247,7 +246,7 @@ private slots:
                               {"name", "reattach"},
                               {"mode", "submit"},
                               {"deploy", "binary"},
-                              {"master_port", 29600 + QRandomGenerator::global()->bounded(300)},
+                              {"master_port", freePort()},
                               {"nodes", QJsonArray{loopbackNode("loop")}},
                               {"trainer", trainerJson(60, {"--slow-rank", "0", "--slow-ms", "150"})}};
         QString id;
@@ -286,7 +285,7 @@ private slots:
         QJsonObject job{{"version", 1},
                         {"name", "ended"},
                         {"mode", "debug"},
-                        {"master_port", 29600 + QRandomGenerator::global()->bounded(300)},
+                        {"master_port", freePort()},
                         {"trainer", trainerJson(4)},
                         {"debug", QJsonObject{{"node", "local"}, {"procs", 2}, {"max_steps", 4}}}};
         QString runId;
@@ -423,7 +422,7 @@ private slots:
                         {"name", "reattach"},
                         {"mode", "submit"},
                         {"deploy", "binary"},
-                        {"master_port", 29600 + QRandomGenerator::global()->bounded(300)},
+                        {"master_port", freePort()},
                         {"nodes", QJsonArray{loopbackNode("loop")}},
                         {"trainer", trainerJson(60, QJsonArray{"--slow-rank", "0", "--slow-ms", "100"})}};
         QString runId;
@@ -457,7 +456,7 @@ private slots:
         QJsonObject job{{"version", 1},
                         {"name", "unfollowed"},
                         {"deploy", "binary"},
-                        {"master_port", 29600 + QRandomGenerator::global()->bounded(300)},
+                        {"master_port", freePort()},
                         {"nodes", QJsonArray{loopbackNode("loop")}},
                         {"trainer", trainerJson(0, QJsonArray{"--slow-rank", "0", "--slow-ms", "50"}, 1000)}};
         QString runId;
@@ -515,7 +514,7 @@ private slots:
                         {"name", "late-culprit"},
                         {"mode", "submit"},
                         {"deploy", "binary"},
-                        {"master_port", 29610},
+                        {"master_port", freePort()},
                         {"nodes", QJsonArray{loopbackNode("loop")}},
                         {"trainer", trainerJson(1)}};
         RunStore store(m_dir.filePath(QStringLiteral("store-late")));
@@ -546,7 +545,7 @@ private slots:
                         {"name", "quoting"},
                         {"mode", "submit"},
                         {"deploy", "binary"},
-                        {"master_port", 29600},
+                        {"master_port", freePort()},
                         {"env", QJsonObject{{"RS_WEIRD", weirdEnv}}},
                         {"nodes", QJsonArray{loopbackNode("loop")}},
                         {"trainer", trainerJson(1, QJsonArray::fromStringList(weird))}};
@@ -692,7 +691,7 @@ private slots:
         QJsonObject job{{"version", 1},
                         {"name", "lost"},
                         {"deploy", "binary"},
-                        {"master_port", 29600 + QRandomGenerator::global()->bounded(300)},
+                        {"master_port", freePort()},
                         {"nodes", QJsonArray{loopbackNode("loop")}},
                         {"trainer", trainerJson(0, QJsonArray{"--slow-rank", "0", "--slow-ms", "50"}, 1000)}};
         QString error;
@@ -732,7 +731,7 @@ private slots:
                               {"name", "peer-first"},
                               {"mode", "submit"},
                               {"deploy", "binary"},
-                              {"master_port", 29611},
+                              {"master_port", freePort()},
                               {"nodes", QJsonArray{loopbackNode("loop")}},
                               {"trainer", trainerJson(1)}};
         RunStore store(m_dir.filePath(QStringLiteral("store-peer-first")));
@@ -777,7 +776,7 @@ private slots:
                               {"name", "noted-late"},
                               {"mode", "submit"},
                               {"deploy", "binary"},
-                              {"master_port", 29612},
+                              {"master_port", freePort()},
                               {"nodes", QJsonArray{loopbackNode("loop")}},
                               {"trainer", trainerJson(1)}};
         RunStore store(m_dir.filePath(QStringLiteral("store-noted-late")));
@@ -825,7 +824,7 @@ private slots:
         const QJsonObject job{{"version", 1},
                               {"name", "node-dies"},
                               {"deploy", "binary"},
-                              {"master_port", 29600 + QRandomGenerator::global()->bounded(300)},
+                              {"master_port", freePort()},
                               {"nodes", QJsonArray{a, b}},
                               {"trainer", trainerJson(0, QJsonArray{"--slow-rank", "0", "--slow-ms", "50"}, 1000)}};
         QString error;
@@ -865,7 +864,7 @@ private slots:
         const QJsonObject job{{"version", 1},
                               {"name", "one-killed"},
                               {"deploy", "binary"},
-                              {"master_port", 29600 + QRandomGenerator::global()->bounded(300)},
+                              {"master_port", freePort()},
                               {"nodes", QJsonArray{loopbackNode("a"), loopbackNode("b")}},
                               {"trainer", trainerJson(0, {}, 1000)}};
         QString error;

@@ -6,11 +6,11 @@
 // (kernel.yama.ptrace_scope, a container without CAP_SYS_PTRACE) or gdb is missing, the test is skipped with
 // the cause the engine reports.
 #include "enginetestutil.h"
+#include "fixtures/sshdfixture.h"
 
 #include <QDir>
 #include <QElapsedTimer>
 #include <QProcess>
-#include <QRandomGenerator>
 #include <QScopeGuard>
 #include <QTemporaryDir>
 
@@ -36,7 +36,7 @@ QJsonObject hangJob(const QJsonArray& faults = {"--hang-at-step", "5", "--hang-r
         {"version", 1},
         {"name", "stacks"},
         {"mode", "debug"},
-        {"master_port", 29400 + QRandomGenerator::global()->bounded(300)},
+        {"master_port", freePort()},
         {"trainer", QJsonObject{{"dataset", "synthetic"},
                                 {"model", "mlp"},
                                 {"batch_size", 16},

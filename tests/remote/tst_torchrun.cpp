@@ -7,7 +7,6 @@
 #include "fixtures/sshdfixture.h"
 
 #include <QProcess>
-#include <QRandomGenerator>
 #include <QTemporaryDir>
 
 using namespace rankscope;
@@ -21,10 +20,6 @@ const QString kTorchrun = QStringLiteral("/usr/bin/torchrun");
 QJsonObject trainerJson(int maxSteps, const QJsonArray& extra = {}) {
     return QJsonObject{{"dataset", "synthetic"}, {"model", "mlp"},    {"epochs", 1},    {"max_steps", maxSteps},
                        {"batch_size", 16},       {"backend", "gloo"}, {"device", "cpu"}, {"extra_args", extra}};
-}
-
-int randomPort() {
-    return 29000 + QRandomGenerator::global()->bounded(500);
 }
 
 // The start event of a rank's stored events, as JSON.
@@ -48,7 +43,7 @@ private:
         return QJsonObject{{"version", 1},          {"name", name},
                            {"mode", "submit"},      {"deploy", "binary"},
                            {"launcher", "torchrun"}, {"torchrun", kTorchrun},
-                           {"master_port", randomPort()}, {"nodes", QJsonArray{loopbackNode(2)}},
+                           {"master_port", freePort()}, {"nodes", QJsonArray{loopbackNode(2)}},
                            {"trainer", trainer}};
     }
     remote::EngineOptions engineOptions(const QString& knownHosts) const {
@@ -188,7 +183,7 @@ private slots:
                 nodes.nodeJson(i, QStringLiteral("n%1").arg(i), m_dir.filePath(QStringLiteral("netns%1").arg(i)), 1));
         const QJsonObject job{{"version", 1},           {"name", "torchrun-netns"}, {"mode", "submit"},
                               {"deploy", "binary"},     {"launcher", "torchrun"},   {"torchrun", kTorchrun},
-                              {"master_port", randomPort()}, {"nodes", nodeList},     {"trainer", trainerJson(6)}};
+                              {"master_port", freePort()}, {"nodes", nodeList},     {"trainer", trainerJson(6)}};
         RunStore store(m_dir.filePath(QStringLiteral("store-netns")));
         remote::RunEngine engine(&store, engineOptions(nodes.knownHostsPath()));
         QVERIFY2(engine.launch(jobFrom(job), RunMode::Submit, &error), qPrintable(error));

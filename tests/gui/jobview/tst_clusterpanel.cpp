@@ -151,7 +151,7 @@ private:
     }
     JobSpec job(const QJsonArray& nodes) const {
         const QJsonObject json{{"name", "panel"},
-                               {"master_port", 20000 + static_cast<int>(QCoreApplication::applicationPid() % 20000)},
+                               {"master_port", test::freePort()},
                                {"nodes", nodes},
                                {"trainer", QJsonObject{{"backend", "gloo"}, {"device", "cpu"}}}};
         const JobParseResult result = parseJob(QJsonDocument(json).toJson());

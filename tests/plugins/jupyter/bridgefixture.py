@@ -3,7 +3,7 @@
 directory, and a quick 2-rank local debug job (synthetic data, the MLP, a dozen steps on 127.0.0.1)."""
 
 import os
-import random
+import socket
 import subprocess
 import sys
 import tempfile
@@ -72,6 +72,13 @@ class PrivateEnvironment:
         self.dir.cleanup()
 
 
+def free_port():
+    """A loopback port no socket holds now, chosen by the kernel: tests run side by side under ctest -j."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
 def debug_job(name, steps=12, slow_ms=100, extra=()):
     """Two ranks on this machine. Rank 0 sleeps slow_ms per step so that the run lasts a couple of seconds:
     long enough to subscribe and see steps stream in, short enough for a test."""
@@ -82,7 +89,7 @@ def debug_job(name, steps=12, slow_ms=100, extra=()):
         "version": 1,
         "name": name,
         "mode": "debug",
-        "master_port": random.randint(29900, 30899),
+        "master_port": free_port(),
         "trainer": {"dataset": "synthetic", "model": "mlp", "epochs": 1, "max_steps": steps, "batch_size": 16,
                     "backend": "gloo", "device": "cpu",
                     "extra_args": extra_args + ["--synthetic-samples", "512", "--log-every", "1"]},
