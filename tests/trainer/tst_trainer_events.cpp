@@ -4,10 +4,10 @@
 // with an injected failure for the error events.
 #include "core/eventstreamparser.h"
 #include "core/runsummary.h"
+#include "fixtures/sshdfixture.h"
 
 #include <QProcess>
 #include <QSet>
-#include <QTcpServer>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -23,14 +23,8 @@ private:
         QByteArray err;
     };
 
-    static int freePort() {
-        QTcpServer server;
-        server.listen(QHostAddress::LocalHost, 0);
-        return server.serverPort();
-    }
-
     static QVector<RankOutput> runTwoRanks(const QStringList& extra) {
-        const int port = freePort();
+        const int port = test::freePort();
         QVector<QProcess*> processes;
         for (int rank = 0; rank < 2; ++rank) {
             auto* p = new QProcess;
