@@ -29,6 +29,31 @@ QString exitCell(const RunRecord& record, int rank) {
     return exit->stopped ? status + QStringLiteral(", stopped") : status;
 }
 
+// The word after a rank's progress: what the app's grid would colour it, in capitals where something is wrong that
+// the rank does not recover from by itself. Nothing for a rank that starts or runs.
+QString stateWord(RankLiveState state) {
+    switch (state) {
+    case RankLiveState::Starting:
+    case RankLiveState::Running:
+        return {};
+    case RankLiveState::Slow:
+        return QStringLiteral("slow");
+    case RankLiveState::Diverged:
+        return QStringLiteral("DIVERGED");
+    case RankLiveState::Hung:
+        return QStringLiteral("HUNG");
+    case RankLiveState::Failed:
+        return QStringLiteral("FAILED");
+    case RankLiveState::Lost:
+        return QStringLiteral("LOST");
+    case RankLiveState::Finished:
+        return QStringLiteral("done");
+    case RankLiveState::Stopped:
+        return QStringLiteral("stopped");
+    }
+    return {};
+}
+
 } // namespace
 
 QString lastLinesBlock(const Diagnosis& diagnosis, const QString& runId) {
@@ -50,6 +75,7 @@ RunMonitor::RunMonitor(remote::RunEngine* engine, bool interactive, FILE* out)
             [this](const QString& id) { printLine(QStringLiteral("run %1 started on every node").arg(id)); });
     connect(engine, &remote::RunEngine::events, this, [this](const QVector<TrainerEvent>& events) {
         m_summary.add(events);
+        m_states.addEvents(events);
         if (m_replaying)
             return;
         // What the diagnostics report (a divergence, said by every rank at every check) comes as their finding.
@@ -59,8 +85,14 @@ RunMonitor::RunMonitor(remote::RunEngine* engine, bool interactive, FILE* out)
                               .arg(event.rank)
                               .arg(event.string("kind"), event.string("message")));
     });
+    // A rank's end as it happened, and as the engine judges it again (a failure it later takes for the teardown's).
+    connect(engine, &remote::RunEngine::rankExitJudged, this,
+            [this](int rank, const QString& host, int status, bool stopped) {
+                m_states.rankExited(rank, status, host, stopped);
+            });
     connect(engine, &remote::RunEngine::rankExited, this,
             [this](int rank, const QString& host, int status, bool stopped) {
+                m_states.rankExited(rank, status, host, stopped);
                 if (status != 0 && !m_replaying)
                     printLine(QStringLiteral("rank %1 on %2 %3: %4")
                                   .arg(rank)
@@ -74,6 +106,7 @@ RunMonitor::RunMonitor(remote::RunEngine* engine, bool interactive, FILE* out)
                 printBlock(lines);
         }
         foldFindings(m_findings, found);
+        m_states.applyDiagnoses(found); // a hung, slow, diverged or failing rank says so on its line
     });
     connect(engine, &remote::RunEngine::stacksCaptured, this, [this](const StackTree& tree, const QString& path) {
         // An empty capture was said by stacksError ("no stacks from any rank"); only each rank's reason follows.
@@ -127,8 +160,14 @@ RunMonitor::RunMonitor(remote::RunEngine* engine, bool interactive, FILE* out)
 QString RunMonitor::rankLine(int rank, int hostWidth) const {
     const RankState* state = m_summary.rank(rank);
     const QString host = m_engine->hostOfRank(rank);
-    if (!state || !state->started)
-        return QStringLiteral("rank %1 %2  starting").arg(rank, 3).arg(host, -hostWidth);
+    const RankLiveStatus* live = m_states.rank(rank);
+    const QString word = live ? stateWord(live->state) : QString();
+    // Until its first step a rank has no place in its epochs to show; it can fail, or be stopped, before it.
+    if (!state || !state->started || state->epoch == 0)
+        return QStringLiteral("rank %1 %2  %3")
+            .arg(rank, 3)
+            .arg(host, -hostWidth)
+            .arg(word.isEmpty() ? QStringLiteral("starting") : word);
     const qint64 total = state->totalSteps > 0 ? state->totalSteps : 0;
     const qint64 done = state->step; // counted across epochs
     const double fraction = total > 0 ? static_cast<double>(done) / static_cast<double>(total) : 0.0;
@@ -154,10 +193,8 @@ QString RunMonitor::rankLine(int rank, int hostWidth) const {
         line += QStringLiteral("  loss %1").arg(*state->loss, 0, 'f', 4);
     if (state->imagesPerSec)
         line += QStringLiteral("  %1 img/s").arg(*state->imagesPerSec, 0, 'f', 0);
-    if (state->status == RankStatus::FinishedOk)
-        line += QStringLiteral("  done");
-    else if (state->status == RankStatus::Failed)
-        line += QStringLiteral("  FAILED");
+    if (!word.isEmpty())
+        line += QStringLiteral("  ") + word;
     return line;
 }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include "core/rankstatus.h"
 #include "core/runsummary.h"
 #include "remote/runengine.h"
 
@@ -32,10 +33,15 @@ public:
     // 0 when the run finished, 1 when it failed or was stopped; set when finished() was seen.
     [[nodiscard]] int exitCode() const { return m_exitCode; }
     [[nodiscard]] const RunSummary& summary() const { return m_summary; }
+    // Each rank's state as the app's grid and the bridge show it (RankStatusTracker: events, exits, findings).
+    [[nodiscard]] const RankStatusTracker& states() const { return m_states; }
     // The run's verdict in one line, as the engine stored it when the run ended (RunRecord::headline()): its
     // summary, or the standing finding that says it and more (the root cause with what the kernel log or a hang
     // before it adds: "…; it was waiting on a hung rank: rank 1 on node-b stuck at …"; a stopped run's hang).
     [[nodiscard]] QString verdict(const RunRecord& record) const { return record.headline(); }
+    // One rank's progress line: its bar, step, loss and images/s, then its state where it is not simply running
+    // (done, FAILED, HUNG, slow, ...). `hostWidth`: the widest host name of the run's ranks, so that the bars line up.
+    [[nodiscard]] QString rankLine(int rank, int hostWidth) const;
 
 signals:
     void done(int exitCode);
@@ -49,13 +55,12 @@ private:
     void printSummary(const RunRecord& record);
     // The standing finding whose message starts with the run's summary, if any: printSummary prints it in its place.
     [[nodiscard]] const Diagnosis* findingSaying(const RunRecord& record) const;
-    // `hostWidth`: the widest host name of the run's ranks, so that the bars line up.
-    [[nodiscard]] QString rankLine(int rank, int hostWidth) const;
 
     remote::RunEngine* m_engine;
     bool m_interactive;
     FILE* m_out;
     RunSummary m_summary;
+    RankStatusTracker m_states;
     QTimer m_tick;
     QElapsedTimer m_sincePlainReport;
     QString m_lastPlainReport; // not printed again while nothing in it moves (a hung run)

@@ -460,12 +460,19 @@ private slots:
         QVERIFY(cli.waitForFinished(60000));
         out += cli.readAll();
         QStringList rank0;
-        for (const QByteArray& line : out.split('\n'))
+        QStringList rank1;
+        for (const QByteArray& line : out.split('\n')) {
             if (line.startsWith("rank   0 "))
                 rank0.append(QString::fromUtf8(line));
+            if (line.startsWith("rank   1 "))
+                rank1.append(QString::fromUtf8(line));
+        }
         QVERIFY2(!rank0.isEmpty(), out.constData());
         QVERIFY2(rank0.last().contains(QLatin1String("step 2/")), out.constData()); // rank 0 waits in step 3
         QVERIFY2(rank0.count(rank0.last()) == 1, out.constData());
+        // The hung rank's line says so, as its tile in the app does; the rank waiting for it does not.
+        QVERIFY2(!rank1.isEmpty() && rank1.last().endsWith(QLatin1String(" img/s  HUNG")), out.constData());
+        QVERIFY2(!rank0.last().contains(QLatin1String("HUNG")), out.constData());
         QVERIFY2(out.contains("stopped by the user"), out.constData());
         // The run was stopped while rank 1 hung: its listing says so after the stop, as the CLI's last line did.
         const QByteArray hang = "hang: rank 1 on localhost stuck at step 3";
