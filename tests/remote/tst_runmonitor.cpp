@@ -8,8 +8,10 @@
 
 #include "cli.h"
 #include "core/runstore.h"
+#include "core/stacks.h"
 #include "remote/runengine.h"
 
+#include <QElapsedTimer>
 #include <QRegularExpression>
 #include <QSignalSpy>
 #include <QTemporaryDir>
@@ -291,6 +293,85 @@ private Q_SLOTS:
                      QStringLiteral("teardown: 2 process group(s) still alive"),
                      QStringLiteral("teardown could not be verified on every node"),
                  }));
+    }
+
+    // A capture's merged stacks of the main threads, with where the whole capture was saved and how many helper
+    // threads it holds besides; the address and gdb command line of a rank under gdbserver, bare, to paste.
+    void stacksAndTheDebuggerAreSaid() {
+        const auto engine = this->engine();
+        Captured out;
+        RunMonitor monitor(engine.get(), false, out.file());
+        const ProcessStacks stacks =
+            parseGdbStacks("Thread 2 (Thread 0x7f02 (LWP 12) \"gloo\"):\n"
+                           "#0  0x00007f in gloo::transport::tcp::Loop::run () from /lib/libgloo.so\n"
+                           "\n"
+                           "Thread 1 (Thread 0x7f01 (LWP 11) \"rankscope-train\"):\n"
+                           "#0  0x00007f in c10d::Work::wait () from /lib/libtorch.so\n"
+                           "#1  0x000055 in main () at main.cpp:49\n");
+        StackTree tree;
+        tree.addRank(0, stacks);
+        tree.addRank(1, stacks);
+        QVERIFY(!tree.isEmpty());
+        QCOMPARE(tree.helperThreads(), 2);
+        emit engine->stacksCaptured(tree, QStringLiteral("/runs/x/stacks.json"));
+        const QString text = out.take();
+        QVERIFY2(text.mid(9).startsWith(
+                     QStringLiteral("stacks of every rank's main thread, merged (saved to /runs/x/stacks.json):\n") +
+                     tree.render(true)),
+                 qPrintable(text));
+        QVERIFY2(!text.contains(QLatin1String("Loop::run")), qPrintable(text)); // a helper thread's frame
+        QCOMPARE(
+            untimed(text.section(QLatin1Char('\n'), -2)),
+            QStringList({QStringLiteral("the ranks' 2 other threads as well: rankscope-cli stacks %1").arg(kRunId)}));
+        ProcessStacks mainOnly;
+        mainOnly.threads = {stacks.threads.constLast()};
+        StackTree one;
+        one.addRank(0, mainOnly);
+        emit engine->stacksCaptured(one, QString());
+        QCOMPARE(out.take().mid(9), QStringLiteral("stacks of every rank's main thread, merged:\n") + one.render(true));
+        emit engine->stacksCaptured(StackTree{}, QString()); // said by stacksError
+        QCOMPARE(out.take(), QString());
+
+        remote::DebugServer server;
+        server.rank = 1;
+        server.host = QStringLiteral("node-a");
+        server.address = QStringLiteral("127.0.0.1:40123");
+        server.gdbCommand = QStringLiteral("gdb -q -ex 'target remote 127.0.0.1:40123' /opt/rankscope-trainer");
+        emit engine->debugServerReady(server);
+        emit engine->debugServerError(QStringLiteral("gdbserver is not installed on node-a"));
+        const QString debug = out.take();
+        QCOMPARE(debug.section(QLatin1Char('\n'), 0, 0).mid(9),
+                 QStringLiteral("rank 1 on node-a waits for a debugger at 127.0.0.1:40123; attach with:"));
+        QCOMPARE(debug.section(QLatin1Char('\n'), 1, 1), QStringLiteral("  ") + server.gdbCommand);
+        QCOMPARE(debug.section(QLatin1Char('\n'), 2, 2).mid(9),
+                 QStringLiteral("debugger: gdbserver is not installed on node-a"));
+    }
+
+    // Into a file, the ranks' lines come every 10 s (not with every piece of news), and not again while nothing in
+    // them moved: a rank stuck for an hour is one report, not 360.
+    void inAFileTheLinesComeEveryTenSecondsWhenTheyMoved() {
+        const auto engine = this->engine();
+        Captured out;
+        RunMonitor monitor(engine.get(), false, out.file());
+        emit engine->events({start(0), start(1), start(2), step(0, 1, 2), step(1, 1, 2), step(2, 1, 2)});
+        emit engine->nodeProgress(0, QStringLiteral("node-a"), QStringLiteral("news"));
+        QCOMPARE(untimed(out.take()), QStringList({QStringLiteral("[node-a] news")}));
+        QElapsedTimer waited;
+        waited.start();
+        QString report;
+        QTRY_VERIFY_WITH_TIMEOUT(!(report += out.take()).isEmpty(), 13000); // += : QTRY evaluates it once more
+        QVERIFY2(waited.elapsed() >= 9500, qPrintable(QString::number(waited.elapsed())));
+        QString lines;
+        for (int rank = 0; rank < 3; ++rank)
+            lines += monitor.rankLine(rank, 18) + QLatin1Char('\n');
+        QCOMPARE(report, lines);
+        QTest::qWait(10500); // another report's time: nothing moved
+        QCOMPARE(out.take(), QString());
+        emit engine->events({step(0, 1, 3)});
+        report.clear();
+        QTRY_VERIFY_WITH_TIMEOUT(!(report += out.take()).isEmpty(), 13000); // 10 s on a timer of 1 s
+        QVERIFY2(report.startsWith(monitor.rankLine(0, 18) + QLatin1Char('\n')), qPrintable(report));
+        QVERIFY2(report.contains(QLatin1String("step 3/10")), qPrintable(report));
     }
 
     // A finding the trainer reports as an error event at every check (a divergence) is said once, as the finding.
