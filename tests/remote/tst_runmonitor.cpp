@@ -26,6 +26,7 @@ using rankscope::cli::RunMonitor;
 namespace {
 
 const QString kRunId = QStringLiteral("20261207-120000-abcd");
+const QString kLaunchingId = QStringLiteral("20261207-120500-ef01"); // the same run, still launching
 
 TrainerEvent decoded(const QString& json) {
     const TrainerEventResult result = decodeTrainerEvent(QByteArrayView(json.toUtf8()));
@@ -163,6 +164,10 @@ private Q_SLOTS:
         QVERIFY(m_dir.isValid());
         m_store = std::make_unique<RunStore>(m_dir.path());
         QVERIFY(m_store->save(record()));
+        RunRecord launching = record();
+        launching.id = kLaunchingId;
+        launching.state = QStringLiteral("launching");
+        QVERIFY(m_store->save(launching));
     }
 
     // A rank's line: its place in the run as a bar and a percentage of its steps, the epoch and step, its loss and
@@ -178,12 +183,13 @@ private Q_SLOTS:
                  QStringLiteral("rank   0 node-a %1  75%  epoch 2/2 step 5/10  loss 0.1235  813 img/s").arg(bar(15)));
         // Started, no step yet: no place in its epochs to show (it read "epoch 0/2 step 10/10").
         QCOMPARE(monitor.rankLine(1, 8), QStringLiteral("rank   1 node-a    starting"));
-        // max_steps ends the run before its epochs: progress against the cap, the step counted across epochs.
-        emit engine->events({start(2, 12), step(2, 2, 11)});
+        // max_steps ends the run before its epochs: progress against the cap, the step counted across epochs (11 of 15
+        // is 14.7 cells of 20: 15).
+        emit engine->events({start(2, 15), step(2, 2, 11)});
         QCOMPARE(monitor.rankLine(2, 18),
                  QStringLiteral(
-                     "rank   2 gpu-node-seventeen %1  91%  step 11/12 (max_steps)  epoch 2/2  loss 0.2500  812 img/s")
-                     .arg(bar(18)));
+                     "rank   2 gpu-node-seventeen %1  73%  step 11/15 (max_steps)  epoch 2/2  loss 0.2500  812 img/s")
+                     .arg(bar(15)));
         QCOMPARE(out.take(), QString()); // nothing said yet: no news, and the bars are drawn on a terminal only
     }
 
@@ -253,7 +259,11 @@ private Q_SLOTS:
         emit engine->rankExited(0, QStringLiteral("node-a"), 1, false);
         emit engine->rankExited(1, QStringLiteral("node-a"), 0, false); // a clean end is no news
         emit engine->rankExited(2, QStringLiteral("gpu-node-seventeen"), 143, true);
-        Diagnosis cause = finding(DiagnosisKind::RootCause, QStringLiteral("root-cause"), {0},
+        // A finding without last lines has no block under it (untimed() would stop at one).
+        emit engine->diagnoses({finding(DiagnosisKind::Straggler, QStringLiteral("straggler:2"), {2},
+                                        QStringLiteral("rank 2 on gpu-node-seventeen is a straggler"))});
+        // Rank 1 failed alike after rank 0: the block is the first culprit's.
+        Diagnosis cause = finding(DiagnosisKind::RootCause, QStringLiteral("root-cause"), {0, 1},
                                   QStringLiteral("rank 0 on node-a failed first: exit status 1"));
         cause.lastLines = {{RankStream::Out, QStringLiteral("epoch 1/2 step 1/10 loss 2.3"), 0.0},
                            {RankStream::Err, QStringLiteral("Traceback (most recent call last):"), 0.0},
@@ -274,6 +284,7 @@ private Q_SLOTS:
                      QStringLiteral("rank 0 error (collective): Connection closed by peer"),
                      QStringLiteral("rank 0 on node-a ended: exit 1"),
                      QStringLiteral("rank 2 on gpu-node-seventeen stopped: SIGTERM"),
+                     QStringLiteral("diagnosis: straggler: rank 2 on gpu-node-seventeen is a straggler"),
                      QStringLiteral("diagnosis: root-cause: rank 0 on node-a failed first: exit status 1"),
                  }));
         QVERIFY2(text.contains(QStringLiteral("exit status 1\n"
@@ -365,7 +376,7 @@ private Q_SLOTS:
         for (int rank = 0; rank < 3; ++rank)
             lines += monitor.rankLine(rank, 18) + QLatin1Char('\n');
         QCOMPARE(report, lines);
-        QTest::qWait(10500); // another report's time: nothing moved
+        QTest::qWait(12000); // another report's time (10 s, on a timer of 1 s): nothing moved
         QCOMPARE(out.take(), QString());
         emit engine->events({step(0, 1, 3)});
         report.clear();
@@ -419,6 +430,15 @@ private Q_SLOTS:
         text = out.take();
         QVERIFY2(text.startsWith(QStringLiteral("\x1b[3A\x1b[J")), qPrintable(text));
         QVERIFY2(text.endsWith(QStringLiteral(" [node-a] second\n") + lines), qPrintable(text));
+
+        // While the run is launched (deploying) the node messages say what happens: no bars yet.
+        const auto launching = std::make_unique<remote::RunEngine>(m_store.get(), remote::EngineOptions{});
+        QString error;
+        QVERIFY2(launching->open(kLaunchingId, &error), qPrintable(error));
+        RunMonitor early(launching.get(), true, out.file());
+        emit launching->events({start(0), step(0, 1, 2)});
+        emit launching->nodeProgress(0, QStringLiteral("node-a"), QStringLiteral("deploying to /tmp/run"));
+        QCOMPARE(untimed(out.take()), QStringList({QStringLiteral("[node-a] deploying to /tmp/run")}));
     }
 
     // At the end: a table of every rank (its final loss, accuracy, speed, time and how it ended), the run's summary
@@ -443,6 +463,7 @@ private Q_SLOTS:
         ended.exits.insert(0, RankExit{0, {}});
         ended.exits.insert(1, RankExit{1, {}});
         ended.exits.insert(2, RankExit{143, {}, true});
+        ended.worldSize = 4; // rank 3: no node, no event, no exit recorded
         ended.summary = QStringLiteral("rank 1 on node-a failed first: exit status 1");
         emit engine->finished(ended);
         QCOMPARE(done.size(), 1);
@@ -454,6 +475,7 @@ private Q_SLOTS:
                                 "     0  node-a                  0.5000        -  790.4    41.5  exit 0\n"
                                 "     1  node-a                  0.7500        -      -       -  exit 1\n"
                                 "     2  gpu-node-seventeen           -        -      -       -  SIGTERM, stopped\n"
+                                "     3                               -        -      -       -  ?\n"
                                 "findings:\n"
                                 "  straggler: rank 2 on gpu-node-seventeen is a straggler\n"
                                 "  root-cause: rank 1 on node-a failed first: exit status 1; it said: boom\n"
@@ -491,6 +513,20 @@ private Q_SLOTS:
         const QString finished = out.take();
         QVERIFY2(finished.contains(QLatin1String("\nfinished; NCCL chose lo\nlogs: ")), qPrintable(finished));
         QVERIFY2(!finished.contains(QLatin1String("findings:")), qPrintable(finished));
+
+        // A resolved finding that would say the summary and more does not stand in for it: it is not listed.
+        const auto third = this->engine();
+        RunMonitor monitor3(third.get(), false, out.file());
+        Diagnosis moved = finding(DiagnosisKind::Hang, QStringLiteral("hang:7"), {1},
+                                  QStringLiteral("stopped by the user; then it moved on"));
+        moved.resolved = true;
+        emit third->diagnoses({moved});
+        out.take();
+        ended.state = QStringLiteral("stopped");
+        ended.summary = QStringLiteral("stopped by the user");
+        emit third->finished(ended);
+        const QString stopped = out.take();
+        QVERIFY2(stopped.contains(QLatin1String("\nstopped by the user\nlogs: ")), qPrintable(stopped));
     }
 };
 
