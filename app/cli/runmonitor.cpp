@@ -7,6 +7,8 @@
 
 #include <QDateTime>
 
+#include <rankscope/event_schema.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -78,12 +80,19 @@ RunMonitor::RunMonitor(remote::RunEngine* engine, bool interactive, FILE* out)
         m_states.addEvents(events);
         if (m_replaying)
             return;
-        // What the diagnostics report (a divergence, said by every rank at every check) comes as their finding.
-        for (const TrainerEvent& event : events)
-            if (event.type == TrainerEventType::Error && !RunDiagnostics::reportsError(event))
-                printLine(QStringLiteral("rank %1 error (%2): %3")
-                              .arg(event.rank)
-                              .arg(event.string("kind"), event.string("message")));
+        // What the diagnostics report (a divergence, said by every rank at every check) comes as their finding. A
+        // rank sent SIGTERM or SIGINT (the user's stop, the teardown, a scheduler) says where it was: no error of
+        // its own, which its exit line then tells apart (stopped by the run's end, or ended by someone else).
+        for (const TrainerEvent& event : events) {
+            if (event.type != TrainerEventType::Error || RunDiagnostics::reportsError(event))
+                continue;
+            const QString kind = event.string(schema::error::kKind);
+            const QString message = event.string(schema::error::kMessage);
+            if (kind == jsonKey(schema::error_kind::kTerminated))
+                printLine(QStringLiteral("rank %1 told to stop: %2").arg(event.rank).arg(message));
+            else
+                printLine(QStringLiteral("rank %1 error (%2): %3").arg(event.rank).arg(kind, message));
+        }
     });
     // A rank's end as it happened, and as the engine judges it again (a failure it later takes for the teardown's).
     connect(engine, &remote::RunEngine::rankExitJudged, this,

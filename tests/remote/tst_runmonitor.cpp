@@ -258,6 +258,8 @@ private Q_SLOTS:
         emit engine->events({start(0), step(0, 1, 1), error(0, "collective", "Connection closed by peer")});
         emit engine->rankExited(0, QStringLiteral("node-a"), 1, false);
         emit engine->rankExited(1, QStringLiteral("node-a"), 0, false); // a clean end is no news
+        // A rank sent SIGTERM says where it was, which is no error of its own; its exit says who ended it.
+        emit engine->events({error(2, "terminated", "SIGTERM received at step 1 in phase forward")});
         emit engine->rankExited(2, QStringLiteral("gpu-node-seventeen"), 143, true);
         // A finding without last lines has no block under it (untimed() would stop at one).
         emit engine->diagnoses({finding(DiagnosisKind::Straggler, QStringLiteral("straggler:2"), {2},
@@ -283,6 +285,7 @@ private Q_SLOTS:
                      QStringLiteral("run %1 started on every node").arg(kRunId),
                      QStringLiteral("rank 0 error (collective): Connection closed by peer"),
                      QStringLiteral("rank 0 on node-a ended: exit 1"),
+                     QStringLiteral("rank 2 told to stop: SIGTERM received at step 1 in phase forward"),
                      QStringLiteral("rank 2 on gpu-node-seventeen stopped: SIGTERM"),
                      QStringLiteral("diagnosis: straggler: rank 2 on gpu-node-seventeen is a straggler"),
                      QStringLiteral("diagnosis: root-cause: rank 0 on node-a failed first: exit status 1"),
