@@ -196,7 +196,7 @@ void RunEngine::reset() {
     m_ncclClock.invalidate();
     m_stoppedNodes.clear();
     m_processesLeft = 0;
-    m_stopRequested = m_tearingDown = m_finished = m_launchFailed = m_unfollowed = false;
+    m_stopRequested = m_tearingDown = m_finished = m_launchFailed = m_unfollowed = m_attached = false;
     m_firstLaunchFailure.clear();
     m_otherLaunchFailures.clear();
     m_teardownAt = {};
@@ -370,6 +370,7 @@ bool RunEngine::attach(const QString& runId, QString* error) {
     }
     reset();
     m_record = *record;
+    m_attached = true;
     chooseStreamsToRead();
     startDiagnosis();
     replayStored();
@@ -642,13 +643,48 @@ void RunEngine::finish(const QString& state) {
     // What listings show of the run (`rankscope-cli runs`, the app's history, the bridge): the findings at its end
     // say more than the summary the record was saved with above (the hung rank a failure waited on).
     if (endedHere) {
-        const QString verdict = runVerdict(m_record, m_diagnostics.all());
+        QVector<Diagnosis> findings = m_diagnostics.all();
+        if (m_attached) {
+            // Followed since an attach: what happened before it is in the store, which this engine read in one go
+            // and then saw the ranks mostly as they ended (a detached run whose rank failed waiting on a hung one,
+            // found over when attached; a stop whose first front end died). The store replayed in the order things
+            // happened knows at least as much, and is what `diagnose` shows: its findings stand, with the live ones
+            // it lacks. Those it says otherwise than they were said are said again.
+            QVector<Diagnosis> stored = storedFindings();
+            QVector<Diagnosis> changed;
+            for (const Diagnosis& finding : std::as_const(stored)) {
+                const auto live = std::find_if(findings.cbegin(), findings.cend(),
+                                               [&finding](const Diagnosis& d) { return d.key == finding.key; });
+                if (live == findings.cend() ? !finding.resolved
+                                            : live->message != finding.message || live->resolved != finding.resolved)
+                    changed.append(finding);
+            }
+            for (const Diagnosis& live : std::as_const(findings))
+                if (std::none_of(stored.cbegin(), stored.cend(),
+                                 [&live](const Diagnosis& d) { return d.key == live.key; }))
+                    stored.append(live);
+            findings = stored;
+            if (!changed.isEmpty())
+                emit diagnoses(changed);
+        }
+        const QString verdict = runVerdict(m_record, findings);
         if (verdict != m_record.verdict) {
             m_record.verdict = verdict;
             saveRecord();
         }
     }
     emit finished(m_record);
+}
+
+QVector<Diagnosis> RunEngine::storedFindings() const {
+    RunEngine offline(m_store, m_options);
+    QVector<Diagnosis> found;
+    connect(&offline, &RunEngine::diagnoses,
+            [&found](const QVector<Diagnosis>& changed) { foldFindings(found, changed); });
+    QString error;
+    if (!offline.open(m_record.id, &error))
+        qWarning("rankscope: %s", qPrintable(error));
+    return found;
 }
 
 QVector<StoredLine> RunEngine::firstFailedRankLastLines() const {

@@ -175,6 +175,9 @@ private:
     // What the run's first failed rank said last, from the store, for its root cause; empty when none failed.
     static constexpr int kRootCauseLines = 10;
     [[nodiscard]] QVector<StoredLine> firstFailedRankLastLines() const;
+    // The findings of this run's store replayed in the order things happened (open(), as `rankscope-cli diagnose`
+    // gives them), each as it last stood.
+    [[nodiscard]] QVector<Diagnosis> storedFindings() const;
     void noticeStopRequest();
     // When the ranks began to be ended: the teardown's start or the stop's request, the earlier; invalid: never.
     [[nodiscard]] QDateTime endsFrom() const;
@@ -246,6 +249,7 @@ private:
     QString m_firstLaunchFailure;      // the summary of a failed launch: the first node's failure in full
     QStringList m_otherLaunchFailures; // and each node that failed after it: "host (kind)"
     bool m_unfollowed = false; // attached, and a node could not be reached
+    bool m_attached = false;   // following since attach(): what happened before it is diagnosed from the store
 };
 
 } // namespace rankscope::remote

@@ -209,6 +209,50 @@ private slots:
         stopFromAnotherFrontEnd(engine, diagnoses);
     }
 
+    // A run left to itself (detached: nothing copies its files into the store) whose rank 1 hangs and whose rank 0
+    // fails of waiting for it (its collective times out), attached to afterwards. That front end reads the history
+    // in one go and sees the ranks only as they end, so the hang is found in the history replayed in time order:
+    // it is said, and the root cause and the record's verdict name the hung rank, as `diagnose` does. Before, they
+    // said rank 0's timeout alone, and `diagnose` said more than the run's own record.
+    void aDetachedRunsHangIsNamedWhenAttachedAfterItsFailure() {
+        QString error;
+        QString id;
+        QString runDir;
+        {
+            remote::RunEngine launcher(&m_store, options());
+            QVERIFY2(launcher.launch(jobFrom(debugJob("detached-hang", 1000,
+                                                      {"--hang-at-step", "6", "--hang-rank", "1", "--timeout-s", "4"})),
+                                     RunMode::Debug, &error),
+                     qPrintable(error));
+            QSignalSpy launched(&launcher, &remote::RunEngine::launched);
+            QVERIFY(launched.wait(60000));
+            id = launcher.record().id;
+            runDir = launcher.record().nodes.front().runDir;
+            launcher.detach();
+        }
+        QTRY_VERIFY_WITH_TIMEOUT(QFile::exists(runDir + QStringLiteral("/rank0.exit")), 90000); // rank 0 timed out
+
+        remote::RunEngine attacher(&m_store, options());
+        QSignalSpy diagnoses(&attacher, &remote::RunEngine::diagnoses);
+        QSignalSpy finished(&attacher, &remote::RunEngine::finished);
+        QVERIFY2(attacher.attach(id, &error), qPrintable(error));
+        QVERIFY(finished.wait(60000));
+        const QVector<Diagnosis> hangs = collected(diagnoses, DiagnosisKind::Hang);
+        QVERIFY(!hangs.isEmpty());
+        QCOMPARE(hangs.back().ranks.front(), 1);
+        const QVector<Diagnosis> causes = collected(diagnoses, DiagnosisKind::RootCause);
+        QVERIFY(!causes.isEmpty());
+        const QString waited = QStringLiteral("; it was waiting on a hung rank: rank 1 on localhost stuck at step 6");
+        QVERIFY2(causes.back().message.startsWith(QLatin1String("rank 0 on localhost failed first")) &&
+                     causes.back().message.contains(waited),
+                 qPrintable(causes.back().message));
+        const auto stored = m_store.load(id, &error);
+        QVERIFY2(stored, qPrintable(error));
+        QCOMPARE(stored->state, QStringLiteral("failed"));
+        QVERIFY2(stored->verdict.contains(waited), qPrintable(stored->verdict));
+        QVERIFY2(cliDiagnose(id).contains(causes.back().message), qPrintable(cliDiagnose(id)));
+    }
+
     // Three ranks of a model with buffers (BatchNorm), which the trainer broadcasts from rank 0 in every forward:
     // while rank 1 sleeps, rank 2 has its data and goes on to the next collective, and rank 0 is left sending in
     // this one. Rank 1 alone is at fault; rank 0, the lowest of the ranks behind, waits.
