@@ -367,6 +367,7 @@ QStringList filesUnder(const QString& folder) {
 
 int runInspectCommand(const QStringList& paths, bool json) {
     // A file that cannot be read is named and the exit status says so, but what the others hold is still shown.
+    // When none could be read there is no report: "nothing found" would speak of files never seen.
     LogInspector inspector;
     bool unreadable = false;
     const auto fail = [&unreadable](const QString& error) {
@@ -388,6 +389,8 @@ int runInspectCommand(const QStringList& paths, bool json) {
         }
     }
     const LogInspection inspection = inspector.result();
+    if (unreadable && inspection.files.isEmpty())
+        return kExitUsage;
     if (json) {
         const QByteArray bytes = inspectionToJson(inspection);
         std::fwrite(bytes.constData(), 1, static_cast<size_t>(bytes.size()), stdout);

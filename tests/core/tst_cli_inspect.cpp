@@ -459,6 +459,14 @@ void tst_CliInspect::unreadableFileLosesNothingOfTheOthers() {
     const QJsonObject root = QJsonDocument::fromJson(run.out).object();
     QCOMPARE(root.value("files").toArray(), QJsonArray{sample});
     QCOMPARE(root.value("timeouts").toArray().at(0).toObject().value("seq").toInteger(), 808);
+
+    // Nothing could be read: no report (an empty one would say "nothing found" of a file never seen), text or JSON.
+    for (const QStringList& arguments : {QStringList{"inspect", missing}, QStringList{"inspect", "--json", missing}}) {
+        const CliRun alone = runCli(arguments);
+        QCOMPARE(alone.exitCode, 2);
+        QVERIFY2(alone.err.contains(missing.toUtf8() + ": "), alone.err.constData());
+        QVERIFY2(alone.out.isEmpty(), alone.out.constData());
+    }
 }
 
 // "-" reads standard input, with the same result as the file.
@@ -680,6 +688,12 @@ void tst_CliInspect::aFolderIsEveryFileUnderIt() {
     const CliRun empty = runCli({"inspect", dir.filePath(QStringLiteral("empty"))});
     QCOMPARE(empty.exitCode, 2);
     QVERIFY2(empty.err.contains("empty: a folder with no files in it"), empty.err.constData());
+    QVERIFY2(empty.out.isEmpty(), empty.out.constData()); // nothing was read: no report
+    // Beside a folder that has files, the empty one is named and the others' report is shown.
+    const CliRun beside =
+        runCli({"inspect", dir.filePath(QStringLiteral("empty")), dir.filePath(QStringLiteral("ranks"))});
+    QCOMPARE(beside.exitCode, 2);
+    QVERIFY2(beside.out.contains("Errors"), beside.out.constData());
 }
 
 // Errors of tracebacks that nothing tells apart have no rank: the text report says why and how to get it, and says
