@@ -648,8 +648,8 @@ void RunEngine::finish(const QString& state) {
             // Followed since an attach: what happened before it is in the store, which this engine read in one go
             // and then saw the ranks mostly as they ended (a detached run whose rank failed waiting on a hung one,
             // found over when attached; a stop whose first front end died). The store replayed in the order things
-            // happened knows at least as much, and is what `diagnose` shows: its findings stand, with the live ones
-            // it lacks. Those it says otherwise than they were said are said again.
+            // happened knows at least as much, and is what `diagnose` shows: its findings stand over the live ones of
+            // the same key. Those it says otherwise than they were said are said again.
             QVector<Diagnosis> stored = storedFindings();
             QVector<Diagnosis> changed;
             for (const Diagnosis& finding : std::as_const(stored)) {
@@ -659,11 +659,7 @@ void RunEngine::finish(const QString& state) {
                                             : live->message != finding.message || live->resolved != finding.resolved)
                     changed.append(finding);
             }
-            for (const Diagnosis& live : std::as_const(findings))
-                if (std::none_of(stored.cbegin(), stored.cend(),
-                                 [&live](const Diagnosis& d) { return d.key == live.key; }))
-                    stored.append(live);
-            findings = stored;
+            foldFindings(findings, stored);
             if (!changed.isEmpty())
                 emit diagnoses(changed);
         }

@@ -31,27 +31,24 @@ QString exitCell(const RunRecord& record, int rank) {
     return exit->stopped ? status + QStringLiteral(", stopped") : status;
 }
 
-// The word after a rank's progress: what the app's grid would colour it, in capitals where something is wrong that
-// the rank does not recover from by itself. Nothing for a rank that starts or runs.
+// The word after a rank's progress: the app's grid's name for its state (rankLiveStateName), in capitals where
+// something is wrong that the rank does not recover from by itself, and "done" for finished, as the CLI always
+// said. Nothing for a rank that starts or runs.
 QString stateWord(RankLiveState state) {
     switch (state) {
     case RankLiveState::Starting:
     case RankLiveState::Running:
         return {};
-    case RankLiveState::Slow:
-        return QStringLiteral("slow");
-    case RankLiveState::Diverged:
-        return QStringLiteral("DIVERGED");
-    case RankLiveState::Hung:
-        return QStringLiteral("HUNG");
-    case RankLiveState::Failed:
-        return QStringLiteral("FAILED");
-    case RankLiveState::Lost:
-        return QStringLiteral("LOST");
     case RankLiveState::Finished:
         return QStringLiteral("done");
+    case RankLiveState::Slow:
     case RankLiveState::Stopped:
-        return QStringLiteral("stopped");
+        return rankLiveStateName(state);
+    case RankLiveState::Diverged:
+    case RankLiveState::Hung:
+    case RankLiveState::Failed:
+    case RankLiveState::Lost:
+        return rankLiveStateName(state).toUpper();
     }
     return {};
 }

@@ -2,8 +2,8 @@
 // What `rankscope-cli run` and `attach` print (the CLI's RunMonitor), fed through a real RunEngine's signals as the
 // engine emits them while it follows a run: every rank's line and the state word after it (the app's grid's verdict),
 // the news lines, the end's table, findings and exit code. The engine holds a stored run (open()), so that ranks have
-// their nodes' hosts; nothing is launched, and the whole test takes milliseconds. The real runs that print all this
-// are tst_cli_remote's and tst_diagnostics_e2e's.
+// their nodes' hosts; nothing is launched. It takes about 30 s, all but milliseconds of it one function's waits for
+// the 10 s reports into a file. The real runs that print all this are tst_cli_remote's and tst_diagnostics_e2e's.
 #include "runmonitor.h"
 
 #include "cli.h"
