@@ -255,7 +255,7 @@ void RunDiagnostics::runEnded(const RunRecord& record, const QVector<StoredLine>
     // before. The hang came first, and the cause of the failure is the rank it names.
     for (const Diagnosis& hang : std::as_const(m_all)) {
         if (hang.kind == DiagnosisKind::Hang && !hang.resolved && hang.culprits > 0 &&
-            !hang.ranks.first(std::min<qsizetype>(hang.culprits, hang.ranks.size())).contains(rank)) {
+            !hang.culpritRanks().contains(rank)) {
             message += QStringLiteral("; it was waiting on a hung rank: ") + hang.message;
             break;
         }

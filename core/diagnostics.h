@@ -15,6 +15,7 @@
 #include <QString>
 #include <QVector>
 
+#include <algorithm>
 #include <deque>
 #include <limits>
 
@@ -43,6 +44,10 @@ struct Diagnosis {
     // A root cause's: what the first rank to fail said last (core/arrivalorder.h), the newest last.
     QVector<StoredLine> lastLines = {};
 
+    // ranks[0, culprits): those at fault.
+    [[nodiscard]] QVector<int> culpritRanks() const {
+        return ranks.first(std::clamp<qsizetype>(culprits, 0, ranks.size()));
+    }
     [[nodiscard]] QString toString() const; // "hang: rank 1 on node-b stuck ..." (+ " (resolved)")
     // {"kind", "key", "ranks", "culprits", "host"?, "time", "message", "resolved", "last_lines"?: [{"stream":
     // "out"|"err", "text", "time"?}]}: what `diagnose --json` and the bridge send

@@ -46,10 +46,14 @@ void RunEngine::diagnose(double now) {
     QVector<Diagnosis> changed = m_diagnostics.update(now);
     if (changed.isEmpty())
         return;
-    // A rank stopped in a debugger is no hang to look into, and its peers wait for it as they should.
+    // A rank stopped in a debugger is no hang to look into, and its peers wait for it as they should. Only where it
+    // is the one stuck (or the one waited for is not known: a hang known from watchdog timeouts): a hang of another
+    // rank that the debugged one waits on, as the others do, is a hang.
     const int debugRank = m_record.debugRank;
     for (Diagnosis& diagnosis : changed)
-        if (debugRank >= 0 && diagnosis.kind == DiagnosisKind::Hang && diagnosis.ranks.contains(debugRank))
+        if (debugRank >= 0 && diagnosis.kind == DiagnosisKind::Hang &&
+            (diagnosis.culprits > 0 ? diagnosis.culpritRanks().contains(debugRank)
+                                    : !diagnosis.ranks.contains(debugRank)))
             diagnosis.message +=
                 QStringLiteral(" (rank %1 is under the debugger: the others wait for it while it is stopped)")
                     .arg(debugRank);
