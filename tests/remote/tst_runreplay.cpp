@@ -206,9 +206,26 @@ class TestRunReplay final : public QObject {
         record.ended = at(1795315931.0);
         record.summary = QStringLiteral("rank 0 on node-a failed first: killed by SIGABRT");
         record.debugRank = debugRank;
-        return store(record, {{0, RankStream::Err, "[rank 0] epoch 1/1 step 1/8 loss 2.2317 763 img/s\n", 1795315907.8},
-                              {1, RankStream::Err, "[rank 1] epoch 1/1 step 1/8 loss 2.4222 868 img/s\n", 1795315907.8},
-                              {0, RankStream::Err, watchdog, 1795315930.4}});
+        QVector<Piece> pieces{
+            {0, RankStream::Err, "[rank 0] epoch 1/1 step 1/8 loss 2.2317 763 img/s\n", 1795315907.8},
+            {1, RankStream::Err, "[rank 1] epoch 1/1 step 1/8 loss 2.4222 868 img/s\n", 1795315907.8}};
+        // Both ranks beating on, a step and a collective further each time, until shortly before the watchdog's line.
+        for (int i = 0; i < 44; ++i)
+            for (const int rank : {0, 1}) {
+                const double time = 1795315908.0 + 0.5 * i;
+                pieces.append(
+                    {rank, RankStream::Events,
+                     QStringLiteral("@rankscope {\"v\":\"1.0\",\"type\":\"heartbeat\",\"rank\":%1,\"time\":%2,"
+                                    "\"phase\":\"forward\",\"step\":%3,\"collective_started\":%3,"
+                                    "\"collective_finished\":%3}\n")
+                         .arg(rank)
+                         .arg(time, 0, 'f', 3)
+                         .arg(i + 1)
+                         .toUtf8(),
+                     time + 0.05});
+            }
+        pieces.append({0, RankStream::Err, watchdog, 1795315930.4});
+        return store(record, pieces);
     }
 
     static QVector<Piece> recordedHang() {
@@ -394,6 +411,9 @@ private Q_SLOTS:
         QVERIFY(other->open(store(record, recordedHang()), nullptr));
         QCOMPARE(heardOther.of(DiagnosisKind::Hang).size(), 1);
         QVERIFY(!heardOther.of(DiagnosisKind::Hang)[0].message.contains(QStringLiteral("debugger")));
+        // Nor is the debugged rank's own failure (the root cause) said to be its debugger's.
+        QCOMPARE(heardOther.of(DiagnosisKind::RootCause).size(), 1);
+        QVERIFY(!heardOther.of(DiagnosisKind::RootCause)[0].message.contains(QStringLiteral("debugger")));
 
         // A hang known from the watchdog alone (who waited, not for whom): the debugged rank is the one waited for,
         // unless it is one of those that timed out waiting.
@@ -423,6 +443,8 @@ private Q_SLOTS:
             qPrintable(hangs[0].message));
         QCOMPARE(hangs[0].ranks, QVector<int>{0});
         QCOMPARE(hangs[0].culprits, 0);
+        QVERIFY2(hangs[0].time >= 1795315930.4,
+                 qPrintable(QString::number(hangs[0].time, 'f', 3))); // the line's arrival
     }
 
     // NCCL's lines on a rank's stdout (a real log) are read where NCCL can speak: a job on NCCL, one whose env sets
@@ -490,7 +512,12 @@ private Q_SLOTS:
             "512.30 W, 700.00 W\n"
             "2026/12/07 09:00:01.000, 1, NVIDIA H100 80GB HBM3, 00000000:3B:00.0, 85 %, 39000 MiB, 81559 MiB, 60, "
             "505.10 W, 700.00 W\n"));
-        QVERIFY(m_store->appendNodeStream(id, 0, QStringLiteral("gpu.err"), 0,
+        // Node a's sampler wrote its header and no sample yet: nothing to show of it.
+        QVERIFY(m_store->appendNodeStream(
+            id, 0, QStringLiteral("gpu.csv"), 0,
+            "timestamp, index, name, pci.bus_id, utilization.gpu [%], memory.used [MiB], memory.total [MiB], "
+            "temperature.gpu, power.draw [W], power.limit [W]\n"));
+        QVERIFY(m_store->appendNodeStream(id, 1, QStringLiteral("gpu.err"), 0,
                                           "  /bin/sh: 1: nvidia-smi: not found  \n\n"));
         const auto engine = this->engine();
         Heard heard(*engine);
@@ -503,7 +530,7 @@ private Q_SLOTS:
         }
         QCOMPARE(heard.gpu[0].utilizationPercent, 87.0);
         QCOMPARE(heard.gpu[1].index, 1);
-        QCOMPARE(heard.gpuErrors, QStringList{QStringLiteral("0 node-a: /bin/sh: 1: nvidia-smi: not found")});
+        QCOMPARE(heard.gpuErrors, QStringList{QStringLiteral("1 node-b: /bin/sh: 1: nvidia-smi: not found")});
     }
 
     // A line of the events stream that is not a valid event is reported with its rank and line, and the events
