@@ -240,8 +240,10 @@ void RunDiagnostics::applyStep(const TrainerEvent& event, RankState& state) {
     }
 }
 
-void RunDiagnostics::rankExited(int rank, int /*status*/) {
-    m_ranks[rank].ended = true;
+void RunDiagnostics::rankExited(int rank, int status) {
+    RankState& state = m_ranks[rank];
+    state.ended = true;
+    state.exitStatus = status;
 }
 
 void RunDiagnostics::runEnded(const RunRecord& record, const QVector<StoredLine>& lastLines) {

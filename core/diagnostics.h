@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <deque>
 #include <limits>
+#include <optional>
 
 namespace rankscope {
 
@@ -175,6 +176,7 @@ private:
         double knownUntil = std::numeric_limits<double>::infinity(); // see setRankKnownUntil
         bool seenHeartbeat = false;
         bool ended = false;
+        std::optional<int> exitStatus; // as rankExited says it
         struct Step {
             double computeMs = 0.0;
             double stepMs = 0.0;
@@ -196,6 +198,7 @@ private:
     [[nodiscard]] double heldFor(const RankState& state, double since, double now) const;
     [[nodiscard]] QString silenceOf(const QVector<int>& silent, double now) const;
     [[nodiscard]] QString silenceOfAll(const QVector<int>& ranks, double now) const;
+    [[nodiscard]] QString endedOutside(qint64 collective) const;
     [[nodiscard]] double quietest(const QVector<int>& ranks, double now) const;
     // Some ranks by their heartbeats: silent (see DiagnosticsOptions::silentIntervals), late (a beat missed, not
     // silent yet: worth waiting for where others are heard), or heard.

@@ -157,15 +157,19 @@ void RunDiagnostics::checkHang(double now, QVector<Diagnosis>& changed) {
                    changed);
             return;
         }
-        // Every one silent: stopped or frozen alike, not a fault of the communication between them.
+        // Every one silent: stopped or frozen alike, not a fault of the communication between them. Ranks that
+        // ended (cleanly: a failure's end is the teardown's, no hang) without entering the collective are missing
+        // from it: the others wait for them.
         const bool allSilent = silence.silent.size() == inside.size();
+        const QString gone = endedOutside(collective);
         report({DiagnosisKind::Hang, key, inside, QString(), now,
                 QStringLiteral("every running rank (%1) is stuck inside collective #%2%3")
                     .arg(formatRankList(inside))
                     .arg(collective)
-                    .arg(allSilent ? QStringLiteral(". ") + silenceOfAll(inside, now)
-                                   : QStringLiteral(": no rank is missing from it, so look at the communication "
-                                                    "itself (NCCL logs, the network)")),
+                    .arg(allSilent        ? QStringLiteral(". ") + silenceOfAll(inside, now)
+                         : gone.isEmpty() ? QStringLiteral(": no rank is missing from it, so look at the "
+                                                           "communication itself (NCCL logs, the network)")
+                                          : QStringLiteral("; ") + gone),
                 false, int(inside.size())},
                changed);
         return;
@@ -224,6 +228,31 @@ void RunDiagnostics::checkHang(double now, QVector<Diagnosis>& changed) {
                                         : QStringLiteral(". ") + silenceOf(silent, now)),
             false, int(stuck.size())},
            changed);
+}
+
+// "rank 1 ended without entering it (after step 2, exit status 0): …", for the ranks that ended before they
+// started `collective`; empty when none did.
+QString RunDiagnostics::endedOutside(qint64 collective) const {
+    QVector<int> ranks;
+    QStringList how;
+    for (auto it = m_ranks.cbegin(); it != m_ranks.cend(); ++it) {
+        if (!it->ended || it->started >= collective)
+            continue;
+        ranks.append(it.key());
+        how << QStringLiteral("after step %1%2")
+                   .arg(it->step)
+                   .arg(it->exitStatus ? QStringLiteral(", ") + describeExitStatus(*it->exitStatus) : QString());
+    }
+    if (ranks.isEmpty())
+        return {};
+    if (ranks.size() > 1)
+        for (qsizetype i = 0; i < ranks.size(); ++i)
+            how[i] = QStringLiteral("rank %1 %2").arg(ranks[i]).arg(how[i]);
+    return QStringLiteral("%1 ended without entering it (%2): a rank that leaves the training loop early (inputs "
+                          "uneven across ranks, an early return or exit) leaves the others waiting in their next "
+                          "collective")
+        .arg((ranks.size() == 1 ? QStringLiteral("rank ") : QStringLiteral("ranks ")) + formatRankList(ranks),
+             how.join(QStringLiteral("; ")));
 }
 
 // Where a rank is stuck, as its last heartbeat says: the step it is in (a heartbeat counts the steps done: what its

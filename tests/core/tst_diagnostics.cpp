@@ -488,8 +488,38 @@ private slots:
         RunDiagnostics diagnostics;
         const QVector<Diagnosis> hangs = replay(diagnostics, events, DiagnosisKind::Hang);
         QCOMPARE(hangs.size(), 1);
-        QVERIFY2(hangs.front().message.startsWith(QLatin1String("every running rank (0-2) is stuck inside collective #12")),
-                 qPrintable(hangs.front().message));
+        QVERIFY2(
+            hangs.front().message.startsWith(QLatin1String("every running rank (0-2) is stuck inside collective #12: "
+                                                           "no rank is missing from it, so look at the communication")),
+            qPrintable(hangs.front().message));
+    }
+
+    // Every running rank inside one collective that ranks which ended cleanly never entered (a rank whose inputs ran
+    // out first, an early return): those are missing from it, and the hang says which and where they left, by their
+    // exit (its status) or by their end event (no status yet). Ranks that ended inside it or after are not named.
+    void ranksThatEndedOutsideTheCollectiveAreMissingFromIt() {
+        QVector<TrainerEvent> events;
+        for (int rank = 0; rank < 6; ++rank) // rank 5 sends no heartbeat: where it is is not known, nor that it ended
+            events << step(rank, 1999.5, 7, 100.0, 10.0);
+        // Ranks 2 and 3 left after step 7 outside any collective, rank 4 inside #12 (each with its last beat).
+        events << heartbeat(2, 1999.6, 7, "optimizer", 11, 11) << heartbeat(3, 1999.6, 7, "optimizer", 11, 11)
+               << heartbeat(4, 1999.6, 7, "backward", 12, 11);
+        events << decoded(R"({"v":"1.0","type":"end","rank":3,"time":1999.7,"status":"ok","steps":7,)"
+                          R"("images_per_sec":100,"wall_s":10,"param_checksum":1.5})");
+        for (int i = 0; i < 8; ++i)
+            for (int rank = 0; rank < 2; ++rank)
+                events << heartbeat(rank, 2000.0 + i, 7, "backward", 12, 11);
+        RunDiagnostics diagnostics;
+        diagnostics.rankExited(2, 0);
+        diagnostics.rankExited(4, 0);
+        const QVector<Diagnosis> hangs = replay(diagnostics, events, DiagnosisKind::Hang);
+        QCOMPARE(hangs.size(), 1);
+        QCOMPARE(hangs.front().message,
+                 QStringLiteral("every running rank (0-1) is stuck inside collective #12; ranks 2-3 ended without "
+                                "entering it (rank 2 after step 7, exit status 0; rank 3 after step 7): a rank that "
+                                "leaves the training loop early (inputs uneven across ranks, an early return or exit) "
+                                "leaves the others waiting in their next collective"));
+        QCOMPARE(hangs.front().ranks, (QVector<int>{0, 1}));
     }
 
     // Before any step is done in this run, every rank inside the first collective is a run setting up (NCCL creates its

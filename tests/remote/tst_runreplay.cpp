@@ -342,25 +342,29 @@ private Q_SLOTS:
     // a copy that stops before the hang shows none (the other rank's stillness past it is unknown, not stuck), one that
     // goes past it shows the hang as an ended run does.
     void aRunNotSeenToEndIsDiagnosedUpToItsCopy_data() {
-        QTest::addColumn<double>("rank0CopyEnds");
+        QTest::addColumn<int>("cutRank");
+        QTest::addColumn<double>("copyEnds");
         QTest::addColumn<bool>("hang");
-        QTest::newRow("copy stops as rank 0 starts waiting") << kRank0Waits << false;
-        QTest::newRow("copy goes up to rank 0's failure") << kRank0Fails << true;
+        QTest::newRow("rank 0's copy stops as it starts waiting") << 0 << kRank0Waits << false;
+        QTest::newRow("rank 0's copy goes up to its failure") << 0 << kRank0Fails << true;
+        QTest::newRow("rank 1's copy stops at its last step") << 1 << 1795315907.773 << false;
+        QTest::newRow("rank 1's copy goes on after the hang") << 1 << 1795315909.683 << true;
     }
     void aRunNotSeenToEndIsDiagnosedUpToItsCopy() {
-        QFETCH(double, rank0CopyEnds);
+        QFETCH(int, cutRank);
+        QFETCH(double, copyEnds);
         QFETCH(bool, hang);
         QVector<Piece> pieces = recordedHang();
         pieces.erase(std::remove_if(pieces.begin(), pieces.end(),
-                                    [rank0CopyEnds](const Piece& p) {
-                                        return p.rank == 0 && p.arrivedAt > rank0CopyEnds + 0.05 + 1e-6;
+                                    [cutRank, copyEnds](const Piece& p) {
+                                        return p.rank == cutRank && p.arrivedAt > copyEnds + 0.05 + 1e-6;
                                     }),
                      pieces.end());
         const QString id = store(hangRecord({}, false), pieces);
         const auto engine = this->engine();
         Heard heard(*engine);
         QVERIFY(engine->open(id, nullptr));
-        QCOMPARE(engine->openedKnownUntil(), rank0CopyEnds);
+        QCOMPARE(engine->openedKnownUntil(), std::min(copyEnds, kRank0Fails)); // the earliest copy's end
         QCOMPARE(heard.of(DiagnosisKind::Hang).size(), hang ? 1 : 0);
         QCOMPARE(heard.of(DiagnosisKind::RootCause).size(), 0); // no exit seen
         QVERIFY(heard.exits.isEmpty());
@@ -390,6 +394,47 @@ private Q_SLOTS:
         Heard heardSecond(*second);
         QVERIFY(second->open(store(early, recordedHang()), nullptr));
         QVERIFY2(heardSecond.of(DiagnosisKind::Hang).isEmpty(), qPrintable(heardSecond.messages().join('\n')));
+    }
+
+    // The ranks' stillness is the teardown's from the earliest exit of a rank that failed (a third rank here, killed
+    // before rank 1 stopped, with no stream stored), as it was live: no hang of it.
+    void theEarliestFailureBeginsTheEnd() {
+        RunRecord record = hangRecord({});
+        record.worldSize = 3;
+        record.nodes[0].ranks = {0, 1, 2};
+        record.exits.insert(2, RankExit{137, at(kRank0Waits - 0.2), false});
+        record.firstFailedRank = 2;
+        record.summary = QStringLiteral("rank 2 on node-a killed by SIGKILL");
+        const auto engine = this->engine();
+        Heard heard(*engine);
+        QVERIFY(engine->open(store(record, recordedHang()), nullptr));
+        QVERIFY2(heard.of(DiagnosisKind::Hang).isEmpty(), qPrintable(heard.messages().join('\n')));
+        QCOMPARE(heard.of(DiagnosisKind::RootCause).size(), 1);
+    }
+
+    // A rank that ended, as the replay reaches its exit, is not stuck but missing: rank 1 left after its second step
+    // (exit status 0, as a rank whose inputs run out first does), and rank 0 waited for it in collective #6 until it
+    // failed. The hang says so, not that no rank is missing.
+    void aRankThatEndedIsNotStuck() {
+        QVector<Piece> pieces = recordedHang();
+        pieces.erase(std::remove_if(pieces.begin(), pieces.end(),
+                                    [](const Piece& p) { return p.rank == 1 && p.arrivedAt > 1795315907.773 + 0.06; }),
+                     pieces.end());
+        RunRecord record = hangRecord({});
+        record.exits[1] = RankExit{0, at(1795315907.9), false};
+        record.ended = at(kRank0Fails + 0.1);
+        const auto engine = this->engine();
+        Heard heard(*engine);
+        QVERIFY(engine->open(store(record, pieces), nullptr));
+        const QVector<Diagnosis> hangs = heard.of(DiagnosisKind::Hang);
+        QCOMPARE(hangs.size(), 1);
+        QCOMPARE(hangs[0].message,
+                 QStringLiteral("every running rank (0) is stuck inside collective #6; rank 1 ended without entering "
+                                "it (after step 2, exit status 0): a rank that leaves the training loop early (inputs "
+                                "uneven across ranks, an early return or exit) leaves the others waiting in their next "
+                                "collective"));
+        QCOMPARE(hangs[0].ranks, QVector<int>{0});
+        QVERIFY(hangs[0].time < kRank0Fails);
     }
 
     // The hang of the rank under the debugger is its debugger's: said so.
