@@ -147,6 +147,7 @@ void RunDiagnostics::addEvents(const QVector<TrainerEvent>& events) {
                 m_hosts.insert(event.rank, host);
             if (event.has(schema::start::kPid))
                 m_pids.insert(event.rank, event.integer(schema::start::kPid));
+            state.totalSteps = event.integer(schema::start::kTotalSteps);
             break;
         case TrainerEventType::Heartbeat:
             applyHeartbeat(event, state);
@@ -185,6 +186,8 @@ void RunDiagnostics::addEvents(const QVector<TrainerEvent>& events) {
             break;
         case TrainerEventType::End:
             state.ended = true;
+            if (event.string(schema::end::kStatus) == jsonKey(schema::status::kOk))
+                state.endedWellAt = event.time;
             // A rank that ended in error has no checksum of its parameters (the trainer writes NaN there).
             if (event.has(schema::end::kParamChecksum) &&
                 event.string(schema::end::kStatus) == jsonKey(schema::status::kOk))
@@ -262,6 +265,7 @@ void RunDiagnostics::runEnded(const RunRecord& record, const QVector<StoredLine>
             break;
         }
     }
+    message += leftBefore(record, rank);
     // Ranks that failed alike are culprits with it: none of them is the others' victim.
     const QVector<int> ranks = QVector<int>{rank} + record.failedAlike;
     Diagnosis cause{DiagnosisKind::RootCause,
@@ -274,6 +278,37 @@ void RunDiagnostics::runEnded(const RunRecord& record, const QVector<StoredLine>
     cause.culprits = static_cast<int>(ranks.size());
     cause.lastLines = lastLines;
     report(cause, m_pending);
+}
+
+// "; rank 1 had ended well before it (after 29 steps, of the 200 rank 0 was to take): …": the ranks that left short of
+// the steps the failed rank was to take, before it failed, while it had not ended well itself (a rank whose inputs ran
+// out first, an early return): in the collective they never entered, the failed rank lost its peer or waited for it.
+// Empty when none did, or when the failed rank's plan is not known (0: no step falls short of it).
+QString RunDiagnostics::leftBefore(const RunRecord& record, int failed) const {
+    const auto state = m_ranks.constFind(failed);
+    if (state == m_ranks.cend() || state->endedWellAt)
+        return {};
+    const RankExit exit = record.exits.value(failed);
+    const double failedAt = exit.seenAt.isValid() ? static_cast<double>(exit.seenAt.toMSecsSinceEpoch()) / 1000.0
+                                                  : std::numeric_limits<double>::infinity();
+    QVector<int> ranks;
+    QStringList how;
+    for (auto it = m_ranks.cbegin(); it != m_ranks.cend(); ++it)
+        if (it.key() != failed && it->endedWellAt && *it->endedWellAt <= failedAt && it->step < state->totalSteps) {
+            ranks.append(it.key());
+            how << QStringLiteral("after %1 steps").arg(it->step);
+        }
+    if (ranks.isEmpty())
+        return {};
+    if (ranks.size() > 1)
+        for (qsizetype i = 0; i < ranks.size(); ++i)
+            how[i] = QStringLiteral("rank %1 %2").arg(ranks[i]).arg(how[i]);
+    return QStringLiteral("; %1 had ended well before it (%2, of the %3 rank %4 was to take): %5")
+        .arg((ranks.size() == 1 ? QStringLiteral("rank ") : QStringLiteral("ranks ")) + formatRankList(ranks),
+             how.join(QStringLiteral("; ")))
+        .arg(state->totalSteps)
+        .arg(failed)
+        .arg(leftTheLoopEarly());
 }
 
 // What the kernel log of the rank's node says about a death by a signal without an error of the rank's own.

@@ -177,6 +177,8 @@ private:
         bool seenHeartbeat = false;
         bool ended = false;
         std::optional<int> exitStatus; // as rankExited says it
+        qint64 totalSteps = 0;         // its start event's plan; 0: not known
+        std::optional<double> endedWellAt; // the time of its end event "ok"
         struct Step {
             double computeMs = 0.0;
             double stepMs = 0.0;
@@ -198,7 +200,9 @@ private:
     [[nodiscard]] double heldFor(const RankState& state, double since, double now) const;
     [[nodiscard]] QString silenceOf(const QVector<int>& silent, double now) const;
     [[nodiscard]] QString silenceOfAll(const QVector<int>& ranks, double now) const;
+    [[nodiscard]] static QString leftTheLoopEarly(); // why a rank that ended is missing from a collective
     [[nodiscard]] QString endedOutside(qint64 collective) const;
+    [[nodiscard]] QString leftBefore(const RunRecord& record, int failed) const;
     [[nodiscard]] double quietest(const QVector<int>& ranks, double now) const;
     // Some ranks by their heartbeats: silent (see DiagnosticsOptions::silentIntervals), late (a beat missed, not
     // silent yet: worth waiting for where others are heard), or heard.

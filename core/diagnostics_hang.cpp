@@ -230,6 +230,11 @@ void RunDiagnostics::checkHang(double now, QVector<Diagnosis>& changed) {
            changed);
 }
 
+QString RunDiagnostics::leftTheLoopEarly() {
+    return QStringLiteral("a rank that leaves the training loop early (inputs uneven across ranks, an early return or "
+                          "exit) leaves the others waiting in their next collective");
+}
+
 // "rank 1 ended without entering it (after step 2, exit status 0): …", for the ranks that ended before they
 // started `collective`; empty when none did.
 QString RunDiagnostics::endedOutside(qint64 collective) const {
@@ -248,11 +253,9 @@ QString RunDiagnostics::endedOutside(qint64 collective) const {
     if (ranks.size() > 1)
         for (qsizetype i = 0; i < ranks.size(); ++i)
             how[i] = QStringLiteral("rank %1 %2").arg(ranks[i]).arg(how[i]);
-    return QStringLiteral("%1 ended without entering it (%2): a rank that leaves the training loop early (inputs "
-                          "uneven across ranks, an early return or exit) leaves the others waiting in their next "
-                          "collective")
+    return QStringLiteral("%1 ended without entering it (%2): %3")
         .arg((ranks.size() == 1 ? QStringLiteral("rank ") : QStringLiteral("ranks ")) + formatRankList(ranks),
-             how.join(QStringLiteral("; ")));
+             how.join(QStringLiteral("; ")), leftTheLoopEarly());
 }
 
 // Where a rank is stuck, as its last heartbeat says: the step it is in (a heartbeat counts the steps done: what its

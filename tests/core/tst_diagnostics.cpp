@@ -593,6 +593,76 @@ private slots:
         QCOMPARE(rootCause(1), QStringLiteral("rank 1 on node-a failed first: exit status 1"));
     }
 
+    // The first rank to fail lost a peer that had left: rank 1 ended well (its end event "ok") after 3 of the 10 steps
+    // rank 0 was to take, before rank 0 failed (Gloo closes the connection when a rank's process is gone; NCCL's peers
+    // time out). Not said of a rank that ended after the failure, nor after all the steps (the failed rank failed
+    // after them), nor when the failed rank itself had ended well (a crash on the way out), nor without its plan.
+    void rootCauseNamesAPeerThatLeftTheLoopEarly_data() {
+        QTest::addColumn<qint64>("rank1Steps");
+        QTest::addColumn<double>("rank1EndedAt");
+        QTest::addColumn<bool>("rank0EndedWell");
+        QTest::addColumn<bool>("planKnown");
+        QTest::addColumn<QString>("rank1Status");
+        QTest::addColumn<bool>("said");
+        QTest::newRow("left after 3 of 10") << qint64(3) << 1999.0 << false << true << "ok" << true;
+        QTest::newRow("left after 9 of 10") << qint64(9) << 1999.0 << false << true << "ok" << true;
+        QTest::newRow("ended in error") << qint64(3) << 1999.0 << false << true << "error" << false;
+        QTest::newRow("ended after the failure") << qint64(3) << 2001.0 << false << true << "ok" << false;
+        QTest::newRow("ended after every step") << qint64(10) << 1999.0 << false << true << "ok" << false;
+        QTest::newRow("the failed rank ended well itself") << qint64(3) << 1999.0 << true << true << "ok" << false;
+        QTest::newRow("no plan known") << qint64(3) << 1999.0 << false << false << "ok" << false;
+    }
+    void rootCauseNamesAPeerThatLeftTheLoopEarly() {
+        QFETCH(qint64, rank1Steps);
+        QFETCH(double, rank1EndedAt);
+        QFETCH(bool, rank0EndedWell);
+        QFETCH(bool, planKnown);
+        QFETCH(QString, rank1Status);
+        QFETCH(bool, said);
+        RunDiagnostics diagnostics;
+        diagnostics.setRankHosts({{0, "node-a"}, {1, "node-a"}});
+        QVector<TrainerEvent> events;
+        if (planKnown)
+            events << started(0, 100) << started(1, 101);
+        for (qint64 i = 1; i <= 9; ++i)
+            events << step(0, 1990.0 + i, i, 100.0, 10.0);
+        for (qint64 i = 1; i <= rank1Steps; ++i)
+            events << step(1, 1990.0 + i, i, 100.0, 10.0);
+        const auto end = [](int rank, double time, qint64 steps, const QString& status) {
+            return decoded(QStringLiteral(R"({"v":"1.0","type":"end","rank":%1,"time":%2,"status":"%4","steps":%3,)"
+                                          R"("images_per_sec":100,"wall_s":10,"param_checksum":1.5})")
+                               .arg(rank)
+                               .arg(time, 0, 'f', 3)
+                               .arg(steps)
+                               .arg(status)
+                               .toUtf8());
+        };
+        events << end(1, rank1EndedAt, rank1Steps, rank1Status);
+        if (rank0EndedWell)
+            events << end(0, 1999.5, 9, QStringLiteral("ok"));
+        std::stable_sort(events.begin(), events.end(),
+                         [](const TrainerEvent& a, const TrainerEvent& b) { return a.time < b.time; });
+        diagnostics.addEvents(events);
+        RunRecord record;
+        record.state = QStringLiteral("failed");
+        record.firstFailedRank = 0;
+        record.summary = QStringLiteral("rank 0 on node-a failed first: exit status 1");
+        record.exits.insert(0, RankExit{1, QDateTime::fromMSecsSinceEpoch(2000500, QTimeZone::utc())});
+        record.exits.insert(
+            1, RankExit{0, QDateTime::fromMSecsSinceEpoch(qint64(rank1EndedAt * 1000) + 100, QTimeZone::utc())});
+        diagnostics.runEnded(record);
+        QString message;
+        for (const Diagnosis& d : diagnostics.update(2001.0))
+            if (d.kind == DiagnosisKind::RootCause)
+                message = d.message;
+        QCOMPARE(message, said ? QStringLiteral("rank 0 on node-a failed first: exit status 1; rank 1 had ended well "
+                                                "before it (after %1 steps, of the 10 rank 0 was to take): a rank that "
+                                                "leaves the training loop early (inputs uneven across ranks, an early "
+                                                "return or exit) leaves the others waiting in their next collective")
+                                     .arg(rank1Steps)
+                               : record.summary);
+    }
+
     // NCCL's watchdog timeouts in the ranks' logs feed the hang diagnosis. A hang the heartbeats found says them
     // too, as the same finding changed (said again when another rank's arrives, not twice); a timeout not yet
     // read by the replayed time is not said.

@@ -636,6 +636,32 @@ private slots:
                  qPrintable(order.join(QLatin1String(", "))));
     }
 
+    // A rank that leaves the training loop early (--leave-at-step: as one whose inputs ran out first) ends well; its
+    // peer, left in the collective it never enters, fails of it (Gloo closes the connection when the rank's process
+    // is gone). The root cause is the peer's failure, and it names the rank that had left and where.
+    void aRankThatLeftTheLoopEarlyIsNamedInTheRootCause() {
+        remote::RunEngine engine(&m_store, options());
+        QSignalSpy diagnoses(&engine, &remote::RunEngine::diagnoses);
+        QSignalSpy finished(&engine, &remote::RunEngine::finished);
+        QString error;
+        QVERIFY2(engine.launch(jobFrom(debugJob("leave", 200,
+                                                {"--leave-at-step", "6", "--leave-rank", "1", "--timeout-s", "10"})),
+                               RunMode::Debug, &error),
+                 qPrintable(error));
+        QVERIFY(finished.wait(120000));
+        const QVector<Diagnosis> causes = collected(diagnoses, DiagnosisKind::RootCause);
+        QCOMPARE(causes.size(), 1);
+        QCOMPARE(causes.front().ranks, QVector<int>{0});
+        // Of the steps the job gives rank 0 (its epochs of synthetic data, under max_steps).
+        const QRegularExpression left(
+            QStringLiteral("; rank 1 had ended well before it \\(after 5 steps, of the \\d+ "
+                           "rank 0 was to take\\): a rank that leaves the training loop early"));
+        QVERIFY2(causes.front().message.contains(left), qPrintable(causes.front().message));
+        QVERIFY2(engine.record().headline().contains(left), qPrintable(engine.record().headline()));
+        const QString out = cliDiagnose(engine.record().id);
+        QVERIFY2(out.contains(left), qPrintable(out));
+    }
+
     void failingRankIsTheRootCause() {
         remote::RunEngine engine(&m_store, options());
         QSignalSpy diagnoses(&engine, &remote::RunEngine::diagnoses);

@@ -60,6 +60,24 @@ TEST(Faults, HungRankKeepsBeatingAtTheSameStepWhilePeerTimesOut) {
     EXPECT_GE(beats, 5) << r[1].out;
 }
 
+// A rank that leaves the loop early (as one whose inputs ran out first) ends well, and says where it left; its peer,
+// in the collective the rank never enters, learns of it from Gloo when the rank's process is gone (NCCL's peers wait
+// on: RankScope names the rank that ended from its heartbeats and exit).
+TEST(Faults, RankThatLeavesTheLoopEndsWellAndItsPeerIsLeftInACollective) {
+    auto r = runTwo({"--leave-at-step", "3", "--leave-rank", "1", "--timeout-s", "20"}, std::chrono::seconds(60));
+    EXPECT_EQ(r[1].exitCode, 0) << r[1].err;
+    EXPECT_NE(r[1].err.find("left the training loop before step 3 (--leave-at-step)"), std::string::npos) << r[1].err;
+    EXPECT_TRUE(hasEvent(r[1], "\"type\":\"end\",\"rank\":1")) << r[1].out;
+    EXPECT_TRUE(hasEvent(r[1], "\"status\":\"ok\",\"steps\":2,")) << r[1].out;
+    EXPECT_FALSE(hasEvent(r[1], "\"type\":\"error\"")) << r[1].out;
+    EXPECT_EQ(r[0].exitCode, 1) << r[0].err;
+    EXPECT_TRUE(hasEvent(r[0], "\"kind\":\"collective\"")) << r[0].out;
+    // Without the flag's partner: a usage error naming both.
+    auto alone = runTwo({"--leave-at-step", "3"}, std::chrono::seconds(30));
+    EXPECT_EQ(alone[0].exitCode, 2);
+    EXPECT_NE(alone[0].err.find("--leave-at-step and --leave-rank"), std::string::npos) << alone[0].err;
+}
+
 TEST(Faults, SlowRankIsSlower) {
     auto r = runTwo({"--slow-rank", "1", "--slow-ms", "150", "--max-steps", "6"});
     ASSERT_EQ(r[0].exitCode, 0) << r[0].err;

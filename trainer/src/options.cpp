@@ -227,6 +227,10 @@ void readOutputAndFaults(FlagReader& flags, TrainerOptions& o) {
         o.hangAtStep = toInteger("--hang-at-step", *v, 1, int64_t(1) << 40);
     if (auto v = flags.take("--hang-rank"))
         o.hangRank = static_cast<int>(toInteger("--hang-rank", *v, 0, o.worldSize - 1));
+    if (auto v = flags.take("--leave-at-step"))
+        o.leaveAtStep = toInteger("--leave-at-step", *v, 1, int64_t(1) << 40);
+    if (auto v = flags.take("--leave-rank"))
+        o.leaveRank = static_cast<int>(toInteger("--leave-rank", *v, 0, o.worldSize - 1));
     if (auto v = flags.take("--slow-rank"))
         o.slowRank = static_cast<int>(toInteger("--slow-rank", *v, 0, o.worldSize - 1));
     if (auto v = flags.take("--slow-ms"))
@@ -243,6 +247,7 @@ void readOutputAndFaults(FlagReader& flags, TrainerOptions& o) {
         o.divergeRank = static_cast<int>(toInteger("--diverge-rank", *v, 0, o.worldSize - 1));
     requireTogether({o.failAtStep > 0, o.failRank >= 0}, "--fail-at-step and --fail-rank");
     requireTogether({o.hangAtStep > 0, o.hangRank >= 0}, "--hang-at-step and --hang-rank");
+    requireTogether({o.leaveAtStep > 0, o.leaveRank >= 0}, "--leave-at-step and --leave-rank");
     requireTogether({o.slowRank >= 0, o.slowMs > 0}, "--slow-rank and --slow-ms");
     requireTogether({o.allocAtStep > 0, o.allocRank >= 0, o.allocMiB > 0}, "--alloc-at-step, --alloc-rank and --alloc-mb");
     requireTogether({o.divergeAtStep > 0, o.divergeRank >= 0}, "--diverge-at-step and --diverge-rank");
@@ -380,6 +385,8 @@ Output:
 Fault injection (for testing RankScope's debugger):
   --fail-at-step N --fail-rank R    rank R exits with an error at step N
   --hang-at-step N --hang-rank R    rank R stops taking part at step N; the others block
+  --leave-at-step N --leave-rank R  rank R leaves the training loop before step N and ends well (exit 0), as a
+                                    rank whose inputs ran out first does; the others block in their next collective
   --slow-rank R --slow-ms M         rank R sleeps M ms in every step
   --alloc-at-step N --alloc-rank R --alloc-mb M
                                     rank R takes M MiB more memory at step N (every page written) and keeps

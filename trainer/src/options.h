@@ -73,6 +73,8 @@ struct TrainerOptions {
     int failRank = -1;
     int64_t hangAtStep = -1;
     int hangRank = -1;
+    int64_t leaveAtStep = -1; // the rank leaves the training loop before that step, as one whose inputs ran out
+    int leaveRank = -1;
     int slowRank = -1;
     int64_t slowMs = 0;
     int64_t allocAtStep = -1; // the rank takes allocMiB more memory at that step and keeps it

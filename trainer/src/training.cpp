@@ -38,6 +38,12 @@ public:
     using std::runtime_error::runtime_error;
 };
 
+// --leave-at-step: the rank leaves its training loop, as one whose inputs ran out before its peers' do, and ends
+// well. No exception type of the standard's, so that no handler of errors takes it for one.
+struct LeftTheLoop {
+    int64_t beforeStep = 0;
+};
+
 // Milliseconds, rounded to the microsecond: finer digits are noise and only lengthen every event.
 double msBetween(Clock::time_point a, Clock::time_point b) {
     return std::round(std::chrono::duration<double, std::milli>(b - a).count() * 1000.0) / 1000.0;
@@ -295,6 +301,8 @@ void Trainer::injectFaults() {
     const int64_t step = m_state.globalStep + 1;
     if (m_o.failRank == m_o.rank && step == m_o.failAtStep)
         throw InjectedFailure("injected failure at step " + std::to_string(step) + " (--fail-at-step)");
+    if (m_o.leaveRank == m_o.rank && step == m_o.leaveAtStep)
+        throw LeftTheLoop{step};
     if (m_o.hangRank == m_o.rank && step == m_o.hangAtStep) {
         m_progress.setPhase(phase::kForward);
         log("injected hang at step " + std::to_string(step) + " (--hang-at-step): not taking part any more");
@@ -631,6 +639,10 @@ int Trainer::run() {
         else
             finalChecksum = replicaCheck();
         exportParameters();
+    } catch (const LeftTheLoop& left) {
+        log("left the training loop before step " + std::to_string(left.beforeStep) +
+            " (--leave-at-step): the other ranks wait for it in their next collective");
+        finalChecksum = parameterChecksum();
     } catch (const UsageError& e) {
         return fail(schema::error_kind::kUsage, e.what(), kExitUsage);
     } catch (const DataError& e) {
