@@ -37,10 +37,10 @@ namespace {
 const QString kTrainer = QStringLiteral(RANKSCOPE_BIN_DIR "/rankscope-trainer");
 const QString kCli = QStringLiteral(RANKSCOPE_BIN_DIR "/rankscope-cli");
 
-QJsonObject trainerJson(int maxSteps) {
+QJsonObject trainerJson(int maxSteps, int epochs = 1) {
     const QJsonArray extra{"--threads", "1", "--heartbeat-s", "0.5"};
-    return QJsonObject{{"dataset", "synthetic"}, {"model", "mlp"},    {"epochs", 1},     {"max_steps", maxSteps},
-                       {"batch_size", 16},       {"backend", "gloo"}, {"device", "cpu"}, {"extra_args", extra}};
+    return QJsonObject{{"dataset", "synthetic"}, {"model", "mlp"},    {"epochs", epochs}, {"max_steps", maxSteps},
+                       {"batch_size", 16},       {"backend", "gloo"}, {"device", "cpu"},  {"extra_args", extra}};
 }
 
 QJsonObject localJob(int maxSteps) {
@@ -197,7 +197,10 @@ private:
                         {"deploy", "binary"},
                         {"master_port", freePort()},
                         {"nodes", nodes},
-                        {"trainer", trainerJson(stopUnderGdb ? 100000 : 4)}};
+                        // A run stopped under gdb must outlast the stop: an epoch of the synthetic data is 128
+                        // steps, gone in about a second once gdb lets the rank go on, and a stop that comes after
+                        // the run's end finds it finished.
+                        {"trainer", stopUnderGdb ? trainerJson(100000, 1000) : trainerJson(4)}};
         for (auto it = launcher.begin(); it != launcher.end(); ++it)
             job.insert(it.key(), it.value());
         RunStore store(m_dir.filePath(QStringLiteral("store-") + name));

@@ -83,7 +83,7 @@ TEST(Launch, UsageErrorExitsTwoBeforeAnythingStarts) {
     EXPECT_TRUE(r[0].out.empty()) << "no events for a command line that never ran";
 }
 
-// Two ranks of the MLP on synthetic data with `flags`, rank 0 sent `signal` `after` its start.
+// Two ranks of the MLP on synthetic data with `flags`, rank 0 sent `signal` `after` its start event.
 std::vector<test::RankResult> runTwoSignalled(int signal, std::chrono::milliseconds after,
                                               const std::vector<std::string>& flags) {
     const int port = test::freePort();
@@ -92,6 +92,7 @@ std::vector<test::RankResult> runTwoSignalled(int signal, std::chrono::milliseco
     options.signalRank = 0;
     options.signal = signal;
     options.signalAfter = after;
+    options.signalAfterOutput = "\"type\":\"start\"";
     return test::runRanks(
         2,
         [&](int rank) {
@@ -107,7 +108,7 @@ std::vector<test::RankResult> runTwoSignalled(int signal, std::chrono::milliseco
 // A rank outlives SIGPIPE: when its peer dies, its write to the peer's socket fails and the collective reports it
 // (exit 1 with a "collective" error), instead of the rank ending by the signal without a word.
 TEST(Launch, SigpipeDoesNotEndARank) {
-    const auto r = runTwoSignalled(SIGPIPE, std::chrono::milliseconds(1500), {"--max-steps", "500"});
+    const auto r = runTwoSignalled(SIGPIPE, std::chrono::milliseconds(300), {"--max-steps", "2000"});
     EXPECT_EQ(r[0].exitCode, 0) << r[0].err;
     EXPECT_EQ(r[1].exitCode, 0) << r[1].err;
     const auto events = test::eventLines(r[0].out);
@@ -117,7 +118,7 @@ TEST(Launch, SigpipeDoesNotEndARank) {
 
 // A rank told to stop says so, with the step and phase, even while its peer keeps it waiting.
 TEST(Launch, SigtermIsReportedAsTerminationWithEndEvent) {
-    const auto r = runTwoSignalled(SIGTERM, std::chrono::milliseconds(2500), {"--epochs", "1000", "--timeout-s", "3"});
+    const auto r = runTwoSignalled(SIGTERM, std::chrono::milliseconds(1000), {"--epochs", "1000", "--timeout-s", "3"});
     EXPECT_EQ(r[0].exitCode, 128 + SIGTERM) << r[0].err;
     const auto events = test::eventLines(r[0].out);
     ASSERT_GE(events.size(), 2u);

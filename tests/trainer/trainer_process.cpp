@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <fstream>
 #include <netinet/in.h>
+#include <optional>
 #include <spawn.h>
 #include <sstream>
 #include <stdexcept>
@@ -95,9 +96,16 @@ std::vector<RankResult> runRanks(int worldSize, const std::function<std::vector<
     const auto started = std::chrono::steady_clock::now();
     const auto deadline = started + options.timeout;
     bool signalled = options.signalRank < 0;
+    std::optional<std::chrono::steady_clock::time_point> armed;
+    if (options.signalAfterOutput.empty())
+        armed = started;
     int running = worldSize;
     while (running > 0) {
-        if (!signalled && std::chrono::steady_clock::now() - started >= options.signalAfter) {
+        if (!signalled && !armed &&
+            slurp(dir + "/out" + std::to_string(options.signalRank)).find(options.signalAfterOutput) !=
+                std::string::npos)
+            armed = std::chrono::steady_clock::now();
+        if (!signalled && armed && std::chrono::steady_clock::now() - *armed >= options.signalAfter) {
             if (pids[options.signalRank] > 0)
                 ::kill(pids[options.signalRank], options.signal);
             signalled = true;

@@ -29,6 +29,9 @@ struct RunOptions {
     int signalRank = -1;                        // send `signal` to this rank `signalAfter` after the start
     int signal = 15;
     std::chrono::milliseconds signalAfter{0};
+    // When set, `signalAfter` counts from when the rank's stdout first holds this text (its start event: a trainer
+    // installs its signal handling before it, while loading LibTorch can take seconds on a busy machine).
+    std::string signalAfterOutput;
 };
 
 // Starts `worldSize` trainers with argsForRank(rank) and waits for all of them, so a test never hangs.
