@@ -298,17 +298,12 @@ QString RunDiagnostics::leftBefore(const RunRecord& record, int failed) const {
             ranks.append(it.key());
             how << QStringLiteral("after %1 steps").arg(it->step);
         }
-    if (ranks.isEmpty())
-        return {};
-    if (ranks.size() > 1)
-        for (qsizetype i = 0; i < ranks.size(); ++i)
-            how[i] = QStringLiteral("rank %1 %2").arg(ranks[i]).arg(how[i]);
-    return QStringLiteral("; %1 had ended well before it (%2, of the %3 rank %4 was to take): %5")
-        .arg((ranks.size() == 1 ? QStringLiteral("rank ") : QStringLiteral("ranks ")) + formatRankList(ranks),
-             how.join(QStringLiteral("; ")))
-        .arg(state->totalSteps)
-        .arg(failed)
-        .arg(leftTheLoopEarly());
+    return ranks.isEmpty()
+               ? QString()
+               : sayOfRanks(QStringLiteral("; %1 had ended well before it (%2, of the ") +
+                                QString::number(state->totalSteps) + QStringLiteral(" rank ") +
+                                QString::number(failed) + QStringLiteral(" was to take): ") + leftTheLoopEarly(),
+                            ranks, how);
 }
 
 // What the kernel log of the rank's node says about a death by a signal without an error of the rank's own.

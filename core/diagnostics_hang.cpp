@@ -248,14 +248,17 @@ QString RunDiagnostics::endedOutside(qint64 collective) const {
                    .arg(it->step)
                    .arg(it->exitStatus ? QStringLiteral(", ") + describeExitStatus(*it->exitStatus) : QString());
     }
-    if (ranks.isEmpty())
-        return {};
+    return ranks.isEmpty()
+               ? QString()
+               : sayOfRanks(QStringLiteral("%1 ended without entering it (%2): ") + leftTheLoopEarly(), ranks, how);
+}
+
+QString RunDiagnostics::sayOfRanks(const QString& said, const QVector<int>& ranks, QStringList each) {
     if (ranks.size() > 1)
         for (qsizetype i = 0; i < ranks.size(); ++i)
-            how[i] = QStringLiteral("rank %1 %2").arg(ranks[i]).arg(how[i]);
-    return QStringLiteral("%1 ended without entering it (%2): %3")
-        .arg((ranks.size() == 1 ? QStringLiteral("rank ") : QStringLiteral("ranks ")) + formatRankList(ranks),
-             how.join(QStringLiteral("; ")), leftTheLoopEarly());
+            each[i] = QStringLiteral("rank %1 %2").arg(ranks[i]).arg(each[i]);
+    return said.arg((ranks.size() == 1 ? QStringLiteral("rank ") : QStringLiteral("ranks ")) + formatRankList(ranks),
+                    each.join(QStringLiteral("; ")));
 }
 
 // Where a rank is stuck, as its last heartbeat says: the step it is in (a heartbeat counts the steps done: what its
