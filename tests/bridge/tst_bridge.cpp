@@ -908,6 +908,11 @@ private slots:
         script.setPermissions(script.permissions() | QFileDevice::ExeOwner);
         bridge::BridgeOptions options = bridgeOptions(QStringLiteral("runtime-flood"));
         options.engine.localTrainer = flood;
+        // The reader shares this thread with the bridge and the engine: at the 50 ms tick it had to take in 10,000
+        // lines (about 1.8 MB of JSON) every 50 ms, which a busy two-core machine did not always manage, and so it
+        // fell behind and lost lines by right. A slower tick leaves it four times the time, and the stalled client
+        // still overflows its queue many times over (about 30 MB in all).
+        options.tickMs = 200;
         bridge::BridgeServer server(m_store.get(), options);
         QString error;
         QVERIFY2(server.listen(&error), qPrintable(error));
