@@ -457,8 +457,8 @@ void RunDiagnostics::checkWatchdogTimeouts(double now, QVector<Diagnosis>& chang
 
 double RunDiagnostics::newestMove(const Diagnosis& diagnosis) const {
     double newest = 0.0;
-    for (qsizetype i = 0; i < std::min<qsizetype>(diagnosis.culprits, diagnosis.ranks.size()); ++i) {
-        const auto found = m_ranks.constFind(diagnosis.ranks[i]);
+    for (const int rank : diagnosis.culpritRanks()) {
+        const auto found = m_ranks.constFind(rank);
         if (found != m_ranks.cend() && !found->ended)
             newest = std::max(newest, found->lastMove);
     }

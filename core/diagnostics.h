@@ -202,7 +202,7 @@ private:
     [[nodiscard]] QString silenceOfAll(const QVector<int>& ranks, double now) const;
     [[nodiscard]] static QString leftTheLoopEarly(); // why a rank that ended is missing from a collective
     // "rank 1 ended … (after step 2)" or "ranks 1,3 ended … (rank 1 after step 2; rank 3 after step 4)": `said` is
-    // `template` with the ranks as %1 and what is said of each (`each`, in the same order) as %2.
+    // a template with the ranks as %1 and what is said of each (`each`, in the same order) as %2.
     [[nodiscard]] static QString sayOfRanks(const QString& said, const QVector<int>& ranks, QStringList each);
     [[nodiscard]] QString endedOutside(qint64 collective) const;
     [[nodiscard]] QString leftBefore(const RunRecord& record, int failed) const;
