@@ -644,11 +644,17 @@ private slots:
         QSignalSpy diagnoses(&engine, &remote::RunEngine::diagnoses);
         QSignalSpy finished(&engine, &remote::RunEngine::finished);
         QString error;
+        // --linger-s holds rank 1 after its good end, as a rank slow to free what it held is, until rank 0's
+        // failure brings the teardown: which must not make its end a stop.
         QVERIFY2(engine.launch(jobFrom(debugJob("leave", 200,
-                                                {"--leave-at-step", "6", "--leave-rank", "1", "--timeout-s", "10"})),
+                                                {"--leave-at-step", "6", "--leave-rank", "1", "--timeout-s", "10",
+                                                 "--linger-s", "60"})),
                                RunMode::Debug, &error),
                  qPrintable(error));
         QVERIFY(finished.wait(120000));
+        QCOMPARE(engine.record().exits.value(1).status, 0);
+        QVERIFY(!engine.record().exits.value(1).stopped);
+        QCOMPARE(engine.record().exits.value(0).status, 1);
         const QVector<Diagnosis> causes = collected(diagnoses, DiagnosisKind::RootCause);
         QCOMPARE(causes.size(), 1);
         QCOMPARE(causes.front().ranks, QVector<int>{0});

@@ -132,4 +132,49 @@ TEST(Launch, SigtermIsReportedAsTerminationWithEndEvent) {
     EXPECT_NE(r[1].out.find("\"kind\":\"collective\""), std::string::npos);
 }
 
+// A rank stopped after its end event said `ok`, while it frees what it held (--linger-s holds it there), exits 0 at
+// once and says no second end: a run's teardown after a peer's failure must not turn a good end into a stop.
+TEST(Launch, AStopAfterAGoodEndKeepsItsStatus) {
+    for (const int signal : {SIGTERM, SIGINT}) {
+        const int port = test::freePort();
+        test::RunOptions options;
+        options.timeout = std::chrono::seconds(60); // the linger is 120 s: a rank that outlives the stop is killed
+        options.signalRank = 0;
+        options.signal = signal;
+        options.signalAfterOutput = "\"type\":\"end\"";
+        const auto r = test::runRanks(
+            1,
+            [&](int rank) {
+                auto args = test::distributedArgs(rank, 1, port);
+                args.insert(args.end(), {"--model", "mlp", "--synthetic-samples", "256", "--batch-size", "32",
+                                         "--max-steps", "3", "--events", "stdout", "--no-eval", "--linger-s", "120"});
+                return args;
+            },
+            options);
+        EXPECT_EQ(r[0].exitCode, 0) << "signal " << signal << ": " << r[0].err;
+        const auto events = test::eventLines(r[0].out);
+        ASSERT_FALSE(events.empty());
+        EXPECT_NE(events.back().find("\"type\":\"end\""), std::string::npos) << events.back();
+        EXPECT_NE(events.back().find("\"status\":\"ok\""), std::string::npos) << events.back();
+        EXPECT_EQ(r[0].out.find("\"kind\":\"terminated\""), std::string::npos) << r[0].out;
+        EXPECT_EQ(r[0].err.find("stopping: "), std::string::npos) << r[0].err;
+    }
+}
+
+// --linger-s holds only a rank that ended well: a failed one exits at once, and its peers' teardown with it.
+TEST(Launch, AFailedRankDoesNotLinger) {
+    const int port = test::freePort();
+    const auto r = test::runRanks(
+        1,
+        [&](int rank) {
+            auto args = test::distributedArgs(rank, 1, port);
+            args.insert(args.end(),
+                        {"--model", "mlp", "--synthetic-samples", "256", "--batch-size", "32", "--events", "stdout",
+                         "--no-eval", "--fail-at-step", "2", "--fail-rank", "0", "--linger-s", "120"});
+            return args;
+        },
+        std::chrono::seconds(60));
+    EXPECT_EQ(r[0].exitCode, 1) << r[0].err; // -1: killed after 60 s, lingering
+}
+
 } // namespace

@@ -115,6 +115,9 @@ TEST(Options, ErrorsNameTheFlagOrVariable) {
     EXPECT_NE(usageError({"--hang-rank", "0"}).find("--hang-at-step and --hang-rank go together"), std::string::npos);
     EXPECT_NE(usageError({"--slow-ms", "50"}).find("--slow-rank and --slow-ms go together"), std::string::npos);
     EXPECT_NE(usageError({"--alloc-mb", "8"}).find("--alloc-at-step, --alloc-rank and --alloc-mb"), std::string::npos);
+    EXPECT_NE(usageError({"--linger-s", "-1"}).find("--linger-s"), std::string::npos);
+    EXPECT_NE(usageError({"--linger-s", "3601"}).find("--linger-s"), std::string::npos);
+    EXPECT_EQ(parse({"--linger-s", "5"}).lingerSeconds, 5);
     EXPECT_NE(usageError({"--bogus", "1"}).find("unknown flag --bogus"), std::string::npos);
     EXPECT_NE(usageError({"--epochs"}).find("--epochs: missing value"), std::string::npos);
     EXPECT_NE(usageError({"--resume", "auto"}).find("--checkpoint-dir"), std::string::npos);

@@ -231,6 +231,8 @@ void readOutputAndFaults(FlagReader& flags, TrainerOptions& o) {
         o.leaveAtStep = toInteger("--leave-at-step", *v, 1, int64_t(1) << 40);
     if (auto v = flags.take("--leave-rank"))
         o.leaveRank = static_cast<int>(toInteger("--leave-rank", *v, 0, o.worldSize - 1));
+    if (auto v = flags.take("--linger-s"))
+        o.lingerSeconds = toInteger("--linger-s", *v, 0, 3600);
     if (auto v = flags.take("--slow-rank"))
         o.slowRank = static_cast<int>(toInteger("--slow-rank", *v, 0, o.worldSize - 1));
     if (auto v = flags.take("--slow-ms"))
@@ -387,6 +389,9 @@ Fault injection (for testing RankScope's debugger):
   --hang-at-step N --hang-rank R    rank R stops taking part at step N; the others block
   --leave-at-step N --leave-rank R  rank R leaves the training loop before step N and ends well (exit 0), as a
                                     rank whose inputs ran out first does; the others block in their next collective
+  --linger-s S                      a rank that ended well waits S s after its end event and its process
+                                    group's shutdown before it exits, as one whose clean-up is slow (a stop
+                                    meanwhile still exits 0)
   --slow-rank R --slow-ms M         rank R sleeps M ms in every step
   --alloc-at-step N --alloc-rank R --alloc-mb M
                                     rank R takes M MiB more memory at step N (every page written) and keeps
@@ -395,7 +400,8 @@ Fault injection (for testing RankScope's debugger):
                                     rank R changes its own parameters after step N: the next replica check
                                     (--replica-check-every) finds its replica apart from the others
 
-Exit status: 0 done, 1 training error, 2 usage error, 3 data error, 4 rendezvous error.
+Exit status: 0 done, 1 training error, 2 usage error, 3 data error, 4 rendezvous error, 128+N stopped by
+signal N before its end event (a stop after it keeps the status that end stands for).
 )";
 }
 

@@ -75,6 +75,7 @@ struct TrainerOptions {
     int hangRank = -1;
     int64_t leaveAtStep = -1; // the rank leaves the training loop before that step, as one whose inputs ran out
     int leaveRank = -1;
+    int64_t lingerSeconds = 0; // a rank that ended well waits this long after its process group is gone, then exits
     int slowRank = -1;
     int64_t slowMs = 0;
     int64_t allocAtStep = -1; // the rank takes allocMiB more memory at that step and keeps it

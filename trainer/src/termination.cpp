@@ -8,7 +8,7 @@
 
 namespace rankscope::trainer {
 
-void handleTerminationSignals(std::function<void(int)> onSignal) {
+void handleTerminationSignals(std::function<int(int)> onSignal) {
     // A write to a peer that died (Gloo's sockets, the rendezvous store) fails with EPIPE, which the collective
     // reports as its error; by default SIGPIPE would end the rank at once, saying nothing. Python, under which
     // PyTorch ranks usually run, ignores it the same way.
@@ -23,10 +23,10 @@ void handleTerminationSignals(std::function<void(int)> onSignal) {
         int signal = 0;
         if (sigwait(&signals, &signal) != 0)
             return;
-        onSignal(signal);
+        const int status = onSignal(signal);
         std::fflush(stdout);
         std::fflush(stderr);
-        std::_Exit(128 + signal);
+        std::_Exit(status);
     }).detach();
 }
 

@@ -105,8 +105,10 @@ public:
         : m_o(options), m_events(events), m_heartbeat(events, m_progress, m_collectives, options.heartbeatInterval) {}
 
     int run();
-    // Called from the signal thread: the rank reports why it stops, whatever the loop is blocked in.
-    void terminated(int signal);
+    // Called from the signal thread: the rank reports why it stops, whatever the loop is blocked in, and returns the
+    // status the process exits with. A rank that had said its end keeps the status that end stands for: only its
+    // clean-up is cut short.
+    int terminated(int signal);
 
 private:
     void setUp();
@@ -124,6 +126,9 @@ private:
     void injectFaults();
     void log(const std::string& text) const;
     int fail(std::string_view kind, const std::string& message, int exitCode);
+    // The rank's error (where given) and its end event, said once: the training thread and the signal thread may
+    // both come to it. Returns the exit status of the end said: `exitStatus`, or that of one said before.
+    int end(std::string_view status, double checksum, int exitStatus, const JsonObject* error = nullptr);
     void emitEnd(std::string_view status, double checksum);
     bool stepLimitReached() const { return m_o.maxSteps > 0 && m_state.globalStep >= m_o.maxSteps; }
 
@@ -152,6 +157,8 @@ private:
     double m_busyImages = 0;
     double m_busySeconds = 0;
     std::vector<std::unique_ptr<char[]>> m_ballast; // --alloc-at-step
+    std::mutex m_endMutex;
+    std::optional<int> m_exitStatus; // the exit status the end event said stands for, once said
 };
 
 void Trainer::log(const std::string& text) const {
@@ -577,9 +584,18 @@ int Trainer::fail(std::string_view kind, const std::string& message, int exitCod
     log(std::string(schema::stderr_line::kError) + message);
     JsonObject error;
     error.add(schema::error::kKind, kind).add(schema::error::kMessage, message).add(schema::error::kFatal, true);
-    m_events.emit(schema::type::kError, error);
-    emitEnd(schema::status::kError, std::nan(""));
-    return exitCode;
+    return end(schema::status::kError, std::nan(""), exitCode, &error);
+}
+
+int Trainer::end(std::string_view status, double checksum, int exitStatus, const JsonObject* error) {
+    std::lock_guard<std::mutex> lock(m_endMutex);
+    if (m_exitStatus)
+        return *m_exitStatus;
+    if (error != nullptr)
+        m_events.emit(schema::type::kError, *error);
+    emitEnd(status, checksum);
+    m_exitStatus = exitStatus;
+    return exitStatus;
 }
 
 void Trainer::emitEnd(std::string_view status, double checksum) {
@@ -592,7 +608,12 @@ void Trainer::emitEnd(std::string_view status, double checksum) {
     m_events.emit(schema::type::kEnd, end);
 }
 
-void Trainer::terminated(int signal) {
+int Trainer::terminated(int signal) {
+    {
+        std::lock_guard<std::mutex> lock(m_endMutex);
+        if (m_exitStatus)
+            return *m_exitStatus;
+    }
     const std::string current(m_progress.phase());
     m_heartbeat.stop();
     // The step it is in, as RankScope's hang diagnosis names it (event_schema.h).
@@ -604,8 +625,7 @@ void Trainer::terminated(int signal) {
     error.add(schema::error::kKind, schema::error_kind::kTerminated)
         .add(schema::error::kMessage, message)
         .add(schema::error::kFatal, true);
-    m_events.emit(schema::type::kError, error);
-    emitEnd(schema::status::kError, std::nan(""));
+    return end(schema::status::kError, std::nan(""), 128 + signal, &error);
 }
 
 int Trainer::run() {
@@ -662,10 +682,10 @@ int Trainer::run() {
     m_progress.setPhase(phase::kDone);
     m_heartbeat.stop();
     const double wall = std::chrono::duration<double>(Clock::now() - m_started).count();
-    emitEnd(schema::status::kOk, finalChecksum);
+    const int status = end(schema::status::kOk, finalChecksum, kExitOk);
     if (m_o.rank == 0)
         log("done: " + std::to_string(m_state.globalStep) + " steps in " + std::to_string(wall) + " s");
-    return kExitOk;
+    return status;
 }
 
 } // namespace
@@ -675,22 +695,32 @@ int runTraining(const TrainerOptions& options, EventWriter& events) {
     // The mutex keeps the Trainer alive while the signal thread reports through it.
     static std::mutex currentMutex;
     static Trainer* current = nullptr;
+    static std::optional<int> ended; // the exit status of the Trainer's end, once it is going or gone
     static std::once_flag installed;
     std::call_once(installed, [] {
         handleTerminationSignals([](int signal) {
             std::lock_guard<std::mutex> lock(currentMutex);
             if (current != nullptr)
-                current->terminated(signal);
+                return current->terminated(signal);
+            // A stop while the rank frees what it held (its process group's shutdown, its memory) or lingers keeps
+            // the status its end said: the teardown after a peer's failure must not turn a good end into a stop.
+            return ended.value_or(128 + signal);
         });
     });
-    Trainer trainer(options, events);
+    int code = 0;
     {
+        Trainer trainer(options, events);
+        {
+            std::lock_guard<std::mutex> lock(currentMutex);
+            current = &trainer;
+        }
+        code = trainer.run();
         std::lock_guard<std::mutex> lock(currentMutex);
-        current = &trainer;
+        current = nullptr;
+        ended = code;
     }
-    const int code = trainer.run();
-    std::lock_guard<std::mutex> lock(currentMutex);
-    current = nullptr;
+    if (code == kExitOk && options.lingerSeconds > 0)
+        std::this_thread::sleep_for(std::chrono::seconds(options.lingerSeconds));
     return code;
 }
 
