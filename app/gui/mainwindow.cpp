@@ -464,6 +464,7 @@ void MainWindow::onFinished(const RunRecord& record) {
     if (m_debugDialog)
         m_debugDialog->close(); // its address went with the run
     m_runLabel->setText(QStringLiteral("%1 · %2 · %3").arg(record.id, record.mode, record.state));
+    m_runView->setOutcome(record.state);
     // A verdict is a finding that outlived the run (a stopped run's hang): it stays, as a failure does.
     showMessage(
         record.headline().isEmpty() ? QStringLiteral("run %1 %2").arg(record.id, record.state) : record.headline(),
@@ -549,6 +550,7 @@ bool MainWindow::openStoredRun(const QString& runId, QString* error) {
     m_runView->setClock([end] { return end; });
     if (!m_session->open(stored->id, error))
         return false;
+    m_runView->setOutcome(stored->state); // "running" (not seen to end) says none
     if (const double until = m_session->engine()->openedKnownUntil(); std::isfinite(until)) {
         // Not seen to end: shown as of where this machine's copy stops, and said so.
         m_runView->setClock([until] { return until; });

@@ -190,6 +190,8 @@ private slots:
         QVERIFY2(window.openStoredRun(m_runId, &error), qPrintable(error));
         QVERIFY(!window.session()->isActive());
         window.runView()->flush();
+        QVERIFY2(window.runView()->progressText().endsWith(QStringLiteral(" · done")),
+                 qPrintable(window.runView()->progressText()));
         for (int rank = 0; rank < 2; ++rank) {
             QVERIFY(lossIsContiguous(window.runView()->metrics(), rank, kSteps));
             QCOMPARE(gridState(window.runView()->gridModel(), rank), RankLiveState::Finished);
@@ -472,6 +474,16 @@ private slots:
         // One name for the host everywhere: the diagnosis, the rank's tile and its log lines say "localhost" (the
         // job's node), not the machine's own host name in one place and "local" in another.
         window.runView()->flush();
+        // The run's header says how it ended, as the engine judged it; so does the stored run's, opened offline.
+        QVERIFY2(window.runView()->progressText().endsWith(QStringLiteral(" · failed")),
+                 qPrintable(window.runView()->progressText()));
+        {
+            MainWindow offline(options());
+            QVERIFY2(offline.openStoredRun(finished.front().front().value<RunRecord>().id, &error), qPrintable(error));
+            offline.runView()->flush();
+            QVERIFY2(offline.runView()->progressText().endsWith(QStringLiteral(" · failed")),
+                     qPrintable(offline.runView()->progressText()));
+        }
         QVERIFY2(cause->text(2).contains(QLatin1String("rank 1 on localhost ")), qPrintable(cause->text(2)));
         // Under it, shown at once, what rank 1 wrote last: its error last, as the trainer printed it on stderr.
         QVERIFY(cause->childCount() > 0);

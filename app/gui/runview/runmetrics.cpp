@@ -74,7 +74,9 @@ QString formatProgress(const RunProgress& p) {
         parts << QStringLiteral("step %1").arg(p.step);
     if (p.stepsPerSecond)
         parts << QStringLiteral("%1 it/s").arg(*p.stepsPerSecond, 0, 'f', *p.stepsPerSecond < 10 ? 2 : 1);
-    if (p.done)
+    if (!p.outcome.isEmpty())
+        parts << (p.outcome == QLatin1String("finished") ? QStringLiteral("done") : p.outcome);
+    else if (p.done)
         parts << (p.finishedOk ? QStringLiteral("done") : QStringLiteral("ended"));
     else if (p.secondsLeft)
         parts << QStringLiteral("~%1 left").arg(formatDuration(*p.secondsLeft));

@@ -46,9 +46,12 @@ struct RunProgress {
     std::optional<double> secondsLeft;
     bool done = false;       // every rank that started has ended
     bool finishedOk = false; // ... and each with an end event saying "ok" (not failed, not stopped)
+    // The run's end as its engine judged it ("finished", "failed", "stopped", "lost"); empty while not known.
+    QString outcome;
 };
-// "epoch 2/5 · step 340/1000 · 12.3 it/s · ~54 s left"; "… · done" once every rank finished, "… · ended" once
-// all ended but not every one finished (a failure, a stop)
+// "epoch 2/5 · step 340/1000 · 12.3 it/s · ~54 s left"; once the run ended, "… · done" (finished) or "… · failed",
+// "… · stopped", "… · lost" as its outcome says; without one, "… · done" once every rank finished, "… · ended" once
+// all ended but not every one finished
 [[nodiscard]] QString formatProgress(const RunProgress& progress);
 
 // The numbers of a live run, per rank, held in bounded buffers: the charts draw from here, the CSV export

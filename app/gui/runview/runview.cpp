@@ -125,7 +125,15 @@ void RunView::clear() {
     m_metrics->clear();
     m_gridModel->clear();
     m_grid->setHoveredRank(-1);
+    m_outcome.clear();
     focusRank(-1);
+    updateLabels();
+}
+
+void RunView::setOutcome(const QString& state) {
+    static const QStringList ended{QStringLiteral("finished"), QStringLiteral("failed"), QStringLiteral("stopped"),
+                                   QStringLiteral("lost")};
+    m_outcome = ended.contains(state) ? state : QString();
     updateLabels();
 }
 
@@ -188,9 +196,11 @@ bool RunView::everyRankEnded() const {
 
 void RunView::updateLabels() {
     const QMap<int, RankLiveStatus>& ranks = m_gridModel->tracker().ranks();
-    if (!m_metrics->summary().ranks().isEmpty())
-        m_progress->setText(formatProgress(m_metrics->progress(m_clock())));
-    else if (everyRankEnded())
+    if (!m_metrics->summary().ranks().isEmpty()) {
+        RunProgress progress = m_metrics->progress(m_clock());
+        progress.outcome = m_outcome;
+        m_progress->setText(formatProgress(progress));
+    } else if (everyRankEnded())
         m_progress->setText(tr("every rank ended before its first event (the Logs tab says why)"));
     else
         m_progress->setText(tr("waiting for the first event"));

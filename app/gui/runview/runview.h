@@ -51,6 +51,9 @@ public:
     // view of a stored run passes the run's last event time.
     void setClock(std::function<double()> clock);
     void setStatusOptions(const RankStatusOptions& options);
+    // How the run ended, as its engine judged it (RunRecord::state: "finished", "failed", "stopped", "lost"): the
+    // progress line says it. Any other state (the run goes on) clears it, as clear() does.
+    void setOutcome(const QString& state);
     [[nodiscard]] QString progressText() const;
 
     [[nodiscard]] RunMetrics* metrics() const { return m_metrics; }
@@ -89,6 +92,7 @@ private:
     QVector<PendingExit> m_pendingExits;
     QVector<rankscope::Diagnosis> m_pendingDiagnoses;
     QList<int> m_plannedRanks; // the run's ranks, from setRankHosts
+    QString m_outcome;         // setOutcome's: empty while the run goes on
     int m_focusedRank = -1;
     bool m_halfTick = true; // the last tick was a half one (while the charts do not take turns)
 };

@@ -129,6 +129,16 @@ private Q_SLOTS:
         QCOMPARE(formatProgress(p), QStringLiteral("epoch 2/5 · step 340/1000 · 12.3 it/s · ~54 s left"));
         p.secondsLeft = 3 * 3600 + 125;
         QCOMPARE(formatProgress(p), QStringLiteral("epoch 2/5 · step 340/1000 · 12.3 it/s · ~3 h 2 min left"));
+        // Once the engine judged the run, its outcome, whatever the events still say.
+        p.outcome = QStringLiteral("lost");
+        QCOMPARE(formatProgress(p), QStringLiteral("epoch 2/5 · step 340/1000 · 12.3 it/s · lost"));
+        p.done = true;
+        p.outcome = QStringLiteral("failed");
+        QCOMPARE(formatProgress(p), QStringLiteral("epoch 2/5 · step 340/1000 · 12.3 it/s · failed"));
+        p.outcome = QStringLiteral("finished");
+        QCOMPARE(formatProgress(p), QStringLiteral("epoch 2/5 · step 340/1000 · 12.3 it/s · done"));
+        p.outcome.clear();
+        QCOMPARE(formatProgress(p), QStringLiteral("epoch 2/5 · step 340/1000 · 12.3 it/s · ended"));
     }
 
     void validationAccuracyPerEpoch() {

@@ -9,6 +9,8 @@
 
 #include "core/runstore.h"
 
+#include <rankscope/event_schema.h>
+
 #include <QChart>
 #include <QDir>
 #include <QLabel>
@@ -246,6 +248,40 @@ private Q_SLOTS:
     }
 
     // The tick: 10 to 100 ms, drawn on its halves.
+    // The progress line says how the run ended once its engine has judged it, even where the events leave ranks
+    // running (a lost run: no end event, no exit); before that, and after clear(), what the events say.
+    void theProgressLineSaysHowTheRunEnded() {
+        RunView view;
+        const QVector<TrainerEvent> failed = recordedEvents(QStringLiteral("recorded-fail"));
+        QVERIFY(showAtTheEndOf(view, failed));
+        view.addEvents(failed);
+        view.flush();
+        QVERIFY2(view.progressText().endsWith(QStringLiteral(" · ended")), qPrintable(view.progressText()));
+        view.setOutcome(QStringLiteral("failed"));
+        QVERIFY2(view.progressText().endsWith(QStringLiteral(" · failed")), qPrintable(view.progressText()));
+        view.setOutcome(QStringLiteral("running"));
+        QVERIFY2(view.progressText().endsWith(QStringLiteral(" · ended")), qPrintable(view.progressText()));
+        view.setOutcome(QStringLiteral("stopped"));
+        QVERIFY2(view.progressText().endsWith(QStringLiteral(" · stopped")), qPrintable(view.progressText()));
+        view.clear();
+        QCOMPARE(view.progressText(), QStringLiteral("waiting for the first event"));
+
+        QVector<TrainerEvent> upToStep3;
+        for (const TrainerEvent& e : recordedEvents(QStringLiteral("recorded-ok")))
+            if (e.type != TrainerEventType::End &&
+                !(e.type == TrainerEventType::Step && e.integer(schema::step::kStep) > 3))
+                upToStep3.append(e);
+        view.addEvents(upToStep3);
+        view.flush();
+        QVERIFY2(!view.progressText().endsWith(QStringLiteral("ended")), qPrintable(view.progressText()));
+        view.setOutcome(QStringLiteral("lost"));
+        QVERIFY2(view.progressText().contains(QStringLiteral("step 3/12 · ")) &&
+                     view.progressText().endsWith(QStringLiteral(" · lost")),
+                 qPrintable(view.progressText()));
+        view.setOutcome(QStringLiteral("finished"));
+        QVERIFY2(view.progressText().endsWith(QStringLiteral(" · done")), qPrintable(view.progressText()));
+    }
+
     void tickInterval() {
         RunView view;
         view.setTickInterval(60);
