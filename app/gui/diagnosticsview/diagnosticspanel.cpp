@@ -5,7 +5,9 @@
 
 #include <QColor>
 #include <QFontDatabase>
+#include <QHeaderView>
 #include <QPainter>
+#include <QStyledItemDelegate>
 
 namespace rankscope::gui {
 
@@ -15,14 +17,34 @@ const QColor kGrey(0x75, 0x75, 0x75);
 const QColor kRed(0xc6, 0x28, 0x28);
 const QColor kOrange(0xe6, 0x51, 0x00);
 
+// A tree view measures its rows with no width (QTreeView::indexRowSizeHint), so word wrap never makes a row taller:
+// a long finding was one line, cut off where it says the most. Measured here at its column's width instead.
+class WrappingDelegate final : public QStyledItemDelegate {
+public:
+    explicit WrappingDelegate(QTreeView* view) : QStyledItemDelegate(view), m_view(view) {}
+
+    QSize sizeHint(const QStyleOptionViewItem& option, const QModelIndex& index) const override {
+        QStyleOptionViewItem atWidth(option);
+        // The style wraps only within a valid rectangle: any height will do.
+        atWidth.rect = QRect(0, 0, m_view->columnWidth(index.column()), 1);
+        return QStyledItemDelegate::sizeHint(atWidth, index);
+    }
+
+private:
+    QTreeView* m_view;
+};
+
 } // namespace
 
 DiagnosticsPanel::DiagnosticsPanel(QWidget* parent) : QTreeWidget(parent) {
     setHeaderLabels({QStringLiteral("Finding"), QStringLiteral("Ranks"), QStringLiteral("What")});
     setRootIsDecorated(false);
     setWordWrap(true);
+    setItemDelegate(new WrappingDelegate(this));
     setColumnWidth(KindColumn, 170); // "network warning (resolved)" unelided
     setColumnWidth(RanksColumn, 70);
+    // A column's new width (the window's, the user's drag) changes how many lines a finding takes.
+    connect(header(), &QHeaderView::sectionResized, this, [this] { scheduleDelayedItemsLayout(); });
     connect(this, &QTreeWidget::itemClicked, this,
             [this](QTreeWidgetItem* item) { emit rankRequested(item->data(RanksColumn, RankRole).toInt()); });
 }

@@ -183,6 +183,34 @@ private Q_SLOTS:
         panel.clear();
         QVERIFY(paintedBelow(panel, 40));
     }
+
+    // A long finding is shown whole, over as many lines as the What column's width needs, and again when that
+    // width changes: its end (where a root cause names the rank that left early) is not cut off.
+    void aLongFindingWrapsToItsColumn() {
+        DiagnosticsPanel panel;
+        panel.resize(700, 400);
+        panel.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&panel));
+        const QString words =
+            QStringLiteral("rank 0 on localhost failed first: exit status 1 (collective: broadcast "
+                           "of buffers from rank 0 (collective #92) failed on rank 0: "
+                           "[./gloo/transport/tcp/pair.cc:598] Connection closed by peer); rank 1 "
+                           "had ended well before it (after 29 steps, of the 938 rank 0 was to take)");
+        panel.addDiagnoses({finding(DiagnosisKind::RootCause, QStringLiteral("root-cause"), {0}, words)});
+        const int line = panel.fontMetrics().height();
+        const int width = panel.columnWidth(DiagnosticsPanel::WhatColumn);
+        const int lines = panel.fontMetrics().horizontalAdvance(words) / width + 1;
+        QTRY_VERIFY2(panel.visualItemRect(panel.topLevelItem(0)).height() >= lines * line,
+                     qPrintable(QStringLiteral("%1 px for %2 lines of %3 px")
+                                    .arg(panel.visualItemRect(panel.topLevelItem(0)).height())
+                                    .arg(lines)
+                                    .arg(line)));
+        const int tall = panel.visualItemRect(panel.topLevelItem(0)).height();
+        panel.resize(1400, 400);
+        QTRY_VERIFY(panel.visualItemRect(panel.topLevelItem(0)).height() < tall);
+        panel.resize(500, 400);
+        QTRY_VERIFY(panel.visualItemRect(panel.topLevelItem(0)).height() > tall);
+    }
 };
 
 QTEST_MAIN(TestDiagnosticsPanel)
