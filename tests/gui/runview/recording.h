@@ -4,6 +4,8 @@
 
 #include "core/eventstreamparser.h"
 
+#include <rankscope/event_schema.h>
+
 #include <QFile>
 #include <QVector>
 
@@ -26,6 +28,16 @@ inline QVector<TrainerEvent> recordedEvents(const QString& name, const QString& 
     std::stable_sort(all.begin(), all.end(),
                      [](const TrainerEvent& a, const TrainerEvent& b) { return a.time < b.time; });
     return all;
+}
+
+// A run cut short after `step`, as one stopped or lost there: no step events after it, and no end events.
+inline QVector<TrainerEvent> cutAfterStep(const QVector<TrainerEvent>& events, qint64 step) {
+    QVector<TrainerEvent> cut;
+    for (const TrainerEvent& e : events)
+        if (e.type != TrainerEventType::End &&
+            !(e.type == TrainerEventType::Step && e.integer(schema::step::kStep) > step))
+            cut.append(e);
+    return cut;
 }
 
 inline QVector<QVector<TrainerEvent>> inBatches(const QVector<TrainerEvent>& events, int size) {

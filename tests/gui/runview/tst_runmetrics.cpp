@@ -100,16 +100,8 @@ private Q_SLOTS:
         QVERIFY2(formatProgress(failed.progress()).endsWith(QStringLiteral(" · ended")),
                  qPrintable(formatProgress(failed.progress())));
         // Stopped: the ranks exit (SIGTERM) after their last step event, with no end event.
-        const QVector<TrainerEvent> events = recordedEvents(QStringLiteral("recorded-ok"));
-        QVector<TrainerEvent> upToStep3;
-        for (const TrainerEvent& e : events) {
-            if (e.type == TrainerEventType::End ||
-                (e.type == TrainerEventType::Step && e.integer(schema::step::kStep) > 3))
-                continue;
-            upToStep3.append(e);
-        }
         RunMetrics stopped;
-        stopped.addEvents(upToStep3);
+        stopped.addEvents(rankscope::test::cutAfterStep(recordedEvents(QStringLiteral("recorded-ok")), 3));
         QVERIFY(!stopped.progress().done);
         stopped.rankExited(0, 15);
         stopped.rankExited(1, 15);

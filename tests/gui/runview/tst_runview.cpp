@@ -9,8 +9,6 @@
 
 #include "core/runstore.h"
 
-#include <rankscope/event_schema.h>
-
 #include <QChart>
 #include <QDir>
 #include <QLabel>
@@ -266,12 +264,7 @@ private Q_SLOTS:
         view.clear();
         QCOMPARE(view.progressText(), QStringLiteral("waiting for the first event"));
 
-        QVector<TrainerEvent> upToStep3;
-        for (const TrainerEvent& e : recordedEvents(QStringLiteral("recorded-ok")))
-            if (e.type != TrainerEventType::End &&
-                !(e.type == TrainerEventType::Step && e.integer(schema::step::kStep) > 3))
-                upToStep3.append(e);
-        view.addEvents(upToStep3);
+        view.addEvents(rankscope::test::cutAfterStep(recordedEvents(QStringLiteral("recorded-ok")), 3));
         view.flush();
         // Running, as far as its events go: neither ended nor the outcome of the run shown before clear().
         QVERIFY2(!view.progressText().endsWith(QStringLiteral(" · ended")) &&
