@@ -186,11 +186,12 @@ void RunDiagnostics::addEvents(const QVector<TrainerEvent>& events) {
             break;
         case TrainerEventType::End:
             state.ended = true;
-            if (event.string(schema::end::kStatus) == jsonKey(schema::status::kOk))
-                state.endedWellAt = event.time;
-            // A rank that ended in error has no checksum of its parameters (the trainer writes NaN there).
-            if (event.has(schema::end::kParamChecksum) &&
-                event.string(schema::end::kStatus) == jsonKey(schema::status::kOk))
+            // Only a good end is recorded: a rank that ended in error has no checksum of its parameters either (the
+            // trainer writes NaN there).
+            if (event.string(schema::end::kStatus) != jsonKey(schema::status::kOk))
+                break;
+            state.endedWellAt = event.time;
+            if (event.has(schema::end::kParamChecksum))
                 state.endChecksum = event.number(schema::end::kParamChecksum);
             break;
         default:
