@@ -4,6 +4,7 @@
 #include "core/preflight.h"
 
 #include <QDir>
+#include <QElapsedTimer>
 #include <QFile>
 #include <QFileInfo>
 #include <QJsonArray>
@@ -14,7 +15,10 @@
 #include <QTest>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <functional>
+#include <thread>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -212,6 +216,58 @@ private:
     int m_port = 0;
 };
 
+// A listener on 127.0.0.1 whose accept queue is full: the kernel drops every SYN sent to it (counted in
+// /proc/net/netstat's ListenOverflows), so a connect to it gets no answer, as through a firewall that drops.
+// answer() accepts the queued connection: from then on the next SYN is answered.
+class SilentListener final {
+public:
+    SilentListener() : m_fd(::socket(AF_INET, SOCK_STREAM, 0)), m_filler(::socket(AF_INET, SOCK_STREAM, 0)) {
+        sockaddr_in address{};
+        address.sin_family = AF_INET;
+        address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        socklen_t length = sizeof address;
+        // A backlog of 0 holds one connection; the filler's is it.
+        if (m_fd < 0 || m_filler < 0 || ::bind(m_fd, reinterpret_cast<sockaddr*>(&address), length) != 0 ||
+            ::listen(m_fd, 0) != 0 || ::getsockname(m_fd, reinterpret_cast<sockaddr*>(&address), &length) != 0 ||
+            ::connect(m_filler, reinterpret_cast<sockaddr*>(&address), length) != 0)
+            return;
+        m_port = ntohs(address.sin_port);
+    }
+    ~SilentListener() {
+        for (const int fd : {m_accepted, m_filler, m_fd})
+            if (fd >= 0)
+                ::close(fd);
+    }
+    SilentListener(const SilentListener&) = delete;
+    SilentListener& operator=(const SilentListener&) = delete;
+
+    [[nodiscard]] int port() const { return m_port; }
+    void answer() { m_accepted = ::accept(m_fd, nullptr, nullptr); }
+
+    // SYNs dropped by full accept queues in this network namespace so far; -1 where the kernel does not say.
+    static qint64 listenOverflows() {
+        QFile file(QStringLiteral("/proc/net/netstat"));
+        if (!file.open(QIODevice::ReadOnly))
+            return -1;
+        const QList<QByteArray> lines = file.readAll().split('\n');
+        for (qsizetype i = 0; i + 1 < lines.size(); ++i) {
+            const QList<QByteArray> names = lines[i].simplified().split(' ');
+            const QList<QByteArray> values = lines[i + 1].simplified().split(' ');
+            if (names.value(0) != "TcpExt:" || values.value(0) != "TcpExt:")
+                continue;
+            const qsizetype at = names.indexOf("ListenOverflows");
+            return at > 0 && at < values.size() ? values[at].toLongLong() : -1;
+        }
+        return -1;
+    }
+
+private:
+    int m_fd = -1;
+    int m_filler = -1;
+    int m_accepted = -1;
+    int m_port = 0;
+};
+
 } // namespace
 
 class tst_Preflight final : public QObject {
@@ -238,6 +294,8 @@ private slots:
     void probeThroughNoisyLoginShell();
     void probeConnectAndListen_data();
     void probeConnectAndListen();
+    void probeConnectGetsNoAnswer();
+    void probeConnectWaitsForALateAnswer();
     void probeWorkdir_data();
     void probeWorkdir();
     void probeFakeGpusAndTorch();
@@ -663,6 +721,58 @@ void tst_Preflight::probeConnectAndListen() {
     QCOMPARE(run.report.listenPort, socket.port());
     QTEST(run.report.listenPortInUse, "inUse");
     QVERIFY(run.report.workdir.isEmpty()); // not asked
+}
+
+// A master port that never answers (a firewall that drops) reads as a timeout, with the time waited.
+void tst_Preflight::probeConnectGetsNoAnswer() {
+    if (QStandardPaths::findExecutable("bash").isEmpty() || QStandardPaths::findExecutable("timeout").isEmpty())
+        QSKIP("the connect check needs bash and timeout");
+    const SilentListener listener;
+    QVERIFY(listener.port() > 0);
+    QElapsedTimer clock;
+    clock.start();
+    const ProbeRun run = runShProbe({"--connect", "127.0.0.1:" + QString::number(listener.port())});
+    VERIFY_RUN(run);
+    QCOMPARE(run.report.connectResult, "timeout");
+    QCOMPARE(run.report.connectDetail, "no answer within 6 s");
+    QVERIFY2(clock.elapsed() >= 6000, qPrintable(QString::number(clock.elapsed())));
+}
+
+// A port that answers late is reachable, not a timeout: here the SYN sent 3 s after the first (SYNs that get no
+// answer are sent again after 1 s and 3 s, or every second at first on kernels with tcp_syn_linear_timeouts), as
+// for a SYN lost twice or a node too busy to start the check's bash at once. The probe's limit was 3 s once, and a
+// loaded CI machine read its own master port as unreachable.
+void tst_Preflight::probeConnectWaitsForALateAnswer() {
+    if (QStandardPaths::findExecutable("bash").isEmpty() || QStandardPaths::findExecutable("timeout").isEmpty())
+        QSKIP("the connect check needs bash and timeout");
+    const qint64 overflowsBefore = SilentListener::listenOverflows();
+    if (overflowsBefore < 0)
+        QSKIP("no ListenOverflows in /proc/net/netstat: the test cannot see when the first SYN was dropped");
+    SilentListener listener;
+    QVERIFY(listener.port() > 0);
+    // The listener answers 2.5 s after it dropped the first SYN: the one sent at 3 s is the first it answers.
+    std::atomic<qint64> firstDropAt = -1;
+    std::atomic<qint64> answeredAt = -1;
+    QElapsedTimer clock;
+    clock.start();
+    std::thread answerer([&] {
+        while (SilentListener::listenOverflows() == overflowsBefore && clock.elapsed() < 20000)
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        firstDropAt = clock.elapsed();
+        std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+        listener.answer();
+        answeredAt = clock.elapsed();
+    });
+    const ProbeRun run = runShProbe({"--connect", "127.0.0.1:" + QString::number(listener.port())});
+    const qint64 finishedAt = clock.elapsed();
+    answerer.join();
+    VERIFY_RUN(run);
+    const QString times = QStringLiteral("first SYN dropped at %1 ms, answered from %2 ms, probe done at %3 ms")
+                              .arg(firstDropAt.load())
+                              .arg(answeredAt.load())
+                              .arg(finishedAt);
+    QVERIFY2(finishedAt > answeredAt, qPrintable(times));
+    QVERIFY2(run.report.connectResult == QLatin1String("open"), qPrintable(run.report.connectResult + ": " + times));
 }
 
 void tst_Preflight::probeWorkdir_data() {
