@@ -231,7 +231,8 @@ private Q_SLOTS:
 
             const CommandResult hello = ssh(1, QStringLiteral("echo hello-node1"));
             QVERIFY2(hello.output.contains("hello-node1"), qPrintable(hello.describe()));
-            QVERIFY(node0ReachesNode1());
+            // Tried again while it fails: one try's 3 s can go by on a loaded machine (see probe.sh's 6 s).
+            QTRY_VERIFY_WITH_TIMEOUT(node0ReachesNode1(), 15000);
 
             QVERIFY2(nodes.setLinkUp(1, false, &error), qPrintable(error));
             QVERIFY(!node0ReachesNode1());
