@@ -191,13 +191,14 @@ const rankscope::TorchInstall* torchFrom(const ProbeReport& report, const QStrin
 // A TCP socket on 127.0.0.1 with a free port: bound only, connecting to it is refused; listening, it is open.
 class LoopbackSocket final {
 public:
-    explicit LoopbackSocket(bool listening) : m_fd(::socket(AF_INET, SOCK_STREAM, 0)) {
+    // listening: with room for `backlog` connections not yet accepted (0 holds one)
+    explicit LoopbackSocket(bool listening, int backlog = 4) : m_fd(::socket(AF_INET, SOCK_STREAM, 0)) {
         sockaddr_in address{};
         address.sin_family = AF_INET;
         address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
         socklen_t length = sizeof address;
         if (m_fd < 0 || ::bind(m_fd, reinterpret_cast<sockaddr*>(&address), length) != 0 ||
-            (listening && ::listen(m_fd, 4) != 0) ||
+            (listening && ::listen(m_fd, backlog) != 0) ||
             ::getsockname(m_fd, reinterpret_cast<sockaddr*>(&address), &length) != 0)
             return;
         m_port = ntohs(address.sin_port);
@@ -210,6 +211,7 @@ public:
     LoopbackSocket& operator=(const LoopbackSocket&) = delete;
 
     [[nodiscard]] int port() const { return m_port; }
+    [[nodiscard]] int fd() const { return m_fd; }
 
 private:
     int m_fd = -1;
@@ -221,28 +223,25 @@ private:
 // answer() accepts the queued connection: from then on the next SYN is answered.
 class SilentListener final {
 public:
-    SilentListener() : m_fd(::socket(AF_INET, SOCK_STREAM, 0)), m_filler(::socket(AF_INET, SOCK_STREAM, 0)) {
+    SilentListener() : m_filler(::socket(AF_INET, SOCK_STREAM, 0)) {
         sockaddr_in address{};
         address.sin_family = AF_INET;
         address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        socklen_t length = sizeof address;
-        // A backlog of 0 holds one connection; the filler's is it.
-        if (m_fd < 0 || m_filler < 0 || ::bind(m_fd, reinterpret_cast<sockaddr*>(&address), length) != 0 ||
-            ::listen(m_fd, 0) != 0 || ::getsockname(m_fd, reinterpret_cast<sockaddr*>(&address), &length) != 0 ||
-            ::connect(m_filler, reinterpret_cast<sockaddr*>(&address), length) != 0)
-            return;
-        m_port = ntohs(address.sin_port);
+        address.sin_port = htons(static_cast<quint16>(m_socket.port()));
+        if (m_socket.port() > 0 && m_filler >= 0 &&
+            ::connect(m_filler, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0)
+            m_port = m_socket.port();
     }
     ~SilentListener() {
-        for (const int fd : {m_accepted, m_filler, m_fd})
+        for (const int fd : {m_accepted, m_filler})
             if (fd >= 0)
                 ::close(fd);
     }
     SilentListener(const SilentListener&) = delete;
     SilentListener& operator=(const SilentListener&) = delete;
 
-    [[nodiscard]] int port() const { return m_port; }
-    void answer() { m_accepted = ::accept(m_fd, nullptr, nullptr); }
+    [[nodiscard]] int port() const { return m_port; } // 0 where it could not be made
+    void answer() { m_accepted = ::accept(m_socket.fd(), nullptr, nullptr); }
 
     // SYNs dropped by full accept queues in this network namespace so far; -1 where the kernel does not say.
     static qint64 listenOverflows() {
@@ -262,7 +261,7 @@ public:
     }
 
 private:
-    int m_fd = -1;
+    const LoopbackSocket m_socket{true, 0}; // its one place taken by the filler's connection
     int m_filler = -1;
     int m_accepted = -1;
     int m_port = 0;
