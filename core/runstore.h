@@ -92,6 +92,10 @@ struct RunRecord {
     // Its end was seen: every rank's exit, or a failure that ended the run. A "lost" run ended for this machine
     // only (its nodes could not be followed): its ranks may still run.
     [[nodiscard]] bool endSeen() const { return ended.isValid() && state != QLatin1String("lost"); }
+    // Launching or running: no end recorded yet (finished, failed, stopped or lost).
+    [[nodiscard]] bool inProgress() const {
+        return state == QLatin1String("launching") || state == QLatin1String("running");
+    }
 
     [[nodiscard]] QJsonObject toJson() const;
     [[nodiscard]] static std::optional<RunRecord> fromJson(const QJsonObject& object);

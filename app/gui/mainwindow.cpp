@@ -59,10 +59,6 @@ namespace {
 
 const QString kLocalNode = QString(kLocalNodeName);
 
-bool isLive(const RunRecord& run) {
-    return run.state == QLatin1String("running") || run.state == QLatin1String("launching");
-}
-
 } // namespace
 
 MainWindow::MainWindow(Options options, QWidget* parent)
@@ -464,7 +460,7 @@ void MainWindow::onFinished(const RunRecord& record) {
     if (m_debugDialog)
         m_debugDialog->close(); // its address went with the run
     m_runLabel->setText(QStringLiteral("%1 · %2 · %3").arg(record.id, record.mode, record.state));
-    m_runView->setOutcome(record.state);
+    m_runView->setOutcome(record);
     // A verdict is a finding that outlived the run (a stopped run's hang): it stays, as a failure does.
     showMessage(
         record.headline().isEmpty() ? QStringLiteral("run %1 %2").arg(record.id, record.state) : record.headline(),
@@ -550,7 +546,7 @@ bool MainWindow::openStoredRun(const QString& runId, QString* error) {
     m_runView->setClock([end] { return end; });
     if (!m_session->open(stored->id, error))
         return false;
-    m_runView->setOutcome(stored->state); // "running" (not seen to end) says none
+    m_runView->setOutcome(*stored); // "running" (not seen to end) says none
     if (const double until = m_session->engine()->openedKnownUntil(); std::isfinite(until)) {
         // Not seen to end: shown as of where this machine's copy stops, and said so.
         m_runView->setClock([until] { return until; });
@@ -567,7 +563,7 @@ bool MainWindow::openStoredRun(const QString& runId, QString* error) {
 
 bool MainWindow::reattachLatest(QString* error) {
     for (const RunRecord& run : m_store->list())
-        if (isLive(run))
+        if (run.inProgress())
             return attachRun(run.id, error);
     if (error)
         *error = QStringLiteral("no run is going on");

@@ -384,7 +384,7 @@ void BridgeServer::dispatch(Client* client, const QJsonValue& id, const QString&
             // Not followed here: follow it, if it is still on its nodes.
             const std::optional<RunRecord> record = m_store->load(runId);
             const QString state = record ? record->state : QString();
-            if (state != QLatin1String("running") && state != QLatin1String("launching")) {
+            if (!record || !record->inProgress()) {
                 sendError(client, id, kRunNotActive, QStringLiteral("run %1 is %2").arg(runId, state),
                           QJsonObject{{"run", runId}, {"state", state}});
                 return;

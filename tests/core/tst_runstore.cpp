@@ -151,6 +151,8 @@ class tst_RunStore final : public QObject {
 private slots:
     void signalOfExitStatus_data();
     void signalOfExitStatus();
+    void inProgressUntilItsEnd_data();
+    void inProgressUntilItsEnd();
     void recordJsonRoundTrip();
     void recordWithoutIdIsRejected();
     void saveLoadRoundTrip();
@@ -202,6 +204,23 @@ void tst_RunStore::signalOfExitStatus() {
     QFETCH(int, signal);
     const RankExit rankExit{status, {}};
     QCOMPARE(rankExit.signal(), signal);
+}
+
+void tst_RunStore::inProgressUntilItsEnd_data() {
+    QTest::addColumn<QString>("state");
+    QTest::addColumn<bool>("inProgress");
+    QTest::newRow("launching") << "launching" << true;
+    QTest::newRow("running") << "running" << true;
+    for (const char* ended : {"finished", "failed", "stopped", "lost"})
+        QTest::newRow(ended) << ended << false;
+}
+
+// What the history's colour, the run view's outcome, the app's reattach and the bridge's follow go by.
+void tst_RunStore::inProgressUntilItsEnd() {
+    QFETCH(QString, state);
+    RunRecord run;
+    run.state = state;
+    QTEST(run.inProgress(), "inProgress");
 }
 
 void tst_RunStore::recordJsonRoundTrip() {

@@ -6,6 +6,8 @@
 #include "rankgridmodel.h"
 #include "runcharts.h"
 
+#include "core/runstore.h"
+
 #include <QDateTime>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -130,10 +132,8 @@ void RunView::clear() {
     updateLabels();
 }
 
-void RunView::setOutcome(const QString& state) {
-    static const QStringList ended{QStringLiteral("finished"), QStringLiteral("failed"), QStringLiteral("stopped"),
-                                   QStringLiteral("lost")};
-    m_outcome = ended.contains(state) ? state : QString();
+void RunView::setOutcome(const RunRecord& run) {
+    m_outcome = run.inProgress() ? QString() : run.state;
     updateLabels();
 }
 

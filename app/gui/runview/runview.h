@@ -15,6 +15,10 @@ class QLabel;
 class QSplitter;
 class QTimer;
 
+namespace rankscope {
+struct RunRecord;
+}
+
 namespace rankscope::gui {
 
 class RankGrid;
@@ -51,9 +55,9 @@ public:
     // view of a stored run passes the run's last event time.
     void setClock(std::function<double()> clock);
     void setStatusOptions(const RankStatusOptions& options);
-    // How the run ended, as its engine judged it (RunRecord::state: "finished", "failed", "stopped", "lost"): the
-    // progress line says it. Any other state (the run goes on) clears it, as clear() does.
-    void setOutcome(const QString& state);
+    // How the run ended, as its engine judged it (its state: "finished", "failed", "stopped", "lost"): the progress
+    // line says it. A run in progress clears it, as clear() does.
+    void setOutcome(const RunRecord& run);
     [[nodiscard]] QString progressText() const;
 
     [[nodiscard]] RunMetrics* metrics() const { return m_metrics; }

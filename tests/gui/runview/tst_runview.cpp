@@ -26,6 +26,13 @@ using rankscope::test::recordedEvents;
 
 namespace {
 
+// A stored run in `state`, as the engine records it.
+RunRecord stored(const QString& state) {
+    RunRecord run;
+    run.state = state;
+    return run;
+}
+
 TrainerEvent decoded(const QJsonObject& object) {
     const TrainerEventResult r = decodeTrainerEvent(object);
     if (!r.ok())
@@ -255,11 +262,11 @@ private Q_SLOTS:
         view.addEvents(failed);
         view.flush();
         QVERIFY2(view.progressText().endsWith(QStringLiteral(" · ended")), qPrintable(view.progressText()));
-        view.setOutcome(QStringLiteral("failed"));
+        view.setOutcome(stored(QStringLiteral("failed")));
         QVERIFY2(view.progressText().endsWith(QStringLiteral(" · failed")), qPrintable(view.progressText()));
-        view.setOutcome(QStringLiteral("running"));
+        view.setOutcome(stored(QStringLiteral("running")));
         QVERIFY2(view.progressText().endsWith(QStringLiteral(" · ended")), qPrintable(view.progressText()));
-        view.setOutcome(QStringLiteral("stopped"));
+        view.setOutcome(stored(QStringLiteral("stopped")));
         QVERIFY2(view.progressText().endsWith(QStringLiteral(" · stopped")), qPrintable(view.progressText()));
         view.clear();
         QCOMPARE(view.progressText(), QStringLiteral("waiting for the first event"));
@@ -270,11 +277,11 @@ private Q_SLOTS:
         QVERIFY2(!view.progressText().endsWith(QStringLiteral(" · ended")) &&
                      !view.progressText().endsWith(QStringLiteral(" · stopped")),
                  qPrintable(view.progressText()));
-        view.setOutcome(QStringLiteral("lost"));
+        view.setOutcome(stored(QStringLiteral("lost")));
         QVERIFY2(view.progressText().contains(QStringLiteral("step 3/12 · ")) &&
                      view.progressText().endsWith(QStringLiteral(" · lost")),
                  qPrintable(view.progressText()));
-        view.setOutcome(QStringLiteral("finished"));
+        view.setOutcome(stored(QStringLiteral("finished")));
         QVERIFY2(view.progressText().endsWith(QStringLiteral(" · done")), qPrintable(view.progressText()));
     }
 
