@@ -103,8 +103,14 @@ template <typename Run> void checkClaimed(const QString& runDir, Run run) {
         port = port ? port : remote::gdbserverPort(line);
     QVERIFY(port);
     const QByteArray local = ":" + QByteArray::number(*port) + " ";
-    const CommandResult listening = run({"ss", "-ltnH"});
-    QVERIFY2(listening.succeeded() && !listening.output.contains(local), listening.output.constData());
+    // gdbserver closes its listener once it has accepted the engine's connection, a moment after the engine's
+    // connect returned (on a loaded machine the connection was seen waiting in its queue, Recv-Q 1).
+    CommandResult listening;
+    const auto stillListens = [&] {
+        listening = run({"ss", "-ltnH"});
+        return !listening.succeeded() || listening.output.contains(local);
+    };
+    QTRY_VERIFY2_WITH_TIMEOUT(!stillListens(), listening.output.constData(), 15000);
     const CommandResult connected = run({"ss", "-tnH", "state", "established"});
     QVERIFY2(connected.output.contains("127.0.0.1" + local), connected.output.constData());
 }
