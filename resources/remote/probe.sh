@@ -439,17 +439,18 @@ probe_connect() {
     # net.ipv4.tcp_syn_linear_timeouts), so the third is sent with 3 s to spare for its answer and for a busy node
     # slow to start bash. 3 s, the limit before, ended the check as the third SYN went out, and a loaded machine's
     # own master port read as unreachable. No answer in 6 s is a firewall that drops.
+    cn_limit=6
     # shellcheck disable=SC2016 # $1 and $2 are bash's, not ours
     cn_err=$(
         unset BASH_ENV ENV
-        timeout 6 bash -c 'exec 3<>"/dev/tcp/$1/$2"' rankscope-probe "$1" "$2" 2>&1 >/dev/null
+        timeout "$cn_limit" bash -c 'exec 3<>"/dev/tcp/$1/$2"' rankscope-probe "$1" "$2" 2>&1 >/dev/null
     )
     cn_rc=$?
     cn_detail=${cn_err##*"$nl"}
     cn_detail=${cn_detail##*: }
     case $cn_rc in
     0) cn_result=open cn_detail= ;;
-    124) cn_result=timeout cn_detail="no answer within 6 s" ;;
+    124) cn_result=timeout cn_detail="no answer within $cn_limit s" ;;
     *)
         case $cn_err in
         *refused*) cn_result=refused ;;
