@@ -251,7 +251,7 @@ void RunDiagnostics::rankExited(int rank, int status) {
 }
 
 void RunDiagnostics::runEnded(const RunRecord& record, const QVector<StoredLine>& lastLines) {
-    if ((record.state != QLatin1String("failed") && record.state != QLatin1String("lost")) || record.firstFailedRank < 0)
+    if (!record.failedOrLost() || record.firstFailedRank < 0)
         return;
     const int rank = record.firstFailedRank;
     QString message = record.summary;

@@ -96,6 +96,11 @@ struct RunRecord {
     [[nodiscard]] bool inProgress() const {
         return state == QLatin1String("launching") || state == QLatin1String("running");
     }
+    // Failed, or lost (ended for this machine with no end seen): the runs shown as errors, whose first failed rank
+    // is their root cause.
+    [[nodiscard]] bool failedOrLost() const {
+        return state == QLatin1String("failed") || state == QLatin1String("lost");
+    }
 
     [[nodiscard]] QJsonObject toJson() const;
     [[nodiscard]] static std::optional<RunRecord> fromJson(const QJsonObject& object);

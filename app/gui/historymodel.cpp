@@ -60,7 +60,7 @@ QVariant HistoryModel::data(const QModelIndex& index, int role) const {
         }
     }
     if (role == Qt::ForegroundRole && index.column() == State) {
-        if (run.state == QLatin1String("failed") || run.state == QLatin1String("lost"))
+        if (run.failedOrLost())
             return QBrush(QColor(0xc6, 0x28, 0x28));
         if (run.inProgress())
             return QBrush(QColor(0x15, 0x65, 0xc0));

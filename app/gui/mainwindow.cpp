@@ -462,9 +462,9 @@ void MainWindow::onFinished(const RunRecord& record) {
     m_runLabel->setText(QStringLiteral("%1 · %2 · %3").arg(record.id, record.mode, record.state));
     m_runView->setOutcome(record);
     // A verdict is a finding that outlived the run (a stopped run's hang): it stays, as a failure does.
-    showMessage(
-        record.headline().isEmpty() ? QStringLiteral("run %1 %2").arg(record.id, record.state) : record.headline(),
-        record.state == QLatin1String("failed") || record.state == QLatin1String("lost") || !record.verdict.isEmpty());
+    showMessage(record.headline().isEmpty() ? QStringLiteral("run %1 %2").arg(record.id, record.state)
+                                            : record.headline(),
+                record.failedOrLost() || !record.verdict.isEmpty());
     m_historyModel->refresh();
     updateActions();
 }

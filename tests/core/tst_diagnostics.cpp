@@ -1310,6 +1310,37 @@ private slots:
         QVERIFY(quiet.update(0.0).isEmpty());
     }
 
+    // A root cause is given for a run that failed, or was lost with a rank failed first (a node that could no longer be
+    // followed after it); not for one still going (a stored run read while its ranks run, a failed rank already
+    // known), nor for one stopped or finished.
+    void rootCauseOnlyOfARunThatFailedOrWasLost_data() {
+        QTest::addColumn<QString>("state");
+        QTest::addColumn<bool>("rootCause");
+        QTest::newRow("failed") << "failed" << true;
+        QTest::newRow("lost") << "lost" << true;
+        QTest::newRow("running") << "running" << false;
+        QTest::newRow("stopped") << "stopped" << false;
+        QTest::newRow("finished") << "finished" << false;
+    }
+
+    void rootCauseOnlyOfARunThatFailedOrWasLost() {
+        QFETCH(QString, state);
+        RunRecord record;
+        record.state = state;
+        record.firstFailedRank = 2;
+        record.summary = QStringLiteral("rank 2 on gpu-a failed first: exit status 1");
+        record.exits.insert(2, RankExit{1, {}});
+        RunDiagnostics diagnostics;
+        diagnostics.setRankHosts({{2, "gpu-a"}});
+        diagnostics.runEnded(record);
+        const QVector<Diagnosis> found = diagnostics.update(0.0);
+        const bool rootCause = found.size() == 1 && found.front().kind == DiagnosisKind::RootCause &&
+                               found.front().ranks == QVector<int>{2} &&
+                               found.front().message.startsWith(record.summary);
+        QVERIFY2(rootCause || found.isEmpty(), qPrintable(found.value(0).toString()));
+        QTEST(rootCause, "rootCause");
+    }
+
     // The root cause carries what its rank said last, as given, and `diagnose --json` and the bridge send it; other
     // findings have none, and their JSON no "last_lines".
     void rootCauseCarriesTheRanksLastLines() {

@@ -151,8 +151,8 @@ class tst_RunStore final : public QObject {
 private slots:
     void signalOfExitStatus_data();
     void signalOfExitStatus();
-    void inProgressUntilItsEnd_data();
-    void inProgressUntilItsEnd();
+    void whatEachStateMeans_data();
+    void whatEachStateMeans();
     void recordJsonRoundTrip();
     void recordWithoutIdIsRejected();
     void saveLoadRoundTrip();
@@ -206,21 +206,27 @@ void tst_RunStore::signalOfExitStatus() {
     QCOMPARE(rankExit.signal(), signal);
 }
 
-void tst_RunStore::inProgressUntilItsEnd_data() {
+void tst_RunStore::whatEachStateMeans_data() {
     QTest::addColumn<QString>("state");
     QTest::addColumn<bool>("inProgress");
-    QTest::newRow("launching") << "launching" << true;
-    QTest::newRow("running") << "running" << true;
-    for (const char* ended : {"finished", "failed", "stopped", "lost"})
-        QTest::newRow(ended) << ended << false;
+    QTest::addColumn<bool>("failedOrLost");
+    QTest::newRow("launching") << "launching" << true << false;
+    QTest::newRow("running") << "running" << true << false;
+    QTest::newRow("finished") << "finished" << false << false;
+    QTest::newRow("failed") << "failed" << false << true;
+    QTest::newRow("stopped") << "stopped" << false << false;
+    QTest::newRow("lost") << "lost" << false << true;
+    QTest::newRow("none") << "" << false << false;
 }
 
-// What the history's colour, the run view's outcome, the app's reattach and the bridge's follow go by.
-void tst_RunStore::inProgressUntilItsEnd() {
+// What the history's colour, the run view's outcome, the app's reattach and message level, the bridge's follow and
+// the root cause go by.
+void tst_RunStore::whatEachStateMeans() {
     QFETCH(QString, state);
     RunRecord run;
     run.state = state;
     QTEST(run.inProgress(), "inProgress");
+    QTEST(run.failedOrLost(), "failedOrLost");
 }
 
 void tst_RunStore::recordJsonRoundTrip() {

@@ -37,6 +37,7 @@
 #include <QStatusBar>
 #include <QTabWidget>
 #include <QTableView>
+#include <QTcpServer>
 #include <QTemporaryDir>
 #include <QTreeView>
 #include <QTreeWidget>
@@ -409,10 +410,13 @@ private slots:
         window.stopRun();
         QVERIFY(finished.wait(60000));
         QVERIFY(!panel->captureButton()->isEnabled());
-        // Stopped while rank 1 hung: the status bar and the history say so, not "stopped by the user" alone.
+        // Stopped while rank 1 hung: the status bar and the history say so, not "stopped by the user" alone; the
+        // status bar in a failure's colour (the verdict is a finding that outlived the run).
         const RunRecord record = finished.front().front().value<RunRecord>();
         const QString verdict = QStringLiteral("stopped by the user; hang: rank 1 on localhost stuck at step 5");
         QVERIFY2(window.statusBar()->toolTip().startsWith(verdict), qPrintable(window.statusBar()->toolTip()));
+        QVERIFY2(window.statusBar()->styleSheet().contains(QLatin1String("#b71c1c")),
+                 qPrintable(window.statusBar()->styleSheet()));
         const int row = window.historyModel()->rowOf(record.id);
         QVERIFY(row >= 0);
         const QString listed = window.historyModel()->index(row, HistoryModel::Summary).data().toString();
@@ -634,6 +638,30 @@ private slots:
         const QString plain = QStringLiteral("node-b: cannot connect to 10.0.0.2:22 (connection refused) ") + detail;
         const QString cut = MainWindow::fitStatusText(plain, metrics, metrics.horizontalAdvance(plain) / 2);
         QVERIFY2(cut.startsWith(QLatin1String("node-b")) && cut.endsWith(QLatin1String("6000ms)")), qPrintable(cut));
+    }
+
+    // A run that fails before any rank starts (its master port is taken) has no root cause, so no verdict: the
+    // status bar still says why in the colour of a failure, and keeps it (no timeout), as it does a root cause.
+    void aLaunchFailureStaysInTheStatusBarAsAFailure() {
+        QTcpServer other;
+        QVERIFY(other.listen(QHostAddress::Any));
+        QJsonObject job = QJsonDocument::fromJson(localDebugJob().toUtf8()).object();
+        job.insert(QStringLiteral("master_port"), other.serverPort());
+        MainWindow window(options());
+        window.show();
+        window.jobEditor()->setJsonText(QString::fromUtf8(QJsonDocument(job).toJson()));
+        QTRY_VERIFY_WITH_TIMEOUT(window.jobEditor()->isValid(), 5000);
+        QSignalSpy finished(window.session(), &RunSession::finished);
+        QString error;
+        QVERIFY2(window.debugRun(&error, QStringLiteral("local")), qPrintable(error));
+        QVERIFY(finished.wait(60000));
+        const auto record = finished.front().front().value<RunRecord>();
+        QCOMPARE(record.state, QStringLiteral("failed"));
+        QCOMPARE(record.verdict, QString());
+        QStatusBar* bar = window.statusBar();
+        const QString said = QStringLiteral("master port %1 is already in use").arg(other.serverPort());
+        QVERIFY2(bar->toolTip().contains(said), qPrintable(bar->toolTip()));
+        QVERIFY2(bar->styleSheet().contains(QLatin1String("#b71c1c")), qPrintable(bar->styleSheet()));
     }
 
     void submitWithoutNodesNamesTheField() {
