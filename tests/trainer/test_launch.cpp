@@ -125,6 +125,7 @@ TEST(Launch, SigtermIsReportedAsTerminationWithEndEvent) {
     EXPECT_NE(events[events.size() - 2].find("\"kind\":\"terminated\""), std::string::npos)
         << events[events.size() - 2];
     EXPECT_NE(events[events.size() - 2].find("SIGTERM received at step "), std::string::npos);
+    EXPECT_NE(r[0].err.find("stopping: SIGTERM received at step "), std::string::npos) << r[0].err;
     EXPECT_NE(events.back().find("\"type\":\"end\""), std::string::npos) << events.back();
     EXPECT_NE(events.back().find("\"status\":\"error\""), std::string::npos);
     // The peer loses rank 0 in a collective and reports that, instead of hanging.
@@ -158,6 +159,7 @@ TEST(Launch, AStopAfterAGoodEndKeepsItsStatus) {
         EXPECT_NE(events.back().find("\"status\":\"ok\""), std::string::npos) << events.back();
         EXPECT_EQ(r[0].out.find("\"kind\":\"terminated\""), std::string::npos) << r[0].out;
         EXPECT_EQ(r[0].err.find("stopping: "), std::string::npos) << r[0].err;
+        EXPECT_NE(r[0].err.find("done: 3 steps in "), std::string::npos) << r[0].err; // said with its end
     }
 }
 

@@ -126,9 +126,12 @@ private:
     void injectFaults();
     void log(const std::string& text) const;
     int fail(std::string_view kind, const std::string& message, int exitCode);
-    // The rank's error (where given) and its end event, said once: the training thread and the signal thread may
-    // both come to it. Returns the exit status of the end said: `exitStatus`, or that of one said before.
-    int end(std::string_view status, double checksum, int exitStatus, const JsonObject* error = nullptr);
+    // The rank's last line on stderr and its error (each where given) and its end event, said once and together:
+    // the training thread and the signal thread may both come to it, and a rank whose end is said already says
+    // nothing more (no "stopping:" line beside an end that says it finished). Returns the exit status of the end
+    // said: `exitStatus`, or that of one said before.
+    int end(std::string_view status, double checksum, int exitStatus, const JsonObject* error = nullptr,
+            const std::string& lastLine = {});
     void emitEnd(std::string_view status, double checksum);
     bool stepLimitReached() const { return m_o.maxSteps > 0 && m_state.globalStep >= m_o.maxSteps; }
 
@@ -581,16 +584,19 @@ void Trainer::exportParameters() {
 
 int Trainer::fail(std::string_view kind, const std::string& message, int exitCode) {
     m_heartbeat.stop();
-    log(std::string(schema::stderr_line::kError) + message);
     JsonObject error;
     error.add(schema::error::kKind, kind).add(schema::error::kMessage, message).add(schema::error::kFatal, true);
-    return end(schema::status::kError, std::nan(""), exitCode, &error);
+    return end(schema::status::kError, std::nan(""), exitCode, &error,
+               std::string(schema::stderr_line::kError) + message);
 }
 
-int Trainer::end(std::string_view status, double checksum, int exitStatus, const JsonObject* error) {
+int Trainer::end(std::string_view status, double checksum, int exitStatus, const JsonObject* error,
+                 const std::string& lastLine) {
     std::lock_guard<std::mutex> lock(m_endMutex);
     if (m_exitStatus)
         return *m_exitStatus;
+    if (!lastLine.empty())
+        log(lastLine);
     if (error != nullptr)
         m_events.emit(schema::type::kError, *error);
     emitEnd(status, checksum);
@@ -609,23 +615,17 @@ void Trainer::emitEnd(std::string_view status, double checksum) {
 }
 
 int Trainer::terminated(int signal) {
-    {
-        std::lock_guard<std::mutex> lock(m_endMutex);
-        if (m_exitStatus)
-            return *m_exitStatus;
-    }
     const std::string current(m_progress.phase());
     m_heartbeat.stop();
     // The step it is in, as RankScope's hang diagnosis names it (event_schema.h).
     const int64_t step = m_progress.step() + (phase::isInsideAStep(current) ? 1 : 0);
     const std::string message = std::string(signal == SIGINT ? "SIGINT" : "SIGTERM") + " received at step " +
                                 std::to_string(step) + " in phase " + current;
-    log("stopping: " + message);
     JsonObject error;
     error.add(schema::error::kKind, schema::error_kind::kTerminated)
         .add(schema::error::kMessage, message)
         .add(schema::error::kFatal, true);
-    return end(schema::status::kError, std::nan(""), 128 + signal, &error);
+    return end(schema::status::kError, std::nan(""), 128 + signal, &error, "stopping: " + message);
 }
 
 int Trainer::run() {
@@ -682,10 +682,10 @@ int Trainer::run() {
     m_progress.setPhase(phase::kDone);
     m_heartbeat.stop();
     const double wall = std::chrono::duration<double>(Clock::now() - m_started).count();
-    const int status = end(schema::status::kOk, finalChecksum, kExitOk);
-    if (m_o.rank == 0)
-        log("done: " + std::to_string(m_state.globalStep) + " steps in " + std::to_string(wall) + " s");
-    return status;
+    return end(schema::status::kOk, finalChecksum, kExitOk, nullptr,
+               m_o.rank == 0
+                   ? "done: " + std::to_string(m_state.globalStep) + " steps in " + std::to_string(wall) + " s"
+                   : std::string());
 }
 
 } // namespace
