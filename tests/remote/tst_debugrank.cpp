@@ -144,6 +144,56 @@ bool acceptsConnections(const QString& address) {
     return connected;
 }
 
+// The local addresses ("127.0.0.1:4242") of the sockets this process listens on, as `ss` lists them.
+QStringList ownListeners() {
+    const CommandResult listed = runCommand(QStringLiteral("ss"), {QStringLiteral("-ltnpH")});
+    const QString mine = QStringLiteral("pid=%1,").arg(::getpid());
+    QStringList local;
+    for (const QString& line : QString::fromUtf8(listed.output).split(QLatin1Char('\n'), Qt::SkipEmptyParts))
+        if (line.contains(mine))
+            local << line.simplified().section(QLatin1Char(' '), 3, 3);
+    return local;
+}
+
+// The local transport, with the file it is asked for cut to `cutTo` bytes once its first chunk was read: a node's
+// file that shrinks while it is copied (a trainer rebuilt under the copy).
+class ShrinkingFile final : public remote::Transport {
+public:
+    ShrinkingFile(QString path, qint64 cutTo) : m_path(std::move(path)), m_cutTo(cutTo) {}
+
+    QString host() const override { return m_local.host(); }
+    bool isLocal() const override { return true; }
+    void connect() override { m_local.connect(); }
+    void disconnect() override { m_local.disconnect(); }
+    bool isConnected() const override { return m_local.isConnected(); }
+    remote::ExecResult exec(const QString& command, const QByteArray& input, std::chrono::milliseconds timeout,
+                            remote::CommandEffect effect) override {
+        return m_local.exec(command, input, timeout, effect);
+    }
+    void writeFile(const QString& path, const QByteArray& data, int mode) override {
+        m_local.writeFile(path, data, mode);
+    }
+    void uploadFile(const QString& localPath, const QString& remotePath, int mode) override {
+        m_local.uploadFile(localPath, remotePath, mode);
+    }
+    QByteArray readFrom(const QString& path, qint64 offset, qint64 maxBytes) override {
+        const QByteArray chunk = m_local.readFrom(path, offset, maxBytes);
+        if (path == m_path && !std::exchange(m_cut, true))
+            QFile::resize(path, m_cutTo);
+        return chunk;
+    }
+    std::optional<QByteArray> readWhole(const QString& path) override { return m_local.readWhole(path); }
+    std::optional<qint64> fileSize(const QString& path) override { return m_local.fileSize(path); }
+    void makeDirectories(const QString& path) override { m_local.makeDirectories(path); }
+    QString homeDirectory() override { return m_local.homeDirectory(); }
+
+private:
+    remote::LocalTransport m_local;
+    QString m_path;
+    qint64 m_cutTo = 0;
+    bool m_cut = false;
+};
+
 // `finished` spies on the engine from its launch: the run may end while a gdb session is being waited for.
 RunRecord waitForEnd(QSignalSpy& finished, int timeoutMs) {
     if (finished.isEmpty())
@@ -552,22 +602,25 @@ private slots:
         QVERIFY2(cli.exitCode() == 0, out + cli.readAllStandardError());
     }
 
-    // The forwarder on its own, against a stand-in gdbserver (one connection, echoing): it connects the moment
-    // the port is known, before any debugger; the first debugger is piped through, a second is turned away; a
-    // port nobody listens on (as when something else took gdbserver's one connection) is reported.
+    // The forwarder on its own, against a stand-in gdbserver (one connection, echoing): it listens on loopback
+    // only; a debugger that comes before gdbserver's port is known is turned away; it connects the moment the port
+    // is known, before any debugger; the first debugger is piped through, a second is turned away; gdbserver's end
+    // of the session reaches the debugger; a port nobody listens on (as when something else took gdbserver's one
+    // connection) is reported.
     void forwarderClaimsTheOneConnection() {
         int serverPort = 0;
         const int listener = loopbackSocket(true, &serverPort);
         QVERIFY(listener >= 0);
         std::atomic<int> accepted{0};
-        std::thread server([&] { // accepts one connection and echoes it until EOF, like gdbserver --once
+        std::thread server([&] { // accepts one connection and echoes it, like gdbserver --once, until EOF or a kill
             const int connection = ::accept(listener, nullptr, nullptr);
             ++accepted;
             char buffer[256];
             ssize_t n = 0;
-            while ((n = ::recv(connection, buffer, sizeof buffer, 0)) > 0)
+            while ((n = ::recv(connection, buffer, sizeof buffer, 0)) > 0 &&
+                   !QByteArray::fromRawData(buffer, n).contains("$k#6b"))
                 ::send(connection, buffer, static_cast<size_t>(n), MSG_NOSIGNAL);
-            ::close(connection);
+            ::close(connection); // after a kill packet: gdbserver ends the session first
         });
         const auto stopServer = qScopeGuard([&] {
             ::shutdown(listener, SHUT_RDWR);
@@ -581,6 +634,7 @@ private slots:
         connect(&thread, &QThread::finished, forwarder, &QObject::deleteLater);
         QSignalSpy ready(forwarder, &remote::PortForwarder::ready);
         QSignalSpy progress(forwarder, &remote::PortForwarder::progress);
+        const QStringList listenedBefore = ownListeners();
         thread.start();
         const auto stopThread = qScopeGuard([&] {
             forwarder->requestStop();
@@ -589,7 +643,27 @@ private slots:
         });
         QMetaObject::invokeMethod(
             forwarder, [forwarder] { forwarder->run({}, {}); }, Qt::QueuedConnection);
-        QTest::qWait(300);
+        // It listens at once, on 127.0.0.1 alone (gdbserver's session is nobody else's): found as the listener this
+        // process has now and had not before.
+        QString address;
+        QTRY_VERIFY_WITH_TIMEOUT(
+            [&] {
+                for (const QString& local : ownListeners())
+                    if (!listenedBefore.contains(local))
+                        address = local;
+                return !address.isEmpty();
+            }(),
+            5000);
+        QVERIFY2(address.startsWith(QLatin1String("127.0.0.1:")), qPrintable(address));
+        int earlyPort = address.section(QLatin1Char(':'), -1).toInt();
+        const int early = loopbackSocket(false, &earlyPort);
+        QVERIFY(early >= 0);
+        char reply[64] = {};
+        QCOMPARE(::recv(early, reply, sizeof reply, 0), 0); // no gdbserver to pipe to yet: closed at once
+        ::close(early);
+        QTRY_VERIFY_WITH_TIMEOUT(!progress.isEmpty(), 5000);
+        QVERIFY2(progress.back().front().toString().contains(QLatin1String("before gdbserver listened")),
+                 qPrintable(progress.back().front().toString()));
         QVERIFY(ready.isEmpty()); // no port yet: nothing to claim
         forwarder->setTargetPort(serverPort);
         QTRY_COMPARE_WITH_TIMEOUT(ready.size(), 1, 10000);
@@ -597,11 +671,13 @@ private slots:
         // queued; the stand-in's accept (and its count) may come a moment later, on its own thread.
         QTRY_COMPARE_WITH_TIMEOUT(accepted.load(), 1, 5000);
         int localPort = ready.front().front().toInt();
+        QCOMPARE(localPort, earlyPort);
 
         const int debugger = loopbackSocket(false, &localPort);
         QVERIFY(debugger >= 0);
+        const timeval patience{10, 0}; // a debugger that is never answered fails the test instead of hanging it
+        QCOMPARE(::setsockopt(debugger, SOL_SOCKET, SO_RCVTIMEO, &patience, sizeof patience), 0);
         QCOMPARE(::send(debugger, "$qSupported#37", 14, 0), 14);
-        char reply[64] = {};
         QCOMPARE(::recv(debugger, reply, 14, MSG_WAITALL), 14);
         QCOMPARE(QByteArray(reply, 14), QByteArray("$qSupported#37"));
         const int second = loopbackSocket(false, &localPort);
@@ -609,8 +685,11 @@ private slots:
         QCOMPARE(::recv(second, reply, sizeof reply, 0), 0); // closed at once
         ::close(second);
         QTRY_VERIFY_WITH_TIMEOUT(!progress.isEmpty(), 5000);
-        QVERIFY2(progress.back().front().toString().contains(QLatin1String("turned away")),
+        QVERIFY2(progress.back().front().toString().contains(QLatin1String("a second debugger was turned away")),
                  qPrintable(progress.back().front().toString()));
+        // gdbserver ends the session (a kill): the debugger reads its end, as it would from gdbserver itself.
+        QCOMPARE(::send(debugger, "$k#6b", 5, 0), 5);
+        QCOMPARE(::recv(debugger, reply, sizeof reply, 0), 0);
         ::close(debugger);
         QTRY_VERIFY_WITH_TIMEOUT(!acceptsConnections(QStringLiteral("127.0.0.1:%1").arg(localPort)), 5000);
 
@@ -623,6 +702,67 @@ private slots:
         QCOMPARE(failed.size(), 1);
         QVERIFY2(failed.front().front().toString().contains(QLatin1String("did something else connect first")),
                  qPrintable(failed.front().front().toString()));
+    }
+
+    // A forwarder stopped while its SSH session still connects (a node that accepts and never speaks) ends without
+    // a failure: the run was stopped, nothing went wrong with the debugger's way to its rank.
+    void aForwarderStoppedWhileItConnectsSaysNoFailure() {
+        int silentPort = 0;
+        const int silent = loopbackSocket(true, &silentPort); // the kernel accepts; nobody sends a banner
+        QVERIFY(silent >= 0);
+        const auto closeSilent = qScopeGuard([silent] { ::close(silent); });
+        remote::SshOptions options;
+        options.host = QStringLiteral("127.0.0.1");
+        options.port = silentPort;
+        options.user = m_sshd.userName();
+        options.identityFile = m_sshd.userKeyPath();
+        options.knownHostsPath = m_sshd.knownHostsPath();
+        options.sshConfigPath = QStringLiteral("none");
+        options.connectTimeout = std::chrono::seconds(2);
+        QThread thread;
+        auto* forwarder = new remote::PortForwarder(std::make_unique<remote::SshTransport>(options));
+        forwarder->moveToThread(&thread);
+        connect(&thread, &QThread::finished, forwarder, &QObject::deleteLater);
+        QSignalSpy failed(forwarder, &remote::PortForwarder::failed);
+        std::atomic<bool> returned{false};
+        thread.start();
+        QMetaObject::invokeMethod(
+            forwarder,
+            [forwarder, &returned] {
+                forwarder->run({}, {});
+                returned = true;
+            },
+            Qt::QueuedConnection);
+        QTest::qWait(300);
+        forwarder->requestStop();
+        QTRY_VERIFY_WITH_TIMEOUT(returned.load(), 30000); // once its connect gave up (2 s)
+        thread.quit();
+        QVERIFY(thread.wait(10000));
+        QVERIFY2(failed.isEmpty(), qPrintable(failed.value(0).value(0).toString()));
+    }
+
+    // A node's file that shrinks while it is copied (the trainer rebuilt under the copy) is reported, and no half of
+    // it is left where the whole was due.
+    void aNodeFileThatShrinksIsNotCopiedHalf() {
+        QByteArray data(6 * 1024 * 1024, 'x');
+        const QString source = m_dir.filePath(QStringLiteral("node-trainer-shrinking"));
+        QFile file(source);
+        QVERIFY(file.open(QIODevice::WriteOnly));
+        file.write(data);
+        file.close();
+        ShrinkingFile transport(source, 5 * 1024 * 1024);
+        transport.connect();
+        const std::atomic<bool> stop{false};
+        const QString copy = m_dir.filePath(QStringLiteral("copied-shrinking/rankscope-trainer"));
+        try {
+            remote::PortForwarder::fetchFile(transport, source, copy, stop);
+            QFAIL("a file that shrank while it was copied was taken whole");
+        } catch (const remote::TransportError& error) {
+            QVERIFY2(error.message().contains(
+                         QStringLiteral("ended after %1 of %2 bytes").arg(5 * 1024 * 1024).arg(data.size())),
+                     qPrintable(error.message()));
+        }
+        QVERIFY(!QFileInfo::exists(copy));
     }
 
     // The copy of a node's file that a debugged rank's trainer, built on its node, takes to get here.
