@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: MIT
-// rankscope-cli's remote commands as a user types them, against a private sshd on loopback: run, runs, logs,
-// stop, a failing rank, a bad job file, and a ~/.ssh/config alias.
+// rankscope-cli's remote commands as a user types them, against a private sshd on loopback: run, attach, runs,
+// logs, stop, Ctrl-C in each, a failing rank, a bad job file, a ~/.ssh/config alias; and runs, logs, diagnose and
+// stacks over stored runs alone.
 #include "enginetestutil.h"
 #include "fixtures/sshdfixture.h"
 
 #include <QProcess>
 #include <QRegularExpression>
+#include <QScopeGuard>
 #include <QTemporaryDir>
 
 #include <algorithm>
@@ -28,15 +30,16 @@ class tst_CliRemote final : public QObject {
     Q_OBJECT
 
 private:
-    // This machine's environment, with the test's own run store.
-    QProcessEnvironment cliEnvironment() const {
+    // This machine's environment, with the test's own run store (`home`, by default the one its runs share).
+    QProcessEnvironment cliEnvironment(const QString& home = {}) const {
         QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
-        environment.insert(QStringLiteral("RANKSCOPE_HOME"), m_dir.filePath(QStringLiteral("home")));
+        environment.insert(QStringLiteral("RANKSCOPE_HOME"),
+                           home.isEmpty() ? m_dir.filePath(QStringLiteral("home")) : home);
         return environment;
     }
-    CliResult cli(const QStringList& arguments, int timeoutMs = 120000) const {
+    CliResult cli(const QStringList& arguments, int timeoutMs = 120000, const QString& home = {}) const {
         QProcess process;
-        process.setProcessEnvironment(cliEnvironment());
+        process.setProcessEnvironment(cliEnvironment(home));
         process.start(QStringLiteral(RANKSCOPE_BIN_DIR "/rankscope-cli"), arguments);
         if (!process.waitForFinished(timeoutMs)) {
             process.kill();
@@ -147,6 +150,42 @@ private slots:
         QVERIFY2(result.err.contains("nodes[1].host"), result.err.constData());
         QVERIFY2(result.err.contains("nodes[1].port"), result.err.constData());
         QVERIFY2(result.err.contains("trainer.model"), result.err.constData());
+        // Each problem under the file's name, as a compiler says it.
+        for (const QByteArray& line : result.err.trimmed().split('\n'))
+            QVERIFY2(line.startsWith(path.toUtf8() + ": "), result.err.constData());
+        const CliResult sideways =
+            cli({QStringLiteral("run"), path, QStringLiteral("--mode"), QStringLiteral("sideways")});
+        QCOMPARE(sideways.exitCode, 2);
+        QVERIFY2(sideways.err.contains("--mode must be debug or submit, not 'sideways'"), sideways.err.constData());
+        // The job is checked for the mode asked for: a local debug job, whole as such, has no node to submit to.
+        const QString local = m_dir.filePath(QStringLiteral("local-debug.json"));
+        QFile localFile(local);
+        QVERIFY(localFile.open(QIODevice::WriteOnly));
+        localFile.write(QJsonDocument(QJsonObject{{"version", 1},
+                                                  {"name", "local-debug"},
+                                                  {"mode", "debug"},
+                                                  {"trainer", trainer(2)},
+                                                  {"debug", QJsonObject{{"node", "local"}, {"procs", 1}}}})
+                            .toJson());
+        localFile.close();
+        const CliResult submitted =
+            cli({QStringLiteral("run"), local, QStringLiteral("--mode"), QStringLiteral("submit")});
+        QCOMPARE(submitted.exitCode, 3);
+        QVERIFY2(submitted.err.contains(local.toUtf8() + ": nodes: at least one node is required"),
+                 submitted.err.constData());
+    }
+
+    // A launch the engine refuses before it reaches any node is a launch failure (exit status 4), said as such.
+    void aLaunchRefusedBeforeAnyNodeIsExitStatus4() {
+        const CliResult result =
+            cli(QStringList{QStringLiteral("run"),
+                            writeJob(QStringLiteral("blank"), trainer(4, QJsonArray{"--data-dir", "/tmp/a b"})),
+                            QStringLiteral("--debug-rank"), QStringLiteral("0")} +
+                connection());
+        QCOMPARE(result.exitCode, 4);
+        QVERIFY2(result.err.startsWith("rankscope-cli run: debug rank 0: gdbserver cannot hand the trainer an "
+                                       "argument with a blank in it: '/tmp/a b'"),
+                 result.err.constData());
     }
 
     // A launch that fails on several nodes names each of them, not only the first to fail: that one's failure in
@@ -236,6 +275,102 @@ private slots:
                                    QStringLiteral("out,stdout")});
         QCOMPARE(bad.exitCode, 2);
         QVERIFY2(bad.err.contains("--stream stdout: each must be out, err, events or all"), bad.err.constData());
+        // --follow of a run that has ended catches up from the node, then returns by itself.
+        const CliResult followed = cli(
+            QStringList{QStringLiteral("logs"), QStringLiteral("latest"), QStringLiteral("--rank"), QStringLiteral("1"),
+                        QStringLiteral("--stream"), QStringLiteral("err"), QStringLiteral("--follow")} +
+                connection(),
+            60000);
+        QVERIFY2(followed.exitCode == 0, (followed.out + followed.err).constData());
+        QVERIFY2(followed.out.startsWith(readAll(store.streamPath(id, 1, RankStream::Err))),
+                 followed.out.constData()); // one rank and one stream: its lines as they are, none left out
+    }
+
+    // `logs` and `runs` over stored runs alone (no node to reach), in a store of this test's own: each line whole
+    // and under its own rank and stream, a last line with no newline, and a word for each answer with nothing in it.
+    void logsAndRunsOfStoredRunsSayWhatTheyHold() {
+        const QString home = m_dir.filePath(QStringLiteral("stored"));
+        const auto inStore = [&](const QStringList& arguments) { return cli(arguments, 60000, home); };
+        const CliResult empty = inStore({QStringLiteral("runs")});
+        QCOMPARE(empty.exitCode, 0);
+        QVERIFY2(empty.out.endsWith("(no runs in " + home.toUtf8() + ")\n"), empty.out.constData());
+
+        RunStore store(home);
+        RunRecord record;
+        record.id = store.newRunId();
+        record.name = QStringLiteral("a-run-whose-name-is-long");
+        record.mode = QStringLiteral("debug");
+        record.state = QStringLiteral("finished");
+        record.created = QDateTime::currentDateTimeUtc().addSecs(-60);
+        record.ended = QDateTime::currentDateTimeUtc();
+        record.worldSize = 3;
+        record.summary = QStringLiteral("the stored summary");
+        QVERIFY(store.save(record));
+        double arrived = 1.0e9;
+        const auto append = [&](int rank, RankStream stream, QByteArrayView bytes) {
+            QVERIFY(store.appendStream(record.id, rank, stream, store.streamSize(record.id, rank, stream), bytes,
+                                       nullptr, nullptr, arrived += 1.0));
+        };
+        // Rank 0: a line on stdout cut in two by one on stderr, and a last line with no newline; rank 1: a line on
+        // stdout and one in its events file; rank 2: nothing.
+        append(0, RankStream::Out, "first hal");
+        append(0, RankStream::Err, "an error line\n");
+        append(0, RankStream::Out, "f\nlast words");
+        append(1, RankStream::Out, "rank one\n");
+        append(1, RankStream::Events, "@rankscope {\"v\":1}\n");
+
+        const CliResult rank0 =
+            inStore({QStringLiteral("logs"), record.id, QStringLiteral("--rank"), QStringLiteral("0")});
+        QCOMPARE(rank0.exitCode, 0);
+        QCOMPARE(rank0.out,
+                 QByteArray("[rank 0 err] an error line\n[rank 0 out] first half\n[rank 0 out] last words\n"));
+        QVERIFY2(rank0.err.isEmpty(), rank0.err.constData());
+        // One stream of one rank, however it is named: the bytes as stored, once, with nothing added.
+        const CliResult out0 = inStore({QStringLiteral("logs"), record.id, QStringLiteral("--rank"),
+                                        QStringLiteral("0"), QStringLiteral("--stream"), QStringLiteral("out,out")});
+        QCOMPARE(out0.out, QByteArray("first half\nlast words"));
+        const CliResult all1 = inStore({QStringLiteral("logs"), record.id, QStringLiteral("--rank"),
+                                        QStringLiteral("1"), QStringLiteral("--stream"), QStringLiteral("all")});
+        QCOMPARE(all1.exitCode, 0);
+        QCOMPARE(all1.out, QByteArray("[rank 1 out] rank one\n[rank 1 events] @rankscope {\"v\":1}\n"));
+        const CliResult silent =
+            inStore({QStringLiteral("logs"), record.id, QStringLiteral("--rank"), QStringLiteral("2")});
+        QCOMPARE(silent.exitCode, 0);
+        QVERIFY2(silent.out.isEmpty(), silent.out.constData());
+        QVERIFY2(silent.err.contains(QStringLiteral("run %1: nothing in out,err of rank 2").arg(record.id).toUtf8()),
+                 silent.err.constData());
+        const CliResult beyond =
+            inStore({QStringLiteral("logs"), record.id, QStringLiteral("--rank"), QStringLiteral("3")});
+        QCOMPARE(beyond.exitCode, 2);
+        QVERIFY2(beyond.err.contains(QStringLiteral("--rank 3: run %1 has ranks 0-2").arg(record.id).toUtf8()),
+                 beyond.err.constData());
+
+        // The listing: a long name cut to its column, the rest in theirs; in JSON, the record as stored.
+        const QByteArrayList listed = inStore({QStringLiteral("runs")}).out.split('\n');
+        QCOMPARE(listed.value(1), (record.id.leftJustified(21) + QStringLiteral(" a-run-whose-name-is- debug   "
+                                                                                "finished      3 the stored summary"))
+                                      .toUtf8());
+        const CliResult json = inStore({QStringLiteral("runs"), QStringLiteral("--json")});
+        QCOMPARE(json.exitCode, 0);
+        const QJsonArray runs = QJsonDocument::fromJson(json.out).array();
+        QCOMPARE(runs.size(), 1);
+        QCOMPARE(runs[0].toObject().value(QStringLiteral("id")).toString(), record.id);
+        QCOMPARE(runs[0].toObject().value(QStringLiteral("name")).toString(), record.name);
+
+        // Nothing to diagnose in it, and no stacks to show: each said so.
+        const CliResult diagnosed = inStore({QStringLiteral("diagnose"), record.id});
+        QCOMPARE(diagnosed.exitCode, 0);
+        QCOMPARE(diagnosed.out,
+                 QStringLiteral("run %1: nothing to report (no failure, hang, straggler or divergence)\n")
+                     .arg(record.id)
+                     .toUtf8());
+        const CliResult stacks = inStore({QStringLiteral("stacks"), record.id});
+        QCOMPARE(stacks.exitCode, 1);
+        QVERIFY2(stacks.err.contains(QStringLiteral("run %1 has ended (finished): no process to take stacks of, and "
+                                                    "none were saved")
+                                         .arg(record.id)
+                                         .toUtf8()),
+                 stacks.err.constData());
     }
 
     // Into a file, the progress block every 10 s and the final table line up across host names of different
@@ -351,6 +486,13 @@ private slots:
         pgrep.start(QStringLiteral("pgrep"), {QStringLiteral("-af"), record.id});
         pgrep.waitForFinished();
         QCOMPARE(pgrep.readAllStandardOutput(), QByteArray());
+        // Attached to afterwards, the run is shown as it ended: what its ranks said then was said, and is not
+        // said again as if it happened now.
+        QVERIFY2(output.contains("rank 0 told to stop: "), output.constData());
+        const CliResult attached = cli(QStringList{QStringLiteral("attach"), record.id} + connection(), 60000);
+        QVERIFY2(attached.out.contains(QStringLiteral("run %1: stopped").arg(record.id).toUtf8()),
+                 (attached.out + attached.err).constData());
+        QVERIFY2(!attached.out.contains("told to stop"), attached.out.constData());
     }
 
     // A second Ctrl-C while the first one's stop runs leaves the run as it is then: its ranks were told to end, so
@@ -383,6 +525,51 @@ private slots:
         QCOMPARE(record.state, QStringLiteral("stopped"));
         QCOMPARE(record.summary, QStringLiteral("stopped by the user"));
         QCOMPARE(record.firstFailedRank, -1);
+    }
+
+    // Ctrl-C while `stop` waits for the ranks to end leaves them ending (they were told to already): no second stop,
+    // and a word on how to finish it.
+    void ctrlCDuringStopLeavesTheRunStopping() {
+        const CliResult started =
+            cli(QStringList{QStringLiteral("run"),
+                            writeJob(QStringLiteral("stop-interrupted"),
+                                     trainer(0, QJsonArray{"--hang-at-step", "3", "--hang-rank", "0"}, 1000)),
+                            QStringLiteral("--detach")} +
+                connection());
+        QVERIFY2(started.exitCode == 0, (started.out + started.err).constData());
+        RunStore store(m_dir.filePath(QStringLiteral("home")));
+        const QString id = store.resolveId(QStringLiteral("latest"));
+        QCOMPARE(store.load(id)->name, QStringLiteral("stop-interrupted"));
+        // Rank 0 hung, then held stopped (as a debugger holds it): the stop's SIGTERM waits for it, and the stop
+        // waits its grace (10 s) before SIGKILL, time enough for the Ctrl-C to come while it waits.
+        const QString runDir = store.load(id)->nodes.value(0).runDir;
+        QTRY_VERIFY_WITH_TIMEOUT(readAll(runDir + QStringLiteral("/rank0.err")).contains("injected hang at step 3"),
+                                 30000);
+        const auto rank0 = static_cast<pid_t>(readAll(runDir + QStringLiteral("/rank0.pid")).trimmed().toInt());
+        QVERIFY(rank0 > 0);
+        QCOMPARE(::kill(rank0, SIGSTOP), 0);
+        auto resume = qScopeGuard([rank0] { ::kill(rank0, SIGCONT); });
+        QProcess stop;
+        stop.setProcessEnvironment(cliEnvironment());
+        stop.setProcessChannelMode(QProcess::MergedChannels);
+        stop.start(QStringLiteral(RANKSCOPE_BIN_DIR "/rankscope-cli"),
+                   QStringList{QStringLiteral("stop"), id} + connection());
+        QTRY_VERIFY_WITH_TIMEOUT(store.stopRequestedAt(id).isValid(), 30000);
+        const qint64 pid = stop.processId(); // 0 once it has ended: kill(0, …) would interrupt ctest's whole group
+        QVERIFY2(pid > 0 && stop.state() == QProcess::Running, stop.readAll().constData());
+        ::kill(static_cast<pid_t>(pid), SIGINT);
+        QVERIFY(stop.waitForFinished(30000));
+        const QByteArray said = stop.readAll();
+        QVERIFY2(stop.exitCode() == 1, said.constData());
+        QVERIFY2(said.contains(QStringLiteral("left run %1 while it stops: rankscope-cli stop %1").arg(id).toUtf8()),
+                 said.constData());
+        QVERIFY2(!said.contains("stopping the run on every node"), said.constData());
+        resume.dismiss();
+        ::kill(rank0, SIGCONT); // its SIGTERM ends it now
+        const CliResult stopped = cli(QStringList{QStringLiteral("stop"), id} + connection());
+        QVERIFY2(stopped.exitCode == 0, (stopped.out + stopped.err).constData());
+        QVERIFY2(stopped.out.contains("no process of the run is left"), stopped.out.constData());
+        QCOMPARE(store.load(id)->state, QStringLiteral("stopped"));
     }
 
     // A detached run that trained to its end with nobody attached is finished, also when the first to look at it
@@ -440,6 +627,10 @@ private slots:
         QByteArray followed;
         QTRY_VERIFY2_WITH_TIMEOUT((followed += follow.readAllStandardOutput()).contains("[rank 0] epoch 1/1000 step"),
                                   (followed + follow.readAllStandardError()).constData(), 30000);
+        // Then the lines that come after the catch-up, as they come.
+        const qsizetype caughtUp = followed.count("[rank 0 events] ");
+        QTRY_VERIFY2_WITH_TIMEOUT((followed += follow.readAllStandardOutput()).count("[rank 0 events] ") > caughtUp + 3,
+                                  followed.constData(), 30000);
         follow.terminate();
         QVERIFY(follow.waitForFinished(10000));
         followed += follow.readAllStandardOutput();
@@ -449,6 +640,7 @@ private slots:
             if (line.startsWith("[rank 0 events] "))
                 events << line.mid(16);
         QVERIFY(events.size() > 5);
+        QVERIFY2(!followed.contains("[rank 1 "), followed.constData()); // --rank 0: no line of another rank
         const QByteArrayList stored = readAll(store.streamPath(id, 0, RankStream::Events)).split('\n');
         QVERIFY(stored.size() > events.size());
         QCOMPARE(events, stored.mid(0, events.size()));
@@ -511,6 +703,25 @@ private slots:
         follow.terminate();
         QVERIFY(follow.waitForFinished(10000));
         QVERIFY(readAll(store.streamPath(id, 0, RankStream::Events)).contains(R"("type":"step")"));
+        // Offline, this machine's copy is diagnosed as of where it ends, and `diagnose` says so: in its text, and
+        // in JSON as the same moment.
+        const CliResult asOf = cli({QStringLiteral("diagnose"), id});
+        QCOMPARE(asOf.exitCode, 0);
+        QVERIFY2(asOf.out.startsWith(QStringLiteral("run %1: running, as of ").arg(id).toUtf8()) &&
+                     asOf.out.contains(QStringLiteral(" in this machine's copy (rankscope-cli attach %1 brings it up "
+                                                      "to date)\n")
+                                           .arg(id)
+                                           .toUtf8()),
+                 asOf.out.constData());
+        const CliResult asOfJson = cli({QStringLiteral("diagnose"), id, QStringLiteral("--json")});
+        const QDateTime knownUntil = QDateTime::fromString(
+            QJsonDocument::fromJson(asOfJson.out).object().value("known_until").toString(), Qt::ISODateWithMs);
+        QVERIFY2(knownUntil.isValid() && knownUntil <= QDateTime::currentDateTimeUtc() &&
+                     knownUntil > QDateTime::currentDateTimeUtc().addSecs(-120),
+                 asOfJson.out.constData());
+        QVERIFY2(asOf.out.contains(", as of " + knownUntil.toLocalTime().toString(QStringLiteral("HH:mm:ss")).toUtf8() +
+                                   " in this"),
+                 asOf.out.constData());
 
         const CliResult stopped = cli(QStringList{QStringLiteral("stop"), id} + connection());
         QVERIFY2(stopped.exitCode == 0, (stopped.out + stopped.err).constData());

@@ -565,7 +565,7 @@ private slots:
         QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
         environment.insert(QStringLiteral("RANKSCOPE_HOME"), m_dir.filePath(QStringLiteral("cli-home")));
 
-        for (const QString& bad : {QStringLiteral("7"), QStringLiteral("one")}) {
+        for (const QString& bad : {QStringLiteral("2"), QStringLiteral("7"), QStringLiteral("one")}) { // ranks 0-1
             QProcess cli;
             cli.setProcessEnvironment(environment);
             cli.start(kCli, {"run", jobPath, "--debug-rank", bad, "--ssh-config", "none"});

@@ -87,10 +87,11 @@ private:
                 return line;
         return {};
     }
-    QString cliDiagnose(const QString& run) const {
+    // `rankscope-cli diagnose RUN`, then `more`: what it printed on both streams.
+    QString cliDiagnose(const QString& run, const QStringList& more = {}) const {
         QProcess cli;
         cli.setProcessEnvironment(cliEnvironment());
-        cli.start(kCli, {QStringLiteral("diagnose"), run});
+        cli.start(kCli, QStringList{QStringLiteral("diagnose"), run} + more);
         cli.waitForFinished(60000);
         return QString::fromUtf8(cli.readAllStandardOutput() + cli.readAllStandardError());
     }
@@ -695,6 +696,18 @@ private slots:
                 QStringLiteral("\n  rank 1 said last (rankscope-cli logs %1 --rank 1):\n").arg(engine.record().id)) &&
                 out.contains(QStringLiteral("\n    [err] ") + said + QLatin1Char('\n')),
             qPrintable(out));
+        // The same finding in JSON, with the lines it quotes; a run seen to end is known to its end (no known_until).
+        const QString json = cliDiagnose(engine.record().id, {QStringLiteral("--json")});
+        const QJsonObject object = QJsonDocument::fromJson(json.toUtf8()).object();
+        QCOMPARE(object.value(QStringLiteral("run")).toString(), engine.record().id);
+        QVERIFY2(!object.contains(QStringLiteral("known_until")), qPrintable(json));
+        QJsonObject cause;
+        for (const QJsonValue& found : object.value(QStringLiteral("diagnoses")).toArray())
+            if (found.toObject().value(QStringLiteral("kind")).toString() == QLatin1String("root-cause"))
+                cause = found.toObject();
+        QCOMPARE(cause.value(QStringLiteral("ranks")).toArray(), QJsonArray{1});
+        QCOMPARE(cause.value(QStringLiteral("last_lines")).toArray().last().toObject().value(QStringLiteral("text")),
+                 QJsonValue(said));
     }
 };
 

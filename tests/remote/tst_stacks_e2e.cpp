@@ -242,6 +242,18 @@ private slots:
         files.sort();
         QVERIFY2(endedOut.contains(m_store.runDir(engine.record().id) + QLatin1Char('/') + files.last()),
                  qPrintable(endedOut));
+        // In JSON: that capture's tree, and where it is saved.
+        QProcess endedJson;
+        endedJson.setProcessEnvironment(env);
+        endedJson.start(kCli, {QStringLiteral("stacks"), engine.record().id, QStringLiteral("--json")});
+        QVERIFY(endedJson.waitForFinished(60000));
+        QCOMPARE(endedJson.exitCode(), 0);
+        const QJsonObject savedJson = QJsonDocument::fromJson(endedJson.readAllStandardOutput()).object();
+        QCOMPARE(savedJson.value(QStringLiteral("path")).toString(),
+                 m_store.runDir(engine.record().id) + QLatin1Char('/') + files.last());
+        const auto savedTree = StackTree::fromJson(savedJson);
+        QVERIFY(savedTree);
+        QVERIFY2(showsHungRankApart(savedTree->render(), &why), qPrintable(savedTree->render()));
         QProcess diagnose;
         diagnose.setProcessEnvironment(env);
         diagnose.start(kCli, {QStringLiteral("diagnose"), engine.record().id});
@@ -309,7 +321,7 @@ private slots:
         remote::EngineOptions o = options();
         o.stackTimeoutSeconds = 2;
         o.captureStacksOnHang = false;
-        withOneCapture(o, [](remote::RunEngine& engine, const StackTree& tree, const int& steps) {
+        withOneCapture(o, [this](remote::RunEngine& engine, const StackTree& tree, const int& steps) {
             QVERIFY2(tree.isEmpty() && tree.errors().size() == 2, qPrintable(tree.render())); // it timed out
 
             // Both ranks run on: neither is left stopped, and the training goes on.
@@ -323,6 +335,21 @@ private slots:
             }
             const int stepsAfterCapture = steps;
             QTRY_VERIFY_WITH_TIMEOUT(steps >= stepsAfterCapture + 10, 30000);
+
+            // `rankscope-cli stacks` that gets no stack from any rank (a debugger that fails at once) says so, and
+            // fails.
+            const GdbFirstOnPath failing(m_dir.filePath(QStringLiteral("failing-gdb")), "exit 1\n");
+            QVERIFY(failing.installed);
+            QProcess cli;
+            QProcessEnvironment env = QProcessEnvironment::systemEnvironment(); // with that gdb first on PATH
+            env.insert(QStringLiteral("RANKSCOPE_HOME"), m_store.root());
+            cli.setProcessEnvironment(env);
+            cli.start(kCli, {QStringLiteral("stacks"), engine.record().id, QStringLiteral("--ssh-config"),
+                             QStringLiteral("none")});
+            QVERIFY(cli.waitForFinished(120000));
+            const QByteArray err = cli.readAllStandardError();
+            QVERIFY2(cli.exitCode() == 1, err.constData());
+            QVERIFY2(err.contains("rankscope-cli stacks: no stacks from any rank"), err.constData());
         });
     }
 
