@@ -109,6 +109,22 @@ private:
         QVERIFY2(pid > 0 && run.state() == QProcess::Running, (output + run.readAll()).constData());
         ::kill(static_cast<pid_t>(pid), SIGINT);
     }
+    // `rankscope-cli run JOB --detach` of a job named `name` that hangs rank 0 at step 3: its run's id, or empty
+    // (with what the CLI said in `said`) when it did not start.
+    QString startDetachedHang(const QString& name, QByteArray* said) const {
+        const CliResult started =
+            cli(QStringList{QStringLiteral("run"),
+                            writeJob(name, trainer(0, QJsonArray{"--hang-at-step", "3", "--hang-rank", "0"}, 1000)),
+                            QStringLiteral("--detach")} +
+                connection());
+        *said = started.out + started.err;
+        if (started.exitCode != 0)
+            return {};
+        for (const RunRecord& record : RunStore(m_dir.filePath(QStringLiteral("home"))).list())
+            if (record.name == name)
+                return record.id;
+        return {};
+    }
     static QJsonObject trainer(int steps, const QJsonArray& extra = {}, int epochs = 1) {
         return QJsonObject{{"dataset", "synthetic"}, {"model", "mlp"},    {"epochs", epochs},   {"max_steps", steps},
                            {"batch_size", 16},       {"backend", "gloo"}, {"extra_args", extra}};
@@ -530,16 +546,10 @@ private slots:
     // Ctrl-C while `stop` waits for the ranks to end leaves them ending (they were told to already): no second stop,
     // and a word on how to finish it.
     void ctrlCDuringStopLeavesTheRunStopping() {
-        const CliResult started =
-            cli(QStringList{QStringLiteral("run"),
-                            writeJob(QStringLiteral("stop-interrupted"),
-                                     trainer(0, QJsonArray{"--hang-at-step", "3", "--hang-rank", "0"}, 1000)),
-                            QStringLiteral("--detach")} +
-                connection());
-        QVERIFY2(started.exitCode == 0, (started.out + started.err).constData());
+        QByteArray said;
+        const QString id = startDetachedHang(QStringLiteral("stop-interrupted"), &said);
+        QVERIFY2(!id.isEmpty(), said.constData());
         RunStore store(m_dir.filePath(QStringLiteral("home")));
-        const QString id = store.resolveId(QStringLiteral("latest"));
-        QCOMPARE(store.load(id)->name, QStringLiteral("stop-interrupted"));
         // Rank 0 hung, then held stopped (as a debugger holds it): the stop's SIGTERM waits for it, and the stop
         // waits its grace (10 s) before SIGKILL, time enough for the Ctrl-C to come while it waits.
         const QString runDir = store.load(id)->nodes.value(0).runDir;
@@ -559,11 +569,12 @@ private slots:
         QVERIFY2(pid > 0 && stop.state() == QProcess::Running, stop.readAll().constData());
         ::kill(static_cast<pid_t>(pid), SIGINT);
         QVERIFY(stop.waitForFinished(30000));
-        const QByteArray said = stop.readAll();
-        QVERIFY2(stop.exitCode() == 1, said.constData());
-        QVERIFY2(said.contains(QStringLiteral("left run %1 while it stops: rankscope-cli stop %1").arg(id).toUtf8()),
-                 said.constData());
-        QVERIFY2(!said.contains("stopping the run on every node"), said.constData());
+        const QByteArray stopSaid = stop.readAll();
+        QVERIFY2(stop.exitCode() == 1, stopSaid.constData());
+        QVERIFY2(
+            stopSaid.contains(QStringLiteral("left run %1 while it stops: rankscope-cli stop %1").arg(id).toUtf8()),
+            stopSaid.constData());
+        QVERIFY2(!stopSaid.contains("stopping the run on every node"), stopSaid.constData());
         resume.dismiss();
         ::kill(rank0, SIGCONT); // its SIGTERM ends it now
         const CliResult stopped = cli(QStringList{QStringLiteral("stop"), id} + connection());
@@ -679,19 +690,10 @@ private slots:
     // A hung rank sends no step after stop attaches: its row in stop's table can only come from the store's copy,
     // which stop replays before it listens to the node.
     void stopOfAHungRunShowsTheStoredLoss() {
-        const CliResult started =
-            cli(QStringList{QStringLiteral("run"),
-                            writeJob(QStringLiteral("hung"),
-                                     trainer(0, QJsonArray{"--hang-at-step", "3", "--hang-rank", "0"}, 1000)),
-                            QStringLiteral("--detach")} +
-                connection());
-        QVERIFY2(started.exitCode == 0, (started.out + started.err).constData());
+        QByteArray said;
+        const QString id = startDetachedHang(QStringLiteral("hung"), &said);
+        QVERIFY2(!id.isEmpty(), said.constData());
         RunStore store(m_dir.filePath(QStringLiteral("home")));
-        QString id;
-        for (const RunRecord& record : store.list())
-            if (record.name == QLatin1String("hung"))
-                id = record.id;
-        QVERIFY2(!id.isEmpty(), started.out.constData());
 
         // Fill this machine's copy up to the hang.
         QProcess follow;
